@@ -1,0 +1,327 @@
+/* codec.c — table-driven encoder/decoder of record payloads (docs/trace-format.md).
+ *
+ * Each kind's layout is one row list in FIELDS below: the order of the fields on disk and
+ * where each lives in its ana_rec_* struct. Appending a field to a kind = appending a row. */
+#include "records.h"
+#include "varint.h"
+
+#include <string.h>
+
+enum ftype { F_U, F_S, F_STR, F_BLOB, F_STRV, F_FRAMES, F_END };
+
+struct field {
+    enum ftype type;
+    uint16_t off;
+};
+
+#define U(T, m) { F_U, offsetof(T, m) }
+#define S(T, m) { F_S, offsetof(T, m) }
+#define STR(T, m) { F_STR, offsetof(T, m) }
+#define BLOB(T, m) { F_BLOB, offsetof(T, m) }
+#define STRV(T, m) { F_STRV, offsetof(T, m) }
+#define FRAMES(T, m) { F_FRAMES, offsetof(T, m) }
+#define END { F_END, 0 }
+
+static const struct field f_segment[] = { U(ana_rec_segment, tid), U(ana_rec_segment, base_ns), END };
+static const struct field f_process[] = {
+    U(ana_rec_process, pid), U(ana_rec_process, ppid), S(ana_rec_process, rank),
+    S(ana_rec_process, local_rank), S(ana_rec_process, world_size),
+    U(ana_rec_process, realtime_ns), STR(ana_rec_process, host), STR(ana_rec_process, exe),
+    STRV(ana_rec_process, argv), END };
+static const struct field f_thread[] = { U(ana_rec_thread, tid), STR(ana_rec_thread, name), END };
+static const struct field f_module[] = {
+    U(ana_rec_module, bias), U(ana_rec_module, lo), U(ana_rec_module, hi),
+    BLOB(ana_rec_module, build_id), STR(ana_rec_module, path), END };
+static const struct field f_stack[] = { U(ana_rec_stack, id), FRAMES(ana_rec_stack, frames), END };
+static const struct field f_kernel[] = {
+    U(ana_rec_kernel, id), U(ana_rec_kernel, host_fn), STR(ana_rec_kernel, name), END };
+static const struct field f_alloc[] = {
+    U(ana_rec_alloc, api), S(ana_rec_alloc, ret), U(ana_rec_alloc, ptr), U(ana_rec_alloc, size),
+    S(ana_rec_alloc, device), U(ana_rec_alloc, stream), U(ana_rec_alloc, stack),
+    U(ana_rec_alloc, dur_ns), U(ana_rec_alloc, flags), END };
+static const struct field f_free[] = {
+    U(ana_rec_free, api), S(ana_rec_free, ret), U(ana_rec_free, ptr), S(ana_rec_free, device),
+    U(ana_rec_free, stream), U(ana_rec_free, stack), U(ana_rec_free, dur_ns), END };
+static const struct field f_meminfo[] = {
+    S(ana_rec_meminfo, device), U(ana_rec_meminfo, free), U(ana_rec_meminfo, total),
+    U(ana_rec_meminfo, reason), END };
+static const struct field f_launch[] = {
+    U(ana_rec_launch, api), S(ana_rec_launch, ret), U(ana_rec_launch, kernel),
+    U(ana_rec_launch, grid_x), U(ana_rec_launch, grid_y), U(ana_rec_launch, grid_z),
+    U(ana_rec_launch, block_x), U(ana_rec_launch, block_y), U(ana_rec_launch, block_z),
+    U(ana_rec_launch, shmem), U(ana_rec_launch, stream), U(ana_rec_launch, stack),
+    U(ana_rec_launch, dur_ns), END };
+static const struct field f_memcpy[] = {
+    U(ana_rec_memcpy, api), S(ana_rec_memcpy, ret), U(ana_rec_memcpy, dst), U(ana_rec_memcpy, src),
+    U(ana_rec_memcpy, bytes), U(ana_rec_memcpy, dir), U(ana_rec_memcpy, stream),
+    U(ana_rec_memcpy, stack), U(ana_rec_memcpy, dur_ns), END };
+static const struct field f_memset[] = {
+    U(ana_rec_memset, api), S(ana_rec_memset, ret), U(ana_rec_memset, ptr), S(ana_rec_memset, value),
+    U(ana_rec_memset, bytes), U(ana_rec_memset, stream), U(ana_rec_memset, stack),
+    U(ana_rec_memset, dur_ns), END };
+static const struct field f_device[] = {
+    S(ana_rec_device, ordinal), STR(ana_rec_device, name), U(ana_rec_device, total_mem),
+    U(ana_rec_device, sm_count), U(ana_rec_device, cc_major), U(ana_rec_device, cc_minor), END };
+static const struct field f_dropped[] = {
+    U(ana_rec_dropped, tid), U(ana_rec_dropped, records), U(ana_rec_dropped, bytes), END };
+static const struct field f_end[] = { U(ana_rec_end, reason), STR(ana_rec_end, detail), END };
+static const struct field f_info[] = { STR(ana_rec_info, key), STR(ana_rec_info, value), END };
+
+static const struct field *const FIELDS[ANA_K_COUNT] = {
+    [ANA_K_SEGMENT] = f_segment, [ANA_K_PROCESS] = f_process, [ANA_K_THREAD] = f_thread,
+    [ANA_K_MODULE] = f_module,   [ANA_K_STACK] = f_stack,     [ANA_K_KERNEL] = f_kernel,
+    [ANA_K_ALLOC] = f_alloc,     [ANA_K_FREE] = f_free,       [ANA_K_MEMINFO] = f_meminfo,
+    [ANA_K_LAUNCH] = f_launch,   [ANA_K_MEMCPY] = f_memcpy,   [ANA_K_MEMSET] = f_memset,
+    [ANA_K_DEVICE] = f_device,   [ANA_K_DROPPED] = f_dropped, [ANA_K_END] = f_end,
+    [ANA_K_INFO] = f_info,
+};
+
+static const char *const KIND_NAMES[ANA_K_COUNT] = {
+    [ANA_K_SEGMENT] = "segment", [ANA_K_PROCESS] = "process", [ANA_K_THREAD] = "thread",
+    [ANA_K_MODULE] = "module",   [ANA_K_STACK] = "stack",     [ANA_K_KERNEL] = "kernel",
+    [ANA_K_ALLOC] = "alloc",     [ANA_K_FREE] = "free",       [ANA_K_MEMINFO] = "meminfo",
+    [ANA_K_LAUNCH] = "launch",   [ANA_K_MEMCPY] = "memcpy",   [ANA_K_MEMSET] = "memset",
+    [ANA_K_DEVICE] = "device",   [ANA_K_DROPPED] = "dropped", [ANA_K_END] = "end",
+    [ANA_K_INFO] = "info",
+};
+
+const char *ana_kind_name(uint32_t kind)
+{
+    return kind < ANA_K_COUNT ? KIND_NAMES[kind] : NULL;
+}
+
+/* ---- encoding ---- */
+
+struct out {
+    uint8_t *p, *end;
+    int overflow;
+};
+
+static void put_u(struct out *o, uint64_t v)
+{
+    if (o->end - o->p < ANA_VARINT_MAX) {
+        o->overflow = 1;
+        return;
+    }
+    o->p += ana_varint_put(o->p, v);
+}
+
+static void put_bytes(struct out *o, const void *s, size_t n)
+{
+    put_u(o, n);
+    if (o->overflow || (size_t)(o->end - o->p) < n) {
+        o->overflow = 1;
+        return;
+    }
+    if (n)
+        memcpy(o->p, s, n);
+    o->p += n;
+}
+
+static void put_field(struct out *o, const struct field *f, const uint8_t *base)
+{
+    const void *m = base + f->off;
+    switch (f->type) {
+    case F_U: put_u(o, *(const uint64_t *)m); break;
+    case F_S: put_u(o, ana_zigzag(*(const int64_t *)m)); break;
+    case F_STR:
+    case F_BLOB: {
+        const ana_str *s = m;
+        put_bytes(o, s->s, s->s ? s->len : 0);
+        break;
+    }
+    case F_STRV: {
+        const ana_strv *v = m;
+        put_u(o, v->n);
+        for (uint32_t i = 0; i < v->n && !o->overflow; i++)
+            put_bytes(o, v->v[i].s, v->v[i].s ? v->v[i].len : 0);
+        break;
+    }
+    case F_FRAMES: {
+        const ana_frames *fr = m;
+        put_u(o, fr->n);
+        for (uint32_t i = 0; i < fr->n && !o->overflow; i++)
+            put_u(o, i == 0 ? fr->ip[0] : ana_zigzag((int64_t)(fr->ip[i] - fr->ip[i - 1])));
+        break;
+    }
+    case F_END: break;
+    }
+}
+
+size_t ana_record_encode(uint8_t *buf, size_t cap, const ana_record *rec, uint64_t prev_ns)
+{
+    if (rec->kind == 0 || rec->kind >= ANA_K_COUNT || cap < 2 + ANA_VARINT_MAX)
+        return 0;
+    /* The payload goes after a 1-byte length slot (most payloads are < 128 bytes); a
+     * longer payload is moved once to make room for its longer length. */
+    uint8_t *payload = buf + 2;
+    struct out o = { payload, buf + cap, 0 };
+    if (rec->kind != ANA_K_SEGMENT)
+        put_u(&o, ana_zigzag((int64_t)(rec->time_ns - prev_ns)));
+    for (const struct field *f = FIELDS[rec->kind]; f->type != F_END && !o.overflow; f++)
+        put_field(&o, f, (const uint8_t *)&rec->u);
+    if (o.overflow)
+        return 0;
+    size_t plen = (size_t)(o.p - payload);
+    uint8_t len[ANA_VARINT_MAX];
+    size_t ln = ana_varint_put(len, plen);
+    if (ln > 1) {
+        if (1 + ln + plen > cap)
+            return 0;
+        memmove(buf + 1 + ln, payload, plen);
+    }
+    buf[0] = (uint8_t)rec->kind; /* kinds < 128 are one varint byte */
+    memcpy(buf + 1, len, ln);
+    return 1 + ln + plen;
+}
+
+/* ---- decoding ---- */
+
+size_t ana_record_header(const uint8_t *p, size_t avail, uint32_t *kind, size_t *payload_len)
+{
+    uint64_t k, len;
+    size_t a = ana_varint_get(p, avail, &k);
+    if (!a || k > UINT32_MAX)
+        return 0;
+    size_t b = ana_varint_get(p + a, avail - a, &len);
+    if (!b || len > avail - a - b)
+        return 0;
+    *kind = (uint32_t)k;
+    *payload_len = (size_t)len;
+    return a + b;
+}
+
+struct in {
+    const uint8_t *p, *end;
+    int bad;
+};
+
+static uint64_t get_u(struct in *in)
+{
+    uint64_t v = 0;
+    if (in->p >= in->end)
+        return 0; /* absent trailing field: zero */
+    size_t n = ana_varint_get(in->p, (size_t)(in->end - in->p), &v);
+    if (!n) {
+        in->bad = 1;
+        return 0;
+    }
+    in->p += n;
+    return v;
+}
+
+static void *scratch_take(ana_scratch *sc, size_t n, size_t align)
+{
+    size_t at = (sc->used + align - 1) & ~(align - 1);
+    if (at > sc->cap || sc->cap - at < n)
+        return NULL;
+    sc->used = at + n;
+    return sc->buf + at;
+}
+
+static int get_str(struct in *in, ana_str *out, ana_scratch *sc)
+{
+    out->s = "";
+    out->len = 0;
+    if (in->p >= in->end)
+        return 0;
+    uint64_t n = get_u(in);
+    if (in->bad || n > (uint64_t)(in->end - in->p)) {
+        in->bad = 1;
+        return 0;
+    }
+    char *d = scratch_take(sc, (size_t)n + 1, 1);
+    if (!d)
+        return -1;
+    memcpy(d, in->p, (size_t)n);
+    d[n] = 0;
+    in->p += n;
+    out->s = d;
+    out->len = (uint32_t)n;
+    return 0;
+}
+
+static int get_field(struct in *in, const struct field *f, uint8_t *base, ana_scratch *sc)
+{
+    void *m = base + f->off;
+    switch (f->type) {
+    case F_U: *(uint64_t *)m = get_u(in); return 0;
+    case F_S: *(int64_t *)m = ana_unzigzag(get_u(in)); return 0;
+    case F_STR:
+    case F_BLOB: return get_str(in, m, sc);
+    case F_STRV: {
+        ana_strv *v = m;
+        uint64_t n = get_u(in);
+        v->n = 0;
+        v->v = NULL;
+        if (n > (uint64_t)(in->end - in->p)) { /* each string takes at least one byte */
+            in->bad = 1;
+            return 0;
+        }
+        ana_str *arr = scratch_take(sc, (size_t)n * sizeof(ana_str) + 1, _Alignof(ana_str));
+        if (!arr)
+            return -1;
+        for (uint64_t i = 0; i < n && !in->bad; i++)
+            if (get_str(in, &arr[i], sc) < 0)
+                return -1;
+        v->v = arr;
+        v->n = (uint32_t)n;
+        return 0;
+    }
+    case F_FRAMES: {
+        ana_frames *fr = m;
+        uint64_t n = get_u(in);
+        fr->n = 0;
+        fr->ip = NULL;
+        if (n > (uint64_t)(in->end - in->p)) {
+            in->bad = 1;
+            return 0;
+        }
+        uint64_t *ip = scratch_take(sc, (size_t)n * sizeof(uint64_t) + 1, _Alignof(uint64_t));
+        if (!ip)
+            return -1;
+        for (uint64_t i = 0; i < n && !in->bad; i++) {
+            uint64_t v = get_u(in);
+            ip[i] = i == 0 ? v : ip[i - 1] + (uint64_t)ana_unzigzag(v);
+        }
+        fr->ip = ip;
+        fr->n = (uint32_t)n;
+        return 0;
+    }
+    case F_END: return 0;
+    }
+    return 0;
+}
+
+int ana_record_decode(uint32_t kind, const uint8_t *payload, size_t len, uint64_t prev_ns,
+                      ana_record *rec, ana_scratch *scratch)
+{
+    if (kind == 0 || kind >= ANA_K_COUNT)
+        return ANA_DEC_UNKNOWN_KIND;
+    struct in in = { payload, payload + len, 0 };
+    memset(&rec->u, 0, sizeof(rec->u));
+    rec->kind = kind;
+    if (kind != ANA_K_SEGMENT) {
+        if (len == 0)
+            return ANA_DEC_MALFORMED; /* dt is mandatory */
+        rec->time_ns = prev_ns + (uint64_t)ana_unzigzag(get_u(&in));
+    }
+    for (const struct field *f = FIELDS[kind]; f->type != F_END && !in.bad; f++)
+        if (get_field(&in, f, (uint8_t *)&rec->u, scratch) < 0)
+            return ANA_DEC_NOMEM;
+    if (in.bad)
+        return ANA_DEC_MALFORMED;
+    if (kind == ANA_K_SEGMENT)
+        rec->time_ns = rec->u.segment.base_ns;
+    return ANA_DEC_OK;
+}
+
+int ana_record_peek_dt(const uint8_t *payload, size_t len, int64_t *dt)
+{
+    uint64_t v;
+    size_t n = ana_varint_get(payload, len, &v);
+    if (!n)
+        return 0;
+    *dt = ana_unzigzag(v);
+    return 1;
+}

@@ -1,0 +1,269 @@
+/* reader.c — streaming reader implementing the "Reader rules" of docs/trace-format.md. */
+#define _GNU_SOURCE
+#include "reader.h"
+#include "varint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+struct ana_reader {
+    int fd;
+    char path[512];
+    uint64_t size, pos;      /* file size, offset of the next chunk header */
+    uint64_t chunk_off;      /* offset of the current chunk */
+    uint8_t *cbuf, *raw;     /* compressed frame, decompressed payload */
+    size_t ccap, rcap, rlen, rpos;
+    ana_scratch scratch;
+    ZSTD_DCtx *dctx;
+    uint64_t seg_tid, prev_ns;
+    int in_segment;
+    ana_reader_stats st;
+};
+
+static int fail(ana_error *err, const ana_reader *r, const char *path, uint64_t off,
+                uint64_t chunk_off, uint64_t payload_off, uint32_t kind, const char *fmt, ...)
+{
+    if (!err)
+        return -1;
+    memset(err, 0, sizeof(*err));
+    snprintf(err->path, sizeof(err->path), "%s", r ? r->path : path);
+    err->offset = off;
+    err->chunk_offset = chunk_off;
+    err->payload_offset = payload_off;
+    err->kind = kind;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void ana_error_format(const ana_error *err, char *buf, size_t cap)
+{
+    char where[160] = "";
+    if (err->payload_offset != UINT64_MAX) {
+        const char *kn = ana_kind_name(err->kind);
+        char kbuf[32];
+        if (!kn) {
+            snprintf(kbuf, sizeof(kbuf), "%u", err->kind);
+            kn = kbuf;
+        }
+        snprintf(where, sizeof(where), " (chunk at %llu, payload offset %llu%s%s)",
+                 (unsigned long long)err->chunk_offset, (unsigned long long)err->payload_offset,
+                 err->kind ? ", record " : "", err->kind ? kn : "");
+    }
+    snprintf(buf, cap, "%s: offset %llu%s: %s", err->path, (unsigned long long)err->offset,
+             where, err->msg);
+}
+
+const char *ana_ended_name(ana_ended e)
+{
+    switch (e) {
+    case ANA_ENDED_EXIT: return "exit";
+    case ANA_ENDED_TRUNCATED: return "truncated";
+    case ANA_ENDED_TORN: return "torn";
+    default: return "unknown";
+    }
+}
+
+static int read_at(int fd, void *buf, size_t n, uint64_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+
+int ana_reader_open(const char *path, ana_reader **out, ana_error *err)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return fail(err, NULL, path, 0, 0, UINT64_MAX, 0, "cannot open: %s", strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return fail(err, NULL, path, 0, 0, UINT64_MAX, 0, "not a regular file");
+    }
+    uint8_t h[ANA_HEADER_SIZE];
+    if ((uint64_t)sb.st_size < ANA_HEADER_SIZE || read_at(fd, h, sizeof(h), 0) < 0) {
+        close(fd);
+        return fail(err, NULL, path, 0, 0, UINT64_MAX, 0,
+                    "not an Anatomist trace: shorter than the %d-byte header", ANA_HEADER_SIZE);
+    }
+    if (memcmp(h, "ANATRACE", 8) != 0) {
+        close(fd);
+        return fail(err, NULL, path, 0, 0, UINT64_MAX, 0,
+                    "not an Anatomist trace (bad magic; expected \"ANATRACE\")");
+    }
+    uint16_t major = get16(h + 8), minor = get16(h + 10);
+    uint32_t hsize = get32(h + 12);
+    if (major > ANA_FORMAT_MAJOR) {
+        close(fd);
+        return fail(err, NULL, path, 8, 0, UINT64_MAX, 0,
+                    "trace format %u.%u is newer than this analyzer reads (%d.x); upgrade anatomist",
+                    major, minor, ANA_FORMAT_MAJOR);
+    }
+    if (major == 0 || hsize < ANA_HEADER_SIZE || hsize > sb.st_size) {
+        close(fd);
+        return fail(err, NULL, path, 8, 0, UINT64_MAX, 0, "corrupt header (version %u, size %u)",
+                    major, hsize);
+    }
+    ana_reader *r = calloc(1, sizeof(*r));
+    if (!r || !(r->dctx = ZSTD_createDCtx())) {
+        free(r);
+        close(fd);
+        return fail(err, NULL, path, 0, 0, UINT64_MAX, 0, "out of memory");
+    }
+    r->fd = fd;
+    snprintf(r->path, sizeof(r->path), "%s", path);
+    r->size = (uint64_t)sb.st_size;
+    r->pos = hsize;
+    r->st.major = major;
+    r->st.minor = minor;
+    r->st.file_bytes = r->size;
+    *out = r;
+    return 0;
+}
+
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+    if (*cap >= need)
+        return 0;
+    uint8_t *nb = realloc(*buf, need);
+    if (!nb)
+        return -1;
+    *buf = nb;
+    *cap = need;
+    return 0;
+}
+
+/* Loads the next chunk. 1 = loaded, 0 = end of file (ended set), -1 = error. */
+static int load_chunk(ana_reader *r, ana_error *err)
+{
+    uint64_t left = r->size - r->pos;
+    if (left == 0) {
+        if (r->st.ended != ANA_ENDED_EXIT)
+            r->st.ended = ANA_ENDED_TRUNCATED;
+        return 0;
+    }
+    uint8_t h[ANA_CHUNK_HEADER_SIZE];
+    if (left < sizeof(h) || read_at(r->fd, h, sizeof(h), r->pos) < 0) {
+        r->st.ended = ANA_ENDED_TORN;
+        r->st.torn_bytes = left;
+        return 0;
+    }
+    uint32_t csize = get32(h + 4), rsize = get32(h + 8), seq = get32(h + 12);
+    if (memcmp(h, "ACHK", 4) != 0)
+        return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "bad chunk magic");
+    if (csize == 0 || csize > ANA_CHUNK_MAX || rsize == 0 || rsize > ANA_CHUNK_MAX)
+        return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0,
+                    "chunk sizes out of range (compressed %u, raw %u)", csize, rsize);
+    if (seq != r->st.chunks)
+        return fail(err, r, NULL, r->pos + 12, r->pos, UINT64_MAX, 0,
+                    "chunk sequence number %u where %llu was expected", seq,
+                    (unsigned long long)r->st.chunks);
+    if (left - sizeof(h) < csize) {
+        r->st.ended = ANA_ENDED_TORN;
+        r->st.torn_bytes = left;
+        return 0;
+    }
+    if (grow(&r->cbuf, &r->ccap, csize) < 0 || grow(&r->raw, &r->rcap, rsize) < 0)
+        return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "out of memory");
+    if (read_at(r->fd, r->cbuf, csize, r->pos + sizeof(h)) < 0)
+        return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "read error: %s", strerror(errno));
+    unsigned long long fcs = ZSTD_getFrameContentSize(r->cbuf, csize);
+    if (fcs != rsize)
+        return fail(err, r, NULL, r->pos + sizeof(h), r->pos, UINT64_MAX, 0,
+                    "compressed frame is damaged (content size does not match the chunk header)");
+    size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, rsize, r->cbuf, csize);
+    if (ZSTD_isError(got) || got != rsize)
+        return fail(err, r, NULL, r->pos + sizeof(h), r->pos, UINT64_MAX, 0,
+                    "compressed frame is damaged (%s)",
+                    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short content");
+    r->chunk_off = r->pos;
+    r->pos += sizeof(h) + csize;
+    r->rlen = rsize;
+    r->rpos = 0;
+    r->in_segment = 0;
+    r->st.chunks++;
+    r->st.raw_bytes += rsize;
+    return 1;
+}
+
+int ana_reader_next(ana_reader *r, ana_record *rec, ana_error *err)
+{
+    for (;;) {
+        if (r->rpos >= r->rlen) {
+            int c = load_chunk(r, err);
+            if (c <= 0)
+                return c;
+            continue;
+        }
+        uint64_t at = r->rpos;
+        uint32_t kind;
+        size_t plen;
+        size_t hn = ana_record_header(r->raw + at, r->rlen - at, &kind, &plen);
+        if (!hn)
+            return fail(err, r, NULL, r->chunk_off, r->chunk_off, at, 0,
+                        "record header runs past the end of its chunk");
+        const uint8_t *payload = r->raw + at + hn;
+        r->rpos = at + hn + plen;
+        if (!r->in_segment && kind != ANA_K_SEGMENT)
+            return fail(err, r, NULL, r->chunk_off, r->chunk_off, at, kind,
+                        "chunk does not begin with a SEGMENT record");
+        if (kind == 0 || kind >= ANA_K_COUNT) {
+            r->st.unknown_records++;
+            continue;
+        }
+        size_t need = plen * 9 + 64; /* worst case: one-byte frames become 8-byte addresses */
+        if (grow(&r->scratch.buf, &r->scratch.cap, need) < 0)
+            return fail(err, r, NULL, r->chunk_off, r->chunk_off, at, kind, "out of memory");
+        r->scratch.used = 0;
+        int d = ana_record_decode(kind, payload, plen, r->prev_ns, rec, &r->scratch);
+        if (d != ANA_DEC_OK)
+            return fail(err, r, NULL, r->chunk_off, r->chunk_off, at, kind,
+                        d == ANA_DEC_NOMEM ? "out of memory" : "malformed record payload");
+        if (kind == ANA_K_SEGMENT) {
+            r->in_segment = 1;
+            r->seg_tid = rec->u.segment.tid;
+            r->prev_ns = rec->u.segment.base_ns;
+            continue;
+        }
+        rec->tid = r->seg_tid;
+        r->prev_ns = rec->time_ns;
+        if (kind == ANA_K_END)
+            r->st.ended = ANA_ENDED_EXIT;
+        return 1;
+    }
+}
+
+void ana_reader_get_stats(const ana_reader *r, ana_reader_stats *st) { *st = r->st; }
+
+void ana_reader_close(ana_reader *r)
+{
+    if (!r)
+        return;
+    close(r->fd);
+    ZSTD_freeDCtx(r->dctx);
+    free(r->cbuf);
+    free(r->raw);
+    free(r->scratch.buf);
+    free(r);
+}

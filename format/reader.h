@@ -1,0 +1,57 @@
+/* reader.h — streaming, crash-tolerant reader of .anat traces (docs/trace-format.md,
+ * "Reader rules").
+ *
+ * Single-threaded: one reader per thread. Memory is bounded by the largest chunk. Records
+ * returned by ana_reader_next() (their strings and frames included) stay valid until the
+ * next call to ana_reader_next() or ana_reader_close(); copy what you keep. */
+#ifndef ANA_READER_H
+#define ANA_READER_H
+
+#include "records.h"
+
+typedef struct ana_reader ana_reader;
+
+typedef enum ana_ended {
+    ANA_ENDED_UNKNOWN = 0, /* not at the end yet */
+    ANA_ENDED_EXIT,        /* an END record was read */
+    ANA_ENDED_TRUNCATED,   /* ends at a chunk boundary without END: killed or crashed */
+    ANA_ENDED_TORN,        /* ends inside a chunk: the torn tail was discarded */
+} ana_ended;
+
+typedef struct ana_error {
+    char path[512];
+    uint64_t offset;         /* file offset of the problem (chunk start for frame errors) */
+    uint64_t chunk_offset;   /* file offset of the chunk holding it */
+    uint64_t payload_offset; /* offset inside the decompressed chunk, or UINT64_MAX */
+    uint32_t kind;           /* record kind involved, or 0 */
+    char msg[256];
+} ana_error;
+
+/* Formats err as "FILE: offset N (chunk at M, payload offset K, record KIND): msg". */
+void ana_error_format(const ana_error *err, char *buf, size_t cap);
+
+/* Opens and validates the header. Returns 0, or -1 with err filled (err->offset 0..32). */
+int ana_reader_open(const char *path, ana_reader **out, ana_error *err);
+
+/* Next record in file order: 1 = rec filled, 0 = end of trace (see ana_reader_ended),
+ * -1 = corrupt (err filled; the reader cannot continue). SEGMENT records are consumed
+ * internally and not returned; rec->tid carries the segment's thread. Unknown kinds are
+ * skipped. */
+int ana_reader_next(ana_reader *r, ana_record *rec, ana_error *err);
+
+typedef struct ana_reader_stats {
+    uint16_t major, minor;
+    uint64_t file_bytes;
+    uint64_t chunks;
+    uint64_t raw_bytes;        /* decompressed payload bytes read so far */
+    uint64_t torn_bytes;       /* bytes discarded at a torn tail */
+    uint64_t unknown_records;  /* records of kinds this reader does not know, skipped */
+    ana_ended ended;
+} ana_reader_stats;
+
+void ana_reader_get_stats(const ana_reader *r, ana_reader_stats *st);
+const char *ana_ended_name(ana_ended e); /* "exit", "truncated", "torn", "unknown" */
+
+void ana_reader_close(ana_reader *r);
+
+#endif

@@ -1,0 +1,225 @@
+/* writer.c — trace file header and chunk framing (docs/trace-format.md, "File layout"). */
+#define _GNU_SOURCE
+#include "writer.h"
+#include "records.h"
+#include "varint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <zstd.h>
+
+struct ana_tw {
+    int fd;
+    ZSTD_CCtx *cctx;
+    uint8_t *cbuf;
+    size_t ccap;
+    uint64_t bytes, chunks;
+};
+
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+
+/* Writes all of buf, retrying short writes and EINTR. */
+static int write_all(int fd, const struct iovec *iov_in, int iovcnt)
+{
+    struct iovec iov[4];
+    memcpy(iov, iov_in, (size_t)iovcnt * sizeof(*iov));
+    struct iovec *v = iov;
+    while (iovcnt > 0) {
+        ssize_t w = writev(fd, v, iovcnt);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (w == 0) {
+            errno = ENOSPC;
+            return -1;
+        }
+        while (iovcnt > 0 && (size_t)w >= v->iov_len) {
+            w -= (ssize_t)v->iov_len;
+            v++;
+            iovcnt--;
+        }
+        if (iovcnt > 0) {
+            v->iov_base = (uint8_t *)v->iov_base + w;
+            v->iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+ana_tw *ana_tw_open_fd(int fd, int level)
+{
+    ana_tw *tw = calloc(1, sizeof(*tw));
+    if (!tw)
+        return NULL;
+    tw->fd = fd;
+    tw->cctx = ZSTD_createCCtx();
+    if (!tw->cctx) {
+        free(tw);
+        errno = ENOMEM;
+        return NULL;
+    }
+    ZSTD_CCtx_setParameter(tw->cctx, ZSTD_c_compressionLevel, level);
+    ZSTD_CCtx_setParameter(tw->cctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(tw->cctx, ZSTD_c_contentSizeFlag, 1);
+    uint8_t h[ANA_HEADER_SIZE] = { 0 };
+    memcpy(h, "ANATRACE", 8);
+    put16(h + 8, ANA_FORMAT_MAJOR);
+    put16(h + 10, ANA_FORMAT_MINOR);
+    put32(h + 12, ANA_HEADER_SIZE);
+    struct iovec iov = { h, sizeof(h) };
+    if (write_all(fd, &iov, 1) < 0) {
+        int e = errno;
+        ZSTD_freeCCtx(tw->cctx);
+        free(tw);
+        errno = e;
+        return NULL;
+    }
+    tw->bytes = sizeof(h);
+    return tw;
+}
+
+ana_tw *ana_tw_open(const char *path, int level)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return NULL;
+    ana_tw *tw = ana_tw_open_fd(fd, level);
+    if (!tw) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return tw;
+}
+
+int ana_tw_chunk(ana_tw *tw, const void *raw, size_t n)
+{
+    if (n == 0 || n > ANA_CHUNK_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    size_t need = ZSTD_compressBound(n);
+    if (need > tw->ccap) {
+        uint8_t *nb = realloc(tw->cbuf, need);
+        if (!nb) {
+            errno = ENOMEM;
+            return -1;
+        }
+        tw->cbuf = nb;
+        tw->ccap = need;
+    }
+    size_t c = ZSTD_compress2(tw->cctx, tw->cbuf, tw->ccap, raw, n);
+    if (ZSTD_isError(c) || c > ANA_CHUNK_MAX) {
+        errno = EIO;
+        return -1;
+    }
+    uint8_t h[ANA_CHUNK_HEADER_SIZE];
+    memcpy(h, "ACHK", 4);
+    put32(h + 4, (uint32_t)c);
+    put32(h + 8, (uint32_t)n);
+    put32(h + 12, (uint32_t)tw->chunks);
+    struct iovec iov[2] = { { h, sizeof(h) }, { tw->cbuf, c } };
+    if (write_all(tw->fd, iov, 2) < 0)
+        return -1;
+    tw->bytes += sizeof(h) + c;
+    tw->chunks++;
+    return 0;
+}
+
+uint64_t ana_tw_bytes(const ana_tw *tw) { return tw->bytes; }
+uint64_t ana_tw_chunks(const ana_tw *tw) { return tw->chunks; }
+
+int ana_tw_close(ana_tw *tw)
+{
+    if (!tw)
+        return 0;
+    int rc = close(tw->fd);
+    ZSTD_freeCCtx(tw->cctx);
+    free(tw->cbuf);
+    free(tw);
+    return rc;
+}
+
+/* ---- in-memory chunk payloads ---- */
+
+static int cb_reserve(ana_chunkbuf *cb, size_t n)
+{
+    if (cb->cap - cb->len >= n)
+        return 0;
+    size_t cap = cb->cap ? cb->cap : 4096;
+    while (cap - cb->len < n)
+        cap *= 2;
+    uint8_t *nb = realloc(cb->buf, cap);
+    if (!nb)
+        return -1;
+    cb->buf = nb;
+    cb->cap = cap;
+    return 0;
+}
+
+static size_t var_bytes(const ana_record *rec)
+{
+    /* Generous upper bound of the variable-size content of a record. */
+    switch (rec->kind) {
+    case ANA_K_PROCESS: {
+        size_t n = rec->u.process.host.len + rec->u.process.exe.len;
+        for (uint32_t i = 0; i < rec->u.process.argv.n; i++)
+            n += rec->u.process.argv.v[i].len + ANA_VARINT_MAX;
+        return n;
+    }
+    case ANA_K_THREAD: return rec->u.thread.name.len;
+    case ANA_K_MODULE: return rec->u.module.path.len + rec->u.module.build_id.len;
+    case ANA_K_STACK: return (size_t)rec->u.stack.frames.n * ANA_VARINT_MAX;
+    case ANA_K_KERNEL: return rec->u.kernel.name.len;
+    case ANA_K_DEVICE: return rec->u.device.name.len;
+    case ANA_K_END: return rec->u.end.detail.len;
+    case ANA_K_INFO: return rec->u.info.key.len + rec->u.info.value.len;
+    default: return 0;
+    }
+}
+
+int ana_chunkbuf_add(ana_chunkbuf *cb, const struct ana_record *rec)
+{
+    if (!cb->in_segment || cb->seg_tid != rec->tid) {
+        ana_record seg = { .kind = ANA_K_SEGMENT, .tid = rec->tid };
+        seg.u.segment.tid = rec->tid;
+        seg.u.segment.base_ns = rec->time_ns;
+        if (cb_reserve(cb, ANA_RECORD_FIXED_MAX) < 0)
+            return -1;
+        size_t n = ana_record_encode(cb->buf + cb->len, cb->cap - cb->len, &seg, 0);
+        if (!n)
+            return -1;
+        cb->len += n;
+        cb->in_segment = 1;
+        cb->seg_tid = rec->tid;
+        cb->prev_ns = rec->time_ns;
+    }
+    size_t bound = ana_record_bound(var_bytes(rec));
+    if (cb_reserve(cb, bound) < 0)
+        return -1;
+    size_t n = ana_record_encode(cb->buf + cb->len, cb->cap - cb->len, rec, cb->prev_ns);
+    if (!n)
+        return -1;
+    cb->len += n;
+    cb->prev_ns = rec->time_ns;
+    return 0;
+}
+
+void ana_chunkbuf_reset(ana_chunkbuf *cb)
+{
+    cb->len = 0;
+    cb->in_segment = 0;
+}
+
+void ana_chunkbuf_free(ana_chunkbuf *cb)
+{
+    free(cb->buf);
+    memset(cb, 0, sizeof(*cb));
+}

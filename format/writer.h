@@ -1,0 +1,51 @@
+/* writer.h — the file side of the trace format: header and compressed chunks.
+ *
+ * Used by the preload's writer thread (never on an application thread) and by tests and
+ * generators. Not thread-safe: one thread owns an ana_tw. Every chunk goes out in a single
+ * write(2), so a process killed at any moment leaves only whole chunks plus at most one
+ * torn tail, which readers treat as a clean end. */
+#ifndef ANA_WRITER_H
+#define ANA_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ana_record;
+
+typedef struct ana_tw ana_tw;
+
+/* Creates (truncates) path and writes the header. level: zstd level (1..19).
+ * Returns NULL with errno set on failure. */
+ana_tw *ana_tw_open(const char *path, int level);
+
+/* Same, on an already open descriptor, which the ana_tw takes ownership of. */
+ana_tw *ana_tw_open_fd(int fd, int level);
+
+/* Compresses raw[0..n) (a sequence of records that begins with a SEGMENT) into one chunk
+ * and writes it. Returns 0, or -1 with errno set (the file is then left as it was, apart
+ * from a possible torn tail). */
+int ana_tw_chunk(ana_tw *tw, const void *raw, size_t n);
+
+/* Bytes written so far (header included) and chunks written. */
+uint64_t ana_tw_bytes(const ana_tw *tw);
+uint64_t ana_tw_chunks(const ana_tw *tw);
+
+/* Closes the file. Returns 0, or -1 if close failed. */
+int ana_tw_close(ana_tw *tw);
+
+/* Builds a chunk payload in memory: a convenience for tests and generators (the preload
+ * builds payloads from its rings). Grows with malloc. */
+typedef struct ana_chunkbuf {
+    uint8_t *buf;
+    size_t len, cap;
+    uint64_t seg_tid, prev_ns;
+    int in_segment;
+} ana_chunkbuf;
+
+/* Appends rec, opening a SEGMENT for rec->tid when the thread changes or the buffer is
+ * empty. Returns 0, or -1 if rec cannot be encoded. */
+int ana_chunkbuf_add(ana_chunkbuf *cb, const struct ana_record *rec);
+void ana_chunkbuf_reset(ana_chunkbuf *cb); /* empties it; the next add opens a segment */
+void ana_chunkbuf_free(ana_chunkbuf *cb);
+
+#endif
