@@ -1,0 +1,329 @@
+/* collector.c — the background writer thread (preload.h).
+ *
+ * Each pass: (1) note every thread's state and head; (2) write definitions that those
+ * records may use: modules, kernels, stacks, thread names, drop counts; (3) copy each
+ * ring's bytes up to the noted head into the chunk behind a SEGMENT; (4) compress and
+ * write the chunk. Because definitions are published before any record that uses them is
+ * appended, and (2) runs after (1), a definition always precedes its uses in the file. */
+#define _GNU_SOURCE
+#include "preload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "varint.h"
+#include "naming.h"
+#include "writer.h"
+
+#define CHUNK_TARGET (1u << 20)
+
+static ana_tw *tw;
+static char trace_path[1024];
+static pthread_t thr;
+static sem_t wake;
+static _Atomic int stop_req;
+static _Atomic uint64_t passes_started, passes_done;
+static uint8_t *chunk;
+static size_t chunk_len, chunk_cap;
+static int in_wseg, write_failed;
+static uint64_t wseg_prev;
+static uint64_t end_reason = ANA_END_EXIT;
+static const char *end_detail = "exit";
+
+static void flush_chunk(void)
+{
+    if (chunk_len == 0 || write_failed)
+        goto out;
+    if (ana_tw_chunk(tw, chunk, chunk_len) < 0) {
+        write_failed = 1;
+        ana_disable("cannot write the trace %s: %s; profiling stopped, the program goes on",
+                    trace_path, strerror(errno));
+    }
+out:
+    chunk_len = 0;
+    in_wseg = 0;
+}
+
+static int room(size_t n)
+{
+    if (chunk_cap - chunk_len < n)
+        flush_chunk();
+    return chunk_cap - chunk_len >= n;
+}
+
+/* Appends a record made by the collector itself, in the process segment (tid 0). */
+static void wrec(ana_record *r)
+{
+    r->time_ns = ana_now_ns();
+    if (!room(ANA_RECORD_FIXED_MAX + 2 * 4096 + 64 * 1024))
+        return;
+    if (!in_wseg) {
+        ana_record seg = { .kind = ANA_K_SEGMENT };
+        seg.u.segment = (ana_rec_segment){ 0, r->time_ns };
+        chunk_len += ana_record_encode(chunk + chunk_len, chunk_cap - chunk_len, &seg, 0);
+        in_wseg = 1;
+        wseg_prev = r->time_ns;
+    }
+    size_t n = ana_record_encode(chunk + chunk_len, chunk_cap - chunk_len, r, wseg_prev);
+    if (n) {
+        chunk_len += n;
+        wseg_prev = r->time_ns;
+    }
+}
+
+static void on_module(const ana_rec_module *m, void *arg)
+{
+    ana_record r = { .kind = ANA_K_MODULE };
+    r.u.module = *m;
+    wrec(&r);
+}
+
+static void on_kernel(uint64_t id, uint64_t host_fn, const char *name, void *arg)
+{
+    ana_record r = { .kind = ANA_K_KERNEL };
+    size_t len = strlen(name);
+    r.u.kernel = (ana_rec_kernel){ id, host_fn, { name, (uint32_t)(len > 8192 ? 8192 : len) } };
+    wrec(&r);
+}
+
+static void on_stack(uint64_t id, const uint64_t *ips, uint32_t n, void *arg)
+{
+    ana_record r = { .kind = ANA_K_STACK };
+    r.u.stack = (ana_rec_stack){ id, { ips, n } };
+    wrec(&r);
+}
+
+static void name_thread(ana_thread *t)
+{
+    char path[64], name[64] = "";
+    snprintf(path, sizeof(path), "/proc/self/task/%llu/comm", (unsigned long long)t->tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, name, sizeof(name) - 1);
+        close(fd);
+        name[n > 0 ? n : 0] = 0;
+        name[strcspn(name, "\n")] = 0;
+    }
+    ana_record r = { .kind = ANA_K_THREAD };
+    r.u.thread = (ana_rec_thread){ t->tid, { name, (uint32_t)strlen(name) } };
+    wrec(&r);
+    t->c_named = 1;
+}
+
+static void report_drops(ana_thread *t)
+{
+    uint64_t d = atomic_load(&t->dropped), db = atomic_load(&t->dropped_bytes);
+    if (d == t->c_dropped_reported)
+        return;
+    ana_record r = { .kind = ANA_K_DROPPED };
+    r.u.dropped = (ana_rec_dropped){ t->tid, d - t->c_dropped_reported, db - t->c_dropped_bytes_reported };
+    wrec(&r);
+    t->c_dropped_reported = d;
+    t->c_dropped_bytes_reported = db;
+}
+
+/* Copies t's records up to t->c_snap into the chunk and advances t's clock. */
+static void drain(ana_thread *t)
+{
+    uint64_t tl = atomic_load_explicit(&t->tail, memory_order_relaxed), h = t->c_snap;
+    if (h == tl)
+        return;
+    size_t n = (size_t)(h - tl);
+    if (!room(n + 32))
+        return;
+    ana_record seg = { .kind = ANA_K_SEGMENT };
+    seg.u.segment = (ana_rec_segment){ t->tid, t->c_prev_ns };
+    chunk_len += ana_record_encode(chunk + chunk_len, chunk_cap - chunk_len, &seg, 0);
+    in_wseg = 0;
+    uint8_t *dst = chunk + chunk_len;
+    uint64_t pos = tl & (t->size - 1);
+    size_t first = n < t->size - pos ? n : (size_t)(t->size - pos);
+    memcpy(dst, t->ring + pos, first);
+    memcpy(dst + first, t->ring, n - first);
+    for (size_t at = 0; at < n;) {
+        uint32_t kind;
+        size_t plen, hn = ana_record_header(dst + at, n - at, &kind, &plen);
+        int64_t dt;
+        if (!hn || !ana_record_peek_dt(dst + at + hn, plen, &dt))
+            break; /* cannot happen: the ring holds only what ana_emit encoded */
+        t->c_prev_ns += (uint64_t)dt;
+        at += hn + plen;
+    }
+    chunk_len += n;
+    atomic_store_explicit(&t->tail, h, memory_order_release);
+}
+
+static void pass(void)
+{
+    atomic_fetch_add(&passes_started, 1);
+    ana_thread *list = ana_thread_list();
+    for (ana_thread *t = list; t; t = t->next) {
+        t->c_state = atomic_load_explicit(&t->state, memory_order_acquire);
+        t->c_snap = atomic_load_explicit(&t->head, memory_order_acquire);
+    }
+    ana_modules_emit_new(on_module, NULL);
+    ana_kernels_emit_new(on_kernel, NULL);
+    ana_stacks_emit_new(on_stack, NULL);
+    for (ana_thread *t = list; t; t = t->next) {
+        if (t->c_state != ANA_T_LIVE && t->c_state != ANA_T_DEAD)
+            continue;
+        if (!t->c_named && t->c_snap != atomic_load(&t->tail))
+            name_thread(t);
+        report_drops(t);
+        drain(t);
+        if (t->c_state == ANA_T_DEAD && atomic_load(&t->tail) == t->c_snap)
+            atomic_store_explicit(&t->state, ANA_T_FREE, memory_order_release);
+    }
+    flush_chunk();
+    atomic_fetch_add(&passes_done, 1);
+}
+
+static void finish(void)
+{
+    pass();
+    ana_record e = { .kind = ANA_K_END };
+    e.u.end = (ana_rec_end){ end_reason, { end_detail, (uint32_t)strlen(end_detail) } };
+    wrec(&e);
+    flush_chunk();
+    ana_tw_close(tw);
+    tw = NULL;
+}
+
+static void *run(void *arg)
+{
+    struct timespec ts;
+    while (!atomic_load(&stop_req)) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += (long)ana_cfg.flush_ms * 1000000L;
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        while (sem_clockwait(&wake, CLOCK_MONOTONIC, &ts) < 0 && errno == EINTR)
+            ;
+        if (atomic_load(&stop_req))
+            break;
+        pass();
+    }
+    finish();
+    return NULL;
+}
+
+static void write_preamble(void)
+{
+    char host[256] = "", exe[4096] = "", cmd[16384];
+    gethostname(host, sizeof(host) - 1);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = 0;
+    ana_str argv[256];
+    uint32_t argc = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t len = fd >= 0 ? read(fd, cmd, sizeof(cmd) - 1) : 0;
+    if (fd >= 0)
+        close(fd);
+    for (ssize_t i = 0; i < len && argc < 256;) {
+        size_t l = strnlen(cmd + i, (size_t)(len - i));
+        argv[argc++] = (ana_str){ cmd + i, (uint32_t)l };
+        i += (ssize_t)l + 1;
+    }
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    ana_record p = { .kind = ANA_K_PROCESS };
+    p.u.process = (ana_rec_process){
+        .pid = (uint64_t)getpid(), .ppid = (uint64_t)getppid(), .rank = ana_env_rank(),
+        .local_rank = ana_env_local_rank(), .world_size = ana_env_world_size(),
+        .realtime_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec,
+        .host = { host, (uint32_t)strlen(host) }, .exe = { exe, (uint32_t)strlen(exe) },
+        .argv = { argv, argc } };
+    wrec(&p);
+    for (const ana_config_var *v = ana_config_vars(); v->name; v++) {
+        char val[1100];
+        const char *field = (const char *)&ana_cfg + v->off;
+        if (v->type == ANA_CFG_STR)
+            snprintf(val, sizeof(val), "%s", field);
+        else if (v->off == offsetof(ana_config, root_pid))
+            snprintf(val, sizeof(val), "%ld", *(const long *)field);
+        else
+            snprintf(val, sizeof(val), "%d", *(const int *)field);
+        ana_record r = { .kind = ANA_K_INFO };
+        r.u.info = (ana_rec_info){ { v->name, (uint32_t)strlen(v->name) }, { val, (uint32_t)strlen(val) } };
+        wrec(&r);
+    }
+    ana_record r = { .kind = ANA_K_INFO };
+    r.u.info = (ana_rec_info){ { "anatomist.version", 17 }, { ANA_VERSION, (uint32_t)strlen(ANA_VERSION) } };
+    wrec(&r);
+}
+
+int ana_collector_start(const char *path)
+{
+    snprintf(trace_path, sizeof(trace_path), "%s", path);
+    chunk_cap = ((size_t)ana_cfg.buffer_kb * 1024 * 2) + CHUNK_TARGET + (1u << 20);
+    chunk = malloc(chunk_cap);
+    if (!chunk)
+        return -1;
+    tw = ana_tw_open(path, ana_cfg.zstd_level);
+    if (!tw)
+        return -1;
+    sem_init(&wake, 0, 0);
+    write_preamble();
+    ana_modules_emit_new(on_module, NULL);
+    flush_chunk(); /* the header and the process record reach the disk at once */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the app's signals are not for our thread */
+    int rc = pthread_create(&thr, NULL, run, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    return 0;
+}
+
+void ana_collector_flush_now(int timeout_ms)
+{
+    if (!tw)
+        return;
+    uint64_t target = atomic_load(&passes_started) + 1;
+    sem_post(&wake);
+    for (int i = 0; i < timeout_ms && atomic_load(&passes_done) < target; i++) {
+        struct timespec d = { 0, 1000000 };
+        nanosleep(&d, NULL);
+    }
+}
+
+void ana_collector_stop(uint64_t reason, const char *detail)
+{
+    if (!tw)
+        return;
+    end_reason = reason;
+    end_detail = detail;
+    atomic_store(&stop_req, 1);
+    sem_post(&wake);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 5;
+    pthread_timedjoin_np(thr, NULL, &ts);
+}
+
+void ana_collector_atfork_child(void)
+{
+    /* The parent owns its file and its writer thread; the child starts its own trace on
+     * its first CUDA call. */
+    if (tw) {
+        ana_tw_close(tw);
+        tw = NULL;
+    }
+    free(chunk);
+    chunk = NULL;
+    chunk_len = chunk_cap = 0;
+    in_wseg = write_failed = 0;
+    atomic_store(&stop_req, 0);
+    atomic_store(&passes_started, 0);
+    atomic_store(&passes_done, 0);
+}

@@ -1,0 +1,111 @@
+/* config.c — the configuration table (config.h, docs/configuration.md). */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "naming.h"
+
+#define OFF(m) offsetof(ana_config, m)
+
+static const ana_config_var VARS[] = {
+    { "ANATOMIST_OUTPUT", ANA_CFG_STR, ANA_DEFAULT_OUTPUT, 0, 0, OFF(output),
+      "Trace file name pattern: %h host, %p pid, %r rank, %% a percent sign. A process that is "
+      "not the root of the run gets -PID inserted when the pattern has no %p." },
+    { "ANATOMIST_DISABLE", ANA_CFG_BOOL, "0", 0, 1, OFF(disable),
+      "1 turns the preload into a pass-through: nothing is recorded or written." },
+    { "ANATOMIST_STACKS", ANA_CFG_BOOL, "1", 0, 1, OFF(stacks),
+      "0 records no call stacks (cheaper; reports then have no allocation sites)." },
+    { "ANATOMIST_STACK_DEPTH", ANA_CFG_INT, "64", 1, 256, OFF(stack_depth),
+      "Most frames kept per stack, innermost first." },
+    { "ANATOMIST_FLUSH_MS", ANA_CFG_INT, "200", 10, 10000, OFF(flush_ms),
+      "Longest time a record waits in memory before it is written; what a killed process can lose." },
+    { "ANATOMIST_BUFFER_KB", ANA_CFG_INT, "1024", 64, 65536, OFF(buffer_kb),
+      "Per-thread record buffer, KiB (rounded up to a power of two). A full buffer drops "
+      "records and counts them." },
+    { "ANATOMIST_ZSTD_LEVEL", ANA_CFG_INT, "3", 1, 19, OFF(zstd_level),
+      "zstd compression level of trace chunks." },
+    { "ANATOMIST_ROOT_PID", ANA_CFG_INT, "0", 0, 0x7fffffff, OFF(root_pid),
+      "Set by `anatomist run`: the pid of the process it started, whose trace gets the name as "
+      "given. Not for users." },
+    { NULL, 0, NULL, 0, 0, 0, NULL },
+};
+
+const ana_config_var *ana_config_vars(void) { return VARS; }
+
+static int parse_bool(const char *v, int *out)
+{
+    static const char *const yes[] = { "1", "yes", "true", "on" };
+    static const char *const no[] = { "0", "no", "false", "off" };
+    for (int i = 0; i < 4; i++) {
+        if (!strcasecmp(v, yes[i])) { *out = 1; return 0; }
+        if (!strcasecmp(v, no[i])) { *out = 0; return 0; }
+    }
+    return -1;
+}
+
+static int parse_int(const char *v, long min, long max, long *out)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end != 0 || n < min || n > max)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+/* Stores text into the field of var; returns -1 when the text is not valid for it. */
+static int store(ana_config *cfg, const ana_config_var *var, const char *text)
+{
+    char *field = (char *)cfg + var->off;
+    switch (var->type) {
+    case ANA_CFG_STR:
+        if (!*text || strlen(text) >= sizeof(cfg->output))
+            return -1;
+        strcpy(field, text);
+        return 0;
+    case ANA_CFG_BOOL:
+        return parse_bool(text, (int *)field);
+    case ANA_CFG_INT: {
+        long n;
+        if (parse_int(text, var->min, var->max, &n) < 0)
+            return -1;
+        if (var->off == OFF(root_pid))
+            *(long *)field = n;
+        else
+            *(int *)field = (int)n;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+int ana_config_load(ana_config *cfg, const char *(*get)(const char *name),
+                    void (*warn)(const char *fmt, ...))
+{
+    int bad = 0;
+    memset(cfg, 0, sizeof(*cfg));
+    for (const ana_config_var *v = VARS; v->name; v++) {
+        store(cfg, v, v->def);
+        const char *text = get ? get(v->name) : getenv(v->name);
+        if (!text)
+            continue;
+        if (store(cfg, v, text) < 0) {
+            bad++;
+            if (warn) {
+                if (v->type == ANA_CFG_INT)
+                    warn("ignoring %s=%s (expected an integer from %ld to %ld); using %s", v->name,
+                         text, v->min, v->max, v->def);
+                else if (v->type == ANA_CFG_BOOL)
+                    warn("ignoring %s=%s (expected 0 or 1); using %s", v->name, text, v->def);
+                else
+                    warn("ignoring %s (empty or longer than %zu bytes); using %s", v->name,
+                         sizeof(cfg->output) - 1, v->def);
+            }
+            store(cfg, v, v->def);
+        }
+    }
+    return bad;
+}

@@ -1,0 +1,41 @@
+/* config.h — the preload's settings, read once from the environment.
+ *
+ * One table (config.c) lists every variable with its type, default, bounds and meaning;
+ * docs/configuration.md documents the same table and tests/unit/preload checks that the
+ * two agree. Parsing allocates nothing. */
+#ifndef ANA_CONFIG_H
+#define ANA_CONFIG_H
+
+#include <stddef.h>
+
+typedef struct ana_config {
+    char output[1024];
+    int disable;
+    int stacks;
+    int stack_depth;
+    int flush_ms;
+    int buffer_kb;
+    int zstd_level;
+    long root_pid; /* 0 = not set */
+} ana_config;
+
+enum ana_cfg_type { ANA_CFG_STR, ANA_CFG_BOOL, ANA_CFG_INT };
+
+typedef struct ana_config_var {
+    const char *name;
+    enum ana_cfg_type type;
+    const char *def; /* default, as text */
+    long min, max;   /* for ANA_CFG_INT */
+    size_t off;
+    const char *doc;
+} ana_config_var;
+
+/* The table, terminated by an entry with name NULL. */
+const ana_config_var *ana_config_vars(void);
+
+/* Fills cfg from getenv-like lookup `get` (NULL = getenv). Each bad value is reported
+ * through warn (if not NULL) and replaced by its default. Returns the number of bad values. */
+int ana_config_load(ana_config *cfg, const char *(*get)(const char *name),
+                    void (*warn)(const char *fmt, ...));
+
+#endif

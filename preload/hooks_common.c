@@ -1,0 +1,161 @@
+/* hooks_common.c — real-symbol resolution and the record builders of hooks.h. */
+#define _GNU_SOURCE
+#include "hooks.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <string.h>
+
+static __thread int tls_device __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t devices_recorded; /* bit d: a DEVICE record for ordinal d exists */
+
+static uint64_t dev_bit(int d) { return 1ull << ((unsigned)d & 63); }
+
+int ana_current_device(void) { return tls_device; }
+void ana_set_current_device(int dev) { tls_device = dev; }
+
+static int find_cudart(struct dl_phdr_info *info, size_t size, void *data)
+{
+    const char *base = strrchr(info->dlpi_name, '/');
+    base = base ? base + 1 : info->dlpi_name;
+    if (strncmp(base, "libcudart.so", 12) != 0)
+        return 0;
+    *(void **)data = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+    return *(void **)data != NULL;
+}
+
+void *ana_resolve(const char *name)
+{
+    void *p = dlvsym(RTLD_NEXT, name, "libcudart.so.13");
+    if (!p)
+        p = dlsym(RTLD_NEXT, name);
+    if (!p) {
+        /* libcudart loaded in a local scope (a library dlopen'ed with RTLD_LOCAL, as Python
+         * extensions are) is invisible to RTLD_NEXT: look it up by handle. */
+        void *h = NULL;
+        dl_iterate_phdr(find_cudart, &h);
+        if (h)
+            p = dlsym(h, name);
+    }
+    return p;
+}
+
+cudaError_t ana_missing(const char *name)
+{
+    ana_disable("cannot find the CUDA runtime's %s; returning an error to the caller", name);
+    return cudaErrorSharedObjectSymbolNotFound;
+}
+
+static void finish(ana_call *c, ana_record *rec)
+{
+    ana_emit(c->t, rec);
+    ana_leave(c);
+}
+
+static uint64_t dur(const ana_call *c) { return ana_now_ns() - c->t0; }
+
+void ana_record_device(int ordinal, const struct cudaDeviceProp *p)
+{
+    ana_thread *t = ana_thread_self();
+    if (!t)
+        return;
+    ana_record rec = { .kind = ANA_K_DEVICE, .time_ns = ana_now_ns() };
+    size_t nl = strnlen(p->name, sizeof(p->name));
+    rec.u.device = (ana_rec_device){ ordinal, { p->name, (uint32_t)nl }, p->totalGlobalMem,
+                                     (uint64_t)p->multiProcessorCount, (uint64_t)p->major,
+                                     (uint64_t)p->minor };
+    ana_emit(t, &rec);
+}
+
+void ana_record_device_once(int ordinal, const struct cudaDeviceProp *p)
+{
+    if (!(atomic_fetch_or(&devices_recorded, dev_bit(ordinal)) & dev_bit(ordinal)))
+        ana_record_device(ordinal, p);
+}
+
+/* After an allocation failed: what the device says is free, and the record on disk now. */
+static void after_failed_alloc(ana_call *c)
+{
+    static cudaError_t (*mem_get_info)(size_t *, size_t *);
+    if (!mem_get_info)
+        mem_get_info = (cudaError_t(*)(size_t *, size_t *))ana_resolve("cudaMemGetInfo");
+    size_t free_b = 0, total_b = 0;
+    if (mem_get_info && mem_get_info(&free_b, &total_b) == cudaSuccess) {
+        ana_record m = { .kind = ANA_K_MEMINFO, .time_ns = ana_now_ns() };
+        m.u.meminfo = (ana_rec_meminfo){ ana_current_device(), free_b, total_b, ANA_MEMINFO_FAILED_ALLOC };
+        ana_emit(c->t, &m);
+    }
+    ana_collector_flush_now(200);
+}
+
+/* Once per process, after a successful allocation (a working context): the device. */
+static void maybe_record_device(void)
+{
+    int dev = ana_current_device();
+    if (atomic_load_explicit(&devices_recorded, memory_order_relaxed) & dev_bit(dev))
+        return;
+    static cudaError_t (*get_props)(struct cudaDeviceProp *, int);
+    if (!get_props)
+        get_props = (cudaError_t(*)(struct cudaDeviceProp *, int))ana_resolve("cudaGetDeviceProperties");
+    struct cudaDeviceProp p;
+    if (get_props && get_props(&p, dev) == cudaSuccess)
+        ana_record_device_once(dev, &p);
+    else
+        atomic_fetch_or(&devices_recorded, dev_bit(dev)); /* do not ask again */
+}
+
+void ana_rec_alloc_done(ana_call *c, uint32_t api, cudaError_t r, void **p, size_t size,
+                        cudaStream_t stream, uint64_t flags)
+{
+    c->saved_errno = errno;
+    ana_record rec = { .kind = ANA_K_ALLOC, .time_ns = c->t0 };
+    rec.u.alloc = (ana_rec_alloc){ api, r, r == cudaSuccess && p ? (uint64_t)(uintptr_t)*p : 0, size,
+                                   ana_current_device(), (uint64_t)(uintptr_t)stream,
+                                   ana_stack_capture(), dur(c), flags };
+    ana_emit(c->t, &rec);
+    if (r != cudaSuccess && ana_api_is_device_alloc(api))
+        after_failed_alloc(c);
+    else if (r == cudaSuccess)
+        maybe_record_device();
+    ana_leave(c);
+}
+
+void ana_rec_free_done(ana_call *c, uint32_t api, cudaError_t r, const void *ptr, cudaStream_t stream)
+{
+    c->saved_errno = errno;
+    ana_record rec = { .kind = ANA_K_FREE, .time_ns = c->t0 };
+    rec.u.free = (ana_rec_free){ api, r, (uint64_t)(uintptr_t)ptr, ana_current_device(),
+                                 (uint64_t)(uintptr_t)stream, ana_stack_capture(), dur(c) };
+    finish(c, &rec);
+}
+
+void ana_rec_launch_done(ana_call *c, uint32_t api, cudaError_t r, uint64_t kernel, dim3 grid,
+                         dim3 block, size_t shmem, cudaStream_t stream)
+{
+    c->saved_errno = errno;
+    ana_record rec = { .kind = ANA_K_LAUNCH, .time_ns = c->t0 };
+    rec.u.launch = (ana_rec_launch){ api, r, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                     shmem, (uint64_t)(uintptr_t)stream, ana_stack_capture(), dur(c) };
+    finish(c, &rec);
+}
+
+void ana_rec_memcpy_done(ana_call *c, uint32_t api, cudaError_t r, const void *dst, const void *src,
+                         size_t bytes, int dir, cudaStream_t stream)
+{
+    c->saved_errno = errno;
+    ana_record rec = { .kind = ANA_K_MEMCPY, .time_ns = c->t0 };
+    rec.u.memcpy = (ana_rec_memcpy){ api, r, (uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src, bytes,
+                                     (uint64_t)dir, (uint64_t)(uintptr_t)stream, ana_stack_capture(), dur(c) };
+    finish(c, &rec);
+}
+
+void ana_rec_memset_done(ana_call *c, uint32_t api, cudaError_t r, const void *ptr, int value,
+                         size_t bytes, cudaStream_t stream)
+{
+    c->saved_errno = errno;
+    ana_record rec = { .kind = ANA_K_MEMSET, .time_ns = c->t0 };
+    rec.u.memset = (ana_rec_memset){ api, r, (uint64_t)(uintptr_t)ptr, value, bytes,
+                                     (uint64_t)(uintptr_t)stream, ana_stack_capture(), dur(c) };
+    finish(c, &rec);
+}

@@ -1,0 +1,78 @@
+/* hooks_launch.c — kernel registration (names) and every kernel-launch entry point. */
+#include "hooks.h"
+
+#include <errno.h>
+
+/* Registration learns names; it records nothing by itself but starts the session, so a
+ * process's first CUDA activity opens its trace. */
+ANA_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                                       const char *deviceName, int thread_limit, uint3 *tid,
+                                       uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
+{
+    typedef void (*fn_t)(void **, const char *, char *, const char *, int, uint3 *, uint3 *, dim3 *, dim3 *, int *);
+    static fn_t real;
+    if (!real)
+        real = (fn_t)ana_resolve("__cudaRegisterFunction");
+    if (real)
+        real(fatCubinHandle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim, gDim, wSize);
+    else
+        ana_missing("__cudaRegisterFunction");
+    ana_call c;
+    if (!ana_enter(&c))
+        return;
+    c.saved_errno = errno;
+    ana_kernel_register(hostFun, deviceName ? deviceName : deviceFun);
+    ana_leave(&c);
+}
+
+ANA_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
+{
+    ANA_REAL(__cudaGetKernel, (cudaKernel_t *, const void *));
+    cudaError_t r = real(kernel, hostFun);
+    if (r == cudaSuccess && kernel) {
+        int e = errno;
+        ana_kernel_map_handle(*kernel, hostFun);
+        errno = e;
+    }
+    return r;
+}
+
+#define LAUNCH_PARAMS (const void *f, dim3 g, dim3 b, void **a, size_t sh, cudaStream_t s)
+#define STUB_PARAMS (cudaKernel_t k, dim3 g, dim3 b, void **a, size_t sh, cudaStream_t s)
+
+#define LAUNCH_HOOK(name, api, params, kernel_id)                          \
+    ANA_EXPORT cudaError_t name params                                      \
+    {                                                                       \
+        ANA_REAL(name, params);                                             \
+        ana_call c;                                                         \
+        if (!ana_enter(&c))                                                 \
+            return real(f_or_k, g, b, a, sh, s);                            \
+        cudaError_t r = real(f_or_k, g, b, a, sh, s);                       \
+        ana_rec_launch_done(&c, api, r, kernel_id, g, b, sh, s);            \
+        return r;                                                           \
+    }
+
+#define f_or_k f
+LAUNCH_HOOK(cudaLaunchKernel, ANA_API_LAUNCH_KERNEL, LAUNCH_PARAMS, ana_kernel_id_of_fn(f))
+LAUNCH_HOOK(cudaLaunchKernel_ptsz, ANA_API_LAUNCH_KERNEL_PTSZ, LAUNCH_PARAMS, ana_kernel_id_of_fn(f))
+#undef f_or_k
+#define f_or_k k
+LAUNCH_HOOK(__cudaLaunchKernel, ANA_API_STUB_LAUNCH_KERNEL, STUB_PARAMS, ana_kernel_id_of_handle(k))
+LAUNCH_HOOK(__cudaLaunchKernel_ptsz, ANA_API_STUB_LAUNCH_KERNEL_PTSZ, STUB_PARAMS, ana_kernel_id_of_handle(k))
+#undef f_or_k
+
+#define EXC_HOOK(name, api)                                                                   \
+    ANA_EXPORT cudaError_t name(const cudaLaunchConfig_t *cfg, const void *f, void **a)        \
+    {                                                                                          \
+        ANA_REAL(name, (const cudaLaunchConfig_t *, const void *, void **));                   \
+        ana_call c;                                                                            \
+        if (!cfg || !ana_enter(&c))                                                            \
+            return real(cfg, f, a);                                                            \
+        cudaError_t r = real(cfg, f, a);                                                       \
+        ana_rec_launch_done(&c, api, r, ana_kernel_id_of_fn(f), cfg->gridDim, cfg->blockDim,   \
+                            cfg->dynamicSmemBytes, cfg->stream);                               \
+        return r;                                                                              \
+    }
+
+EXC_HOOK(cudaLaunchKernelExC, ANA_API_LAUNCH_KERNEL_EXC)
+EXC_HOOK(cudaLaunchKernelExC_ptsz, ANA_API_LAUNCH_KERNEL_EXC_PTSZ)

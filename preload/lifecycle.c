@@ -1,0 +1,182 @@
+/* lifecycle.c — start-up, the session (trace file + collector), fork, exit, and the
+ * hook bracket. The one module that owns the preload's global state transitions:
+ *
+ *   NONE --first CUDA call--> STARTING --> RUNNING --exit / failure--> OFF
+ *
+ * A forked child returns to NONE and starts its own trace on its own first CUDA call. */
+#define _GNU_SOURCE
+#include "preload.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "naming.h"
+
+enum { S_NONE, S_STARTING, S_RUNNING, S_OFF };
+
+ana_config ana_cfg;
+_Atomic int ana_active;
+uintptr_t ana_self_lo, ana_self_hi;
+
+static _Atomic int session = S_OFF; /* until the constructor has run */
+static _Atomic int said_disabled;
+static _Atomic int warnings;
+static int forked_child;
+static __thread int tls_busy __attribute__((tls_model("initial-exec")));
+
+static void vsay(const char *fmt, va_list ap)
+{
+    char buf[1024];
+    int n = snprintf(buf, sizeof(buf), "anatomist: ");
+    n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+    if (n > (int)sizeof(buf) - 2)
+        n = (int)sizeof(buf) - 2;
+    buf[n++] = '\n';
+    ssize_t w = write(STDERR_FILENO, buf, (size_t)n); /* one write: no stdio state touched */
+    (void)w;
+}
+
+void ana_warn(const char *fmt, ...)
+{
+    if (atomic_fetch_add(&warnings, 1) >= 8)
+        return;
+    int e = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    errno = e;
+}
+
+void ana_disable(const char *fmt, ...)
+{
+    atomic_store(&ana_active, 0);
+    atomic_store(&session, S_OFF);
+    if (atomic_exchange(&said_disabled, 1))
+        return;
+    int e = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    errno = e;
+}
+
+static void warn_cb(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (atomic_fetch_add(&warnings, 1) < 8)
+        vsay(fmt, ap);
+    va_end(ap);
+}
+
+static int is_root(void)
+{
+    if (ana_cfg.root_pid > 0)
+        return (long)getpid() == ana_cfg.root_pid;
+    return !forked_child;
+}
+
+static int start(void)
+{
+    char host[256] = "localhost", path[1100];
+    gethostname(host, sizeof(host) - 1);
+    if (ana_output_expand(ana_cfg.output, host, (long)getpid(), ana_env_rank(), is_root(), path,
+                          sizeof(path)) < 0) {
+        ana_disable("output name from ANATOMIST_OUTPUT is too long; not profiling");
+        return -1;
+    }
+    if (ana_collector_start(path) < 0) {
+        ana_disable("cannot write the trace %s: %s; not profiling, the program goes on", path,
+                    strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int ana_session_ensure(void)
+{
+    int s = atomic_load_explicit(&session, memory_order_acquire);
+    if (ANA_LIKELY(s == S_RUNNING))
+        return 1;
+    if (s == S_NONE) {
+        int expect = S_NONE;
+        if (atomic_compare_exchange_strong(&session, &expect, S_STARTING)) {
+            if (start() < 0)
+                return 0; /* ana_disable set OFF */
+            atomic_store(&ana_active, 1);
+            atomic_store_explicit(&session, S_RUNNING, memory_order_release);
+            return 1;
+        }
+    }
+    /* Another thread is opening the trace: wait a little (at most ~2 s). */
+    for (int i = 0; i < 2000 && atomic_load(&session) == S_STARTING; i++) {
+        struct timespec d = { 0, 1000000 };
+        nanosleep(&d, NULL);
+    }
+    return atomic_load(&session) == S_RUNNING;
+}
+
+int ana_enter(ana_call *c)
+{
+    if (tls_busy || atomic_load_explicit(&session, memory_order_relaxed) == S_OFF)
+        return 0;
+    int e = errno;
+    tls_busy = 1;
+    if (!ana_session_ensure() || !(c->t = ana_thread_self())) {
+        tls_busy = 0;
+        errno = e;
+        return 0;
+    }
+    errno = e;
+    c->t0 = ana_now_ns();
+    return 1;
+}
+
+void ana_leave(ana_call *c)
+{
+    tls_busy = 0;
+    errno = c->saved_errno;
+}
+
+static void atfork_child(void)
+{
+    forked_child = 1;
+    tls_busy = 0;
+    ana_threads_atfork_child();
+    ana_stacks_atfork_child();
+    ana_kernels_atfork_child();
+    ana_modules_reset();
+    ana_collector_atfork_child();
+    atomic_store(&ana_active, 0);
+    atomic_store(&session, (ana_cfg.disable || said_disabled) ? S_OFF : S_NONE);
+}
+
+__attribute__((constructor)) static void ana_init(void)
+{
+    ana_config_load(&ana_cfg, NULL, warn_cb);
+    if (ana_cfg.disable)
+        return;
+    ana_modules_find_self((const void *)ana_init, &ana_self_lo, &ana_self_hi);
+    if (ana_cfg.stacks && ana_stacks_init() < 0)
+        ana_warn("call stacks are off: libunwind.so.8 could not be loaded (install libunwind8)");
+    pthread_atfork(NULL, NULL, atfork_child);
+    atomic_store(&session, S_NONE);
+}
+
+__attribute__((destructor)) static void ana_fini(void)
+{
+    int s = atomic_load(&session);
+    if (s != S_RUNNING)
+        return;
+    tls_busy = 1; /* CUDA calls made by other destructors after this are not recorded */
+    atomic_store(&ana_active, 0);
+    atomic_store(&session, S_OFF);
+    ana_collector_stop(ANA_END_EXIT, "exit");
+}

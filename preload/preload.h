@@ -1,0 +1,117 @@
+/* preload.h — internal contract of libanatomist.so (never installed, never exported).
+ *
+ * Threads: application threads run hooks; they only capture and append encoded records
+ * to their own ring (tbuf), touching no lock and no malloc. One collector thread drains
+ * the rings, emits definitions (kernels, stacks, threads, modules), compresses and writes.
+ * Every hook brackets its work in ana_enter()/ana_leave(), which guard re-entrancy,
+ * preserve errno, and start the session on the first CUDA call of the process. */
+#ifndef ANA_PRELOAD_H
+#define ANA_PRELOAD_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "config.h"
+#include "records.h"
+
+#define ANA_EXPORT __attribute__((visibility("default")))
+#define ANA_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ANA_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+static inline uint64_t ana_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- lifecycle.c ---- */
+extern ana_config ana_cfg;
+/* 1 while records are being collected. */
+extern _Atomic int ana_active;
+
+/* Says `msg` once on stderr ("anatomist: ...") and stops collecting; the app runs on. */
+void ana_disable(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints a warning line on stderr (configuration mistakes), never more than 8 per process. */
+void ana_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Starts the trace on the first CUDA call; returns 1 when records may be appended. */
+int ana_session_ensure(void);
+/* The preload's own text range, so stacks can skip its frames. */
+extern uintptr_t ana_self_lo, ana_self_hi;
+
+/* ---- tbuf.c: per-thread rings ---- */
+typedef struct ana_thread {
+    _Atomic uint64_t head; /* bytes appended (producer-owned, released) */
+    _Atomic uint64_t tail; /* bytes consumed (collector-owned, released) */
+    uint8_t *ring;
+    uint64_t size;         /* power of two */
+    uint64_t prev_ns;      /* producer: time of the last appended record */
+    _Atomic uint64_t dropped, dropped_bytes;
+    _Atomic int state;     /* ANA_T_* */
+    uint64_t tid;
+    /* collector-owned */
+    uint64_t c_prev_ns, c_dropped_reported, c_dropped_bytes_reported, c_snap;
+    int c_state;
+    int c_named;
+    struct ana_thread *next;
+} ana_thread;
+
+enum { ANA_T_FREE = 0, ANA_T_LIVE = 1, ANA_T_DEAD = 2, ANA_T_CLAIMING = 3 };
+
+/* The calling thread's buffer, registering it on first use; NULL if none can be had. */
+ana_thread *ana_thread_self(void);
+/* Encodes rec (rec->time_ns set by caller) into t's ring; counts a drop when full. */
+void ana_emit(ana_thread *t, const ana_record *rec);
+/* Head of the registry list (collector walks it; entries are never unlinked). */
+ana_thread *ana_thread_list(void);
+/* After fork in the child: forget the parent's buffered records and other threads. */
+void ana_threads_atfork_child(void);
+
+/* ---- stacks.c ---- */
+/* Loads the unwinder; returns 0 or -1 (stacks then stay off). */
+int ana_stacks_init(void);
+/* Captures the caller's stack (skipping the preload's frames) and returns its interned id,
+ * or 0 when stacks are off or unavailable. Hot path: no malloc, no lock. */
+uint64_t ana_stack_capture(void);
+/* Collector: calls fn for each stack defined since the last call, in id order. */
+void ana_stacks_emit_new(void (*fn)(uint64_t id, const uint64_t *ips, uint32_t n, void *arg), void *arg);
+void ana_stacks_atfork_child(void);
+
+/* ---- kernels.c ---- */
+void ana_kernel_register(const void *host_fn, const char *name);
+void ana_kernel_map_handle(const void *handle, const void *host_fn);
+uint64_t ana_kernel_id_of_fn(const void *host_fn);
+uint64_t ana_kernel_id_of_handle(const void *handle);
+void ana_kernels_emit_new(void (*fn)(uint64_t id, uint64_t host_fn, const char *name, void *arg), void *arg);
+void ana_kernels_atfork_child(void);
+
+/* ---- modules.c ---- */
+/* Collector: calls fn for each loaded module not reported yet (all of them after reset). */
+void ana_modules_emit_new(void (*fn)(const ana_rec_module *m, void *arg), void *arg);
+void ana_modules_reset(void);
+/* Finds the preload's own address range. */
+void ana_modules_find_self(const void *addr, uintptr_t *lo, uintptr_t *hi);
+
+/* ---- collector.c ---- */
+int ana_collector_start(const char *path);
+/* Wakes the collector and waits (at most timeout_ms) until everything appended so far by
+ * this thread is written. */
+void ana_collector_flush_now(int timeout_ms);
+/* Final drain, END record, close. Bounded wait. */
+void ana_collector_stop(uint64_t reason, const char *detail);
+void ana_collector_atfork_child(void);
+
+/* ---- hooks: the bracket every hook uses ---- */
+typedef struct ana_call {
+    ana_thread *t;
+    uint64_t t0;
+    int saved_errno;
+} ana_call;
+
+/* Returns 1 when this call is to be recorded (then ana_leave must follow). */
+int ana_enter(ana_call *c);
+void ana_leave(ana_call *c);
+
+#endif

@@ -1,0 +1,175 @@
+/* stacks.c — call-stack capture and process-wide interning (preload.h).
+ *
+ * Capture uses libunwind's unw_backtrace, loaded with dlopen(RTLD_LOCAL) so that its own
+ * exported backtrace() never replaces glibc's for the traced program. Interning is a
+ * lock-free open-addressing table: a slot is claimed by CAS (0 -> BUSY), its entry is
+ * filled, then the slot's key is published with a release store. Readers that meet a BUSY
+ * slot probe on; at worst two ids get identical frames, which the format allows. Entries
+ * are written out by the collector (ana_stacks_emit_new) before the records that use them
+ * are drained, so a STACK record always precedes its uses in the file. */
+#define _GNU_SOURCE
+#include "preload.h"
+
+#include <dlfcn.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define SLOT_BITS 18
+#define SLOTS (1u << SLOT_BITS)
+#define MAX_IDS (1u << 20)
+#define MAX_FRAMES_TOTAL (1u << 23) /* 64 MiB of addresses, reserved lazily */
+#define PROBES 64
+#define BUSY 1ull
+
+struct slot {
+    _Atomic uint64_t key;
+    _Atomic uint32_t id;
+};
+struct entry {
+    uint64_t off;
+    uint32_t n;
+    _Atomic uint32_t ready;
+};
+
+typedef int (*unw_backtrace_fn)(void **buffer, int size);
+static unw_backtrace_fn p_backtrace;
+static uintptr_t unw_lo, unw_hi;
+
+static struct slot *slots;
+static struct entry *entries;
+static uint64_t *frames;
+static uint8_t *emitted; /* collector-owned */
+static _Atomic uint32_t next_id = 1;
+static _Atomic uint64_t frames_used;
+static uint32_t emit_cursor = 1;
+
+static void *reserve(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+int ana_stacks_init(void)
+{
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return -1;
+    p_backtrace = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
+    slots = reserve(sizeof(struct slot) * SLOTS);
+    entries = reserve(sizeof(struct entry) * MAX_IDS);
+    frames = reserve(sizeof(uint64_t) * MAX_FRAMES_TOTAL);
+    emitted = reserve(MAX_IDS);
+    if (!p_backtrace || !slots || !entries || !frames || !emitted) {
+        p_backtrace = NULL;
+        return -1;
+    }
+    ana_modules_find_self((const void *)p_backtrace, &unw_lo, &unw_hi);
+    return 0;
+}
+
+static inline int skippable(uintptr_t ip)
+{
+    return (ip >= ana_self_lo && ip < ana_self_hi) || (ip >= unw_lo && ip < unw_hi);
+}
+
+static uint64_t hash_frames(const uint64_t *ip, uint32_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    for (uint32_t i = 0; i < n; i++) {
+        h = (h ^ ip[i]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h | (1ull << 63); /* never 0 (empty) nor BUSY */
+}
+
+static uint32_t new_entry(const uint64_t *ip, uint32_t n)
+{
+    uint64_t off = atomic_fetch_add_explicit(&frames_used, n, memory_order_relaxed);
+    if (off + n > MAX_FRAMES_TOTAL)
+        return 0;
+    uint32_t id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
+    if (id >= MAX_IDS)
+        return 0;
+    memcpy(frames + off, ip, n * sizeof(uint64_t));
+    entries[id].off = off;
+    entries[id].n = n;
+    atomic_store_explicit(&entries[id].ready, 1, memory_order_release);
+    return id;
+}
+
+static int same(uint32_t id, const uint64_t *ip, uint32_t n)
+{
+    if (id == 0 || id >= MAX_IDS || entries[id].n != n)
+        return 0;
+    return memcmp(frames + entries[id].off, ip, n * sizeof(uint64_t)) == 0;
+}
+
+static uint32_t intern(const uint64_t *ip, uint32_t n)
+{
+    uint64_t key = hash_frames(ip, n);
+    for (uint32_t i = 0; i < PROBES; i++) {
+        struct slot *s = &slots[(key + i) & (SLOTS - 1)];
+        uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == 0) {
+            if (atomic_compare_exchange_strong(&s->key, &k, BUSY)) {
+                uint32_t id = new_entry(ip, n);
+                atomic_store_explicit(&s->id, id, memory_order_relaxed);
+                atomic_store_explicit(&s->key, id ? key : BUSY, memory_order_release);
+                return id;
+            }
+        }
+        if (k == key && same(atomic_load_explicit(&s->id, memory_order_relaxed), ip, n))
+            return atomic_load_explicit(&s->id, memory_order_relaxed);
+    }
+    return new_entry(ip, n); /* table crowded here: define it without interning */
+}
+
+uint64_t ana_stack_capture(void)
+{
+    if (!ana_cfg.stacks || !p_backtrace)
+        return 0;
+    void *buf[ANA_MAX_FRAMES + 16];
+    int want = ana_cfg.stack_depth + 16;
+    int n = p_backtrace(buf, want < (int)(sizeof(buf) / sizeof(buf[0])) ? want : (int)(sizeof(buf) / sizeof(buf[0])));
+    int skip = 0;
+    while (skip < n && skippable((uintptr_t)buf[skip]))
+        skip++;
+    int keep = n - skip;
+    if (keep <= 0)
+        return 0;
+    if (keep > ana_cfg.stack_depth)
+        keep = ana_cfg.stack_depth;
+    return intern((const uint64_t *)(buf + skip), (uint32_t)keep);
+}
+
+void ana_stacks_emit_new(void (*fn)(uint64_t id, const uint64_t *ips, uint32_t n, void *arg), void *arg)
+{
+    if (!entries)
+        return;
+    uint32_t end = atomic_load_explicit(&next_id, memory_order_acquire);
+    if (end > MAX_IDS)
+        end = MAX_IDS;
+    int contiguous = 1;
+    for (uint32_t id = emit_cursor; id < end; id++) {
+        if (emitted[id])
+            goto next;
+        if (!atomic_load_explicit(&entries[id].ready, memory_order_acquire)) {
+            contiguous = 0; /* being filled right now: next pass */
+            continue;
+        }
+        fn(id, frames + entries[id].off, entries[id].n, arg);
+        emitted[id] = 1;
+    next:
+        if (contiguous)
+            emit_cursor = id + 1;
+    }
+}
+
+void ana_stacks_atfork_child(void)
+{
+    if (!emitted)
+        return;
+    uint32_t end = atomic_load(&next_id);
+    memset(emitted, 0, end < MAX_IDS ? end : MAX_IDS);
+    emit_cursor = 1;
+}

@@ -1,0 +1,128 @@
+/* tbuf.c — per-thread record rings (preload.h).
+ *
+ * Each ring has one producer (its thread) and one consumer (the collector): the producer
+ * writes bytes and publishes them by a release store of `head`; the collector copies
+ * [tail, head) and releases the space by storing `tail`. No locks, no malloc after a
+ * thread's first record. Thread structs are never freed: a thread that exits is marked
+ * DEAD, drained by the collector, then FREE for the next new thread to claim. */
+#define _GNU_SOURCE
+#include "preload.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static _Atomic(ana_thread *) g_threads;
+static __thread ana_thread *tls_self __attribute__((tls_model("initial-exec")));
+static pthread_key_t g_key;
+static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+
+static void on_thread_exit(void *p)
+{
+    ana_thread *t = p;
+    if (tls_self == t)
+        tls_self = NULL;
+    atomic_store_explicit(&t->state, ANA_T_DEAD, memory_order_release);
+}
+
+static void make_key(void) { pthread_key_create(&g_key, on_thread_exit); }
+
+ana_thread *ana_thread_list(void) { return atomic_load_explicit(&g_threads, memory_order_acquire); }
+
+static ana_thread *claim_free(void)
+{
+    for (ana_thread *t = ana_thread_list(); t; t = t->next) {
+        int expect = ANA_T_FREE;
+        if (atomic_load_explicit(&t->state, memory_order_relaxed) == ANA_T_FREE &&
+            atomic_compare_exchange_strong(&t->state, &expect, ANA_T_CLAIMING))
+            return t;
+    }
+    return NULL;
+}
+
+static ana_thread *create(void)
+{
+    uint64_t size = 1;
+    while (size < (uint64_t)ana_cfg.buffer_kb * 1024)
+        size <<= 1;
+    void *mem = mmap(NULL, sizeof(ana_thread) + size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return NULL;
+    ana_thread *t = mem;
+    t->ring = (uint8_t *)mem + sizeof(ana_thread);
+    t->size = size;
+    atomic_store(&t->state, ANA_T_CLAIMING);
+    ana_thread *head = atomic_load(&g_threads);
+    do
+        t->next = head;
+    while (!atomic_compare_exchange_weak(&g_threads, &head, t));
+    return t;
+}
+
+ana_thread *ana_thread_self(void)
+{
+    ana_thread *t = tls_self;
+    if (ANA_LIKELY(t != NULL))
+        return t;
+    pthread_once(&g_key_once, make_key);
+    t = claim_free();
+    if (!t && !(t = create()))
+        return NULL;
+    /* A recycled buffer was drained by the collector before it became FREE. */
+    t->tid = (uint64_t)syscall(SYS_gettid);
+    t->prev_ns = 0;
+    t->c_prev_ns = 0;
+    t->c_named = 0;
+    t->c_dropped_reported = t->c_dropped_bytes_reported = 0;
+    atomic_store(&t->dropped, 0);
+    atomic_store(&t->dropped_bytes, 0);
+    /* The collector ignores CLAIMING buffers, so the resets above cannot race with it. */
+    atomic_store_explicit(&t->state, ANA_T_LIVE, memory_order_release);
+    tls_self = t;
+    pthread_setspecific(g_key, t);
+    return t;
+}
+
+void ana_emit(ana_thread *t, const ana_record *rec)
+{
+    uint8_t tmp[ANA_RECORD_FIXED_MAX + 512];
+    size_t n = ana_record_encode(tmp, sizeof(tmp), rec, t->prev_ns);
+    if (ANA_UNLIKELY(n == 0))
+        return;
+    uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+    if (ANA_UNLIKELY(t->size - (head - tail) < n)) {
+        atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->dropped_bytes, n, memory_order_relaxed);
+        return;
+    }
+    uint64_t pos = head & (t->size - 1);
+    size_t first = n < t->size - pos ? n : (size_t)(t->size - pos);
+    memcpy(t->ring + pos, tmp, first);
+    memcpy(t->ring, tmp + first, n - first);
+    atomic_store_explicit(&t->head, head + n, memory_order_release);
+    t->prev_ns = rec->time_ns;
+}
+
+void ana_threads_atfork_child(void)
+{
+    /* Records buffered before the fork belong to the parent, which writes them. Only the
+     * forking thread exists in the child; the others' buffers become free. */
+    for (ana_thread *t = ana_thread_list(); t; t = t->next) {
+        uint64_t h = atomic_load(&t->head);
+        atomic_store(&t->tail, h);
+        t->prev_ns = 0;
+        t->c_prev_ns = 0;
+        t->c_named = 0;
+        atomic_store(&t->dropped, 0);
+        atomic_store(&t->dropped_bytes, 0);
+        t->c_dropped_reported = t->c_dropped_bytes_reported = 0;
+        if (t != tls_self)
+            atomic_store(&t->state, ANA_T_FREE);
+        else
+            t->tid = (uint64_t)syscall(SYS_gettid);
+    }
+}
