@@ -1,0 +1,116 @@
+// bench_hooks — CPU cost per cudaMalloc+cudaFree pair and per kernel launch, measured
+// in-process. bench/run.sh runs it with and without the Anatomist preload; the
+// difference is what the hooks add per call (docs/overhead.md).
+//
+// The calls are made from ~30 frames deep (non-inlined recursion whose depth the
+// compiler cannot see), because stack capture costs grow with depth and a real
+// framework calls cudaMalloc from deep inside its allocator.
+//
+// Output (stdout), one value per line, best of --reps repetitions:
+//   alloc_free_pair_ns X
+//   launch_ns Y
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static size_t alloc_bytes = 64 << 10;
+static long alloc_iters = 200000, launch_iters = 500000, warmup = 1000;
+static int reps = 5;
+static volatile int depth = 30;  // volatile: the recursion cannot be unrolled away
+
+static void check(cudaError_t err, const char *what)
+{
+    if (err != cudaSuccess) {
+        fprintf(stderr, "bench_hooks: %s failed: %s\n", what, cudaGetErrorString(err));
+        exit(1);
+    }
+}
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+__global__ void empty_kernel(void) {}
+
+static double time_alloc_free(long n)
+{
+    void *p;
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        check(cudaMalloc(&p, alloc_bytes), "cudaMalloc");
+        check(cudaFree(p), "cudaFree");
+    }
+    return now_ns() - t0;
+}
+
+static double time_launch(long n)
+{
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++)
+        empty_kernel<<<1, 1>>>();
+    check(cudaGetLastError(), "kernel launch");
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // amortised over n
+    return now_ns() - t0;
+}
+
+static void run_all(void)
+{
+    time_alloc_free(warmup);
+    time_launch(warmup);
+    double best_alloc = 1e300, best_launch = 1e300;
+    for (int r = 0; r < reps; r++) {
+        double a = time_alloc_free(alloc_iters) / alloc_iters;
+        double l = time_launch(launch_iters) / launch_iters;
+        best_alloc = a < best_alloc ? a : best_alloc;
+        best_launch = l < best_launch ? l : best_launch;
+    }
+    printf("alloc_free_pair_ns %.1f\n", best_alloc);
+    printf("launch_ns %.1f\n", best_launch);
+}
+
+// Descends `level` frames, then measures from there. The empty asm after the call
+// keeps the call from becoming a tail call (which would collapse the frames).
+__attribute__((noinline)) static void descend(int level)
+{
+    if (level <= 0) {
+        run_all();
+        return;
+    }
+    descend(level - 1);
+    __asm__ __volatile__("" ::: "memory");
+}
+
+static long arg_long(const char *flag, const char *s)
+{
+    char *end;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || *end || v <= 0) {
+        fprintf(stderr, "bench_hooks: %s needs a positive integer\n", flag);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i += 2) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--alloc-iters")) alloc_iters = arg_long(a, v);
+        else if (!strcmp(a, "--launch-iters")) launch_iters = arg_long(a, v);
+        else if (!strcmp(a, "--reps")) reps = (int)arg_long(a, v);
+        else if (!strcmp(a, "--bytes")) alloc_bytes = (size_t)arg_long(a, v);
+        else if (!strcmp(a, "--depth")) depth = (int)arg_long(a, v);
+        else {
+            fprintf(stderr, "usage: bench_hooks [--alloc-iters N] [--launch-iters N] "
+                            "[--reps N] [--bytes N] [--depth N]\n");
+            return 2;
+        }
+    }
+    descend(depth);
+    return 0;
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Hook overhead of the Anatomist preload, per cudaMalloc+cudaFree pair and per kernel
+# launch, on the simulated device. Run by hand to fill docs/overhead.md; not a test.
+#
+#   bench/run.sh BUILD_DIR [ROUNDS]        (ROUNDS defaults to 5)
+#
+# Each round runs BUILD_DIR/bench/bench_hooks three ways, interleaved so that drift in
+# the machine's speed hits all three alike:
+#   a) baseline, no preload
+#   b) LD_PRELOAD=BUILD_DIR/lib/libanatomist.so, ANATOMIST_STACKS=0
+#   c) the preload with stack capture on (its default)
+# all with LD_LIBRARY_PATH=BUILD_DIR/sim. Prints the medians over the rounds and the
+# added ns per operation (b-a, c-a) as a markdown table, with the machine it ran on.
+# Extra arguments for bench_hooks can be given in BENCH_ARGS (e.g. "--reps 3").
+set -euo pipefail
+
+die() { echo "bench/run.sh: $*" >&2; exit 1; }
+
+[[ $# -ge 1 && $# -le 2 ]] || die "usage: bench/run.sh BUILD_DIR [ROUNDS]"
+build=$(cd "$1" 2>/dev/null && pwd) || die "no such build directory: $1"
+rounds=${2:-5}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer, not '$rounds'"
+
+bench=$build/bench/bench_hooks
+sim=$build/sim
+preload=$build/lib/libanatomist.so
+[[ -x $bench ]] || die "$bench not found: build the bench_hooks target (needs nvcc)"
+[[ -e $sim/libcudart.so.13 ]] || die "$sim/libcudart.so.13 not found: build with -DANA_BUILD_SIM=ON"
+[[ -e $preload ]] || die "$preload not found: build the preload (libanatomist.so) first"
+
+out=$(mktemp -d "${TMPDIR:-/tmp}/anatomist-bench.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+
+# run MODE: one bench_hooks run; appends "alloc launch" to $out/MODE.txt
+run() {
+    local mode=$1 log=$out/$1.log
+    local -a env=(LD_LIBRARY_PATH="$sim")
+    case $mode in
+        a) ;;
+        b) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_OUTPUT="$out/traces") ;;
+        c) env+=(LD_PRELOAD="$preload" ANATOMIST_OUTPUT="$out/traces") ;;
+    esac
+    rm -rf "$out/traces" && mkdir "$out/traces"
+    # shellcheck disable=SC2086  # BENCH_ARGS is split on purpose
+    if ! env "${env[@]}" "$bench" ${BENCH_ARGS:-} >"$log" 2>&1; then
+        cat "$log" >&2
+        die "bench_hooks failed in mode $mode (output above)"
+    fi
+    local alloc launch
+    alloc=$(awk '$1 == "alloc_free_pair_ns" { print $2 }' "$log")
+    launch=$(awk '$1 == "launch_ns" { print $2 }' "$log")
+    [[ -n $alloc && -n $launch ]] || { cat "$log" >&2; die "no results from mode $mode"; }
+    echo "$alloc $launch" >>"$out/$mode.txt"
+}
+
+# median FILE COLUMN
+median() {
+    awk -v c="$2" '{ print $c }' "$1" | sort -g |
+        awk '{ v[NR] = $1 } END { printf "%.1f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+for ((r = 1; r <= rounds; r++)); do
+    echo "round $r/$rounds" >&2
+    for mode in a b c; do run "$mode"; done
+done
+
+cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+declare -A med
+for mode in a b c; do
+    med[$mode,1]=$(median "$out/$mode.txt" 1)
+    med[$mode,2]=$(median "$out/$mode.txt" 2)
+done
+added() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%+.1f", x - y }'; }
+
+echo "Hook overhead, median of $rounds rounds (each: best of the bench's repetitions), ns per operation"
+echo
+echo "| operation | baseline | preload, stacks off | preload, stacks on | added, stacks off | added, stacks on |"
+echo "|---|---:|---:|---:|---:|---:|"
+for i in 1 2; do
+    name=$([[ $i == 1 ]] && echo "cudaMalloc+cudaFree pair (64 KiB)" || echo "kernel launch (empty kernel)")
+    echo "| $name | ${med[a,$i]} | ${med[b,$i]} | ${med[c,$i]} | $(added "${med[b,$i]}" "${med[a,$i]}") | $(added "${med[c,$i]}" "${med[a,$i]}") |"
+done
+echo
+echo "Machine: $(nproc) CPUs, ${cpu:-unknown CPU}; $(uname -sr); $(date -u '+%Y-%m-%d %H:%M UTC')."
+echo "Device: simulated (LD_LIBRARY_PATH=$sim); calls made ~30 frames deep; bench args: ${BENCH_ARGS:-defaults}."
