@@ -1,0 +1,443 @@
+/*
+ * kernel.c — the nvcc stub ABI (fat binary, function and variable registration, call
+ * configuration, launches), the public launch entry points, function attributes and
+ * occupancy.
+ *
+ * Kernels never execute (device code cannot run on the CPU): a launch is validated as
+ * on a GPU, then occupies its stream for the cost model's duration. Kernel records are
+ * never freed, because nvcc stubs cache the cudaKernel_t from __cudaGetKernel in a
+ * function-local static; unregistering a module only marks its kernels unloaded.
+ * Module variables get zero-filled storage (initialisers live in the device image,
+ * which the sim does not parse) that survives cudaDeviceReset.
+ */
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct sim_module {
+    void *fatbin;                /* the handle nvcc stores is a pointer to this field */
+};
+
+struct sim_kernel {
+    void **module;
+    const void *host_fun;
+    char *name;                  /* mangled device name */
+    int loaded;
+    int max_dynamic_smem;
+    int carveout;
+};
+
+struct sim_symbol {
+    void **module;
+    char *storage;
+    size_t size;
+};
+
+static struct ana_sim_map kernels_by_fun, kernels_by_handle, symbols;
+
+/* Per-thread stack of <<<...>>> configurations (arguments may themselves launch). */
+struct call_config {
+    dim3 grid, block;
+    size_t smem;
+    cudaStream_t stream;
+};
+static __thread struct call_config config_stack[16];
+static __thread unsigned config_depth;
+
+/* ---- registration ---------------------------------------------------------------- */
+
+ANA_SIM_API void **__cudaRegisterFatBinary(void *fatCubin)
+{
+    struct sim_module *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    m->fatbin = fatCubin;
+    return &m->fatbin;
+}
+
+ANA_SIM_API void __cudaRegisterFatBinaryEnd(void **fatCubinHandle) {}
+
+ANA_SIM_API char __cudaInitModule(void **fatCubinHandle) { return 1; }
+
+static void unload_kernel(void *val)
+{
+    ((struct sim_kernel *)val)->loaded = 0;
+}
+
+ANA_SIM_API void __cudaUnregisterFatBinary(void **fatCubinHandle)
+{
+    if (!fatCubinHandle)
+        return;
+    ana_sim_enter();
+    /* Rebuild the lookup maps without this module's entries. */
+    struct ana_sim_map keep_fun = { 0 }, keep_sym = { 0 };
+    for (size_t i = 0; i < kernels_by_fun.cap; i++) {
+        struct sim_kernel *k = kernels_by_fun.vals[i];
+        if (!k)
+            continue;
+        if (k->module == fatCubinHandle)
+            unload_kernel(k);
+        else
+            ana_sim_map_put(&keep_fun, k->host_fun, k);
+    }
+    for (size_t i = 0; i < symbols.cap; i++) {
+        struct sim_symbol *s = symbols.vals[i];
+        if (!s)
+            continue;
+        if (s->module != fatCubinHandle) {
+            ana_sim_map_put(&keep_sym, symbols.keys[i], s);
+            continue;
+        }
+        ana_sim_mem_remove_locked(s->storage);
+        free(s->storage);
+        free(s);
+    }
+    ana_sim_map_clear(&kernels_by_fun, NULL);
+    ana_sim_map_clear(&symbols, NULL);
+    kernels_by_fun = keep_fun;
+    symbols = keep_sym;
+    ana_sim_leave();
+    free(fatCubinHandle);   /* == the sim_module, whose first field it points to */
+}
+
+ANA_SIM_API void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                            const char *deviceName, int thread_limit, uint3 *tid,
+                            uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
+{
+    struct sim_kernel *k = calloc(1, sizeof(*k));
+    const char *name = deviceFun ? deviceFun : deviceName;
+    if (!k || !hostFun)
+        goto fail;
+    k->module = fatCubinHandle;
+    k->host_fun = hostFun;
+    k->name = strdup(name ? name : "");
+    k->loaded = 1;
+    k->max_dynamic_smem = ANA_SIM_SMEM_DEFAULT_MAX;
+    k->carveout = -1;
+    if (!k->name)
+        goto fail;
+    ana_sim_enter();
+    int rc = ana_sim_map_put(&kernels_by_fun, hostFun, k);
+    if (rc == 0)
+        rc = ana_sim_map_put(&kernels_by_handle, k, k);
+    ana_sim_leave();
+    if (rc == 0)
+        return;
+fail:
+    if (k)
+        free(k->name);
+    free(k);
+}
+
+static void register_symbol(void **module, const void *host_key, size_t size, int managed,
+                            void **storage_out)
+{
+    struct sim_symbol *s = calloc(1, sizeof(*s));
+    char *storage = calloc(1, size ? size : 1);
+    if (!s || !storage)
+        goto fail;
+    s->module = module;
+    s->storage = storage;
+    s->size = size;
+    struct ana_sim_mem m = { storage, size, 0, 0,
+                             managed ? ANA_SIM_MEM_SYMBOL_MANAGED : ANA_SIM_MEM_SYMBOL, 0 };
+    ana_sim_enter();
+    int ok = ana_sim_map_put(&symbols, host_key, s) == 0 &&
+             ana_sim_mem_add_locked(&m) == cudaSuccess;
+    if (!ok)
+        ana_sim_map_del(&symbols, host_key);
+    ana_sim_leave();
+    if (!ok)
+        goto fail;
+    if (storage_out)
+        *storage_out = storage;
+    return;
+fail:
+    free(storage);
+    free(s);
+}
+
+ANA_SIM_API void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
+                       const char *deviceName, int ext, size_t size, int constant,
+                       int global)
+{
+    register_symbol(fatCubinHandle, hostVar, size, 0, NULL);
+}
+
+/* A __managed__ variable's host shadow is a pointer the runtime sets to its storage;
+ * host code reads the variable through it, so the storage is the variable. */
+ANA_SIM_API void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress,
+                              char *deviceAddress, const char *deviceName, int ext,
+                              size_t size, int constant, int global)
+{
+    if (hostVarPtrAddress)
+        register_symbol(fatCubinHandle, hostVarPtrAddress, size, 1, hostVarPtrAddress);
+}
+
+int ana_sim_symbol_find_locked(const void *symbol, char **storage, size_t *size)
+{
+    struct sim_symbol *s = ana_sim_map_get(&symbols, symbol);
+    if (!s)
+        return 0;
+    *storage = s->storage;
+    *size = s->size;
+    return 1;
+}
+
+/* ---- call configuration ---------------------------------------------------------- */
+
+ANA_SIM_API unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                     struct CUstream_st *stream)
+{
+    if (config_depth >= sizeof(config_stack) / sizeof(config_stack[0]))
+        return 1;
+    config_stack[config_depth++] = (struct call_config){ gridDim, blockDim, sharedMem,
+                                                         (cudaStream_t)stream };
+    return 0;
+}
+
+ANA_SIM_API cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+                                       void *stream)
+{
+    if (config_depth == 0)
+        return ana_sim_ret(cudaErrorMissingConfiguration);
+    const struct call_config *c = &config_stack[--config_depth];
+    if (!gridDim || !blockDim || !sharedMem)
+        return ana_sim_ret(cudaErrorInvalidValue);
+    *gridDim = c->grid;
+    *blockDim = c->block;
+    *sharedMem = c->smem;
+    if (stream)
+        *(cudaStream_t *)stream = c->stream;
+    return cudaSuccess;
+}
+
+/* ---- launches -------------------------------------------------------------------- */
+
+/* A host stub address or a cudaKernel_t (cudaLaunchKernel accepts both). */
+static struct sim_kernel *find_kernel_locked(const void *func)
+{
+    struct sim_kernel *k = ana_sim_map_get(&kernels_by_fun, func);
+    if (!k)
+        k = ana_sim_map_get(&kernels_by_handle, func);
+    return k && k->loaded ? k : NULL;
+}
+
+static int valid_config(dim3 g, dim3 b)
+{
+    if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z)
+        return 0;
+    if (g.x > 2147483647u || g.y > 65535 || g.z > 65535)
+        return 0;
+    if (b.x > 1024 || b.y > 1024 || b.z > 64)
+        return 0;
+    return (uint64_t)b.x * b.y * b.z <= 1024;
+}
+
+static cudaError_t launch_locked(struct sim_kernel *k, dim3 grid, dim3 block, size_t smem,
+                                 cudaStream_t stream, int ptsz)
+{
+    struct ana_sim_stream *s;
+    if (!k)
+        return cudaErrorInvalidDeviceFunction;
+    if (!valid_config(grid, block))
+        return cudaErrorInvalidConfiguration;
+    if (smem > (size_t)k->max_dynamic_smem)
+        return cudaErrorInvalidValue;
+    cudaError_t err = ana_sim_stream_resolve_locked(stream, ptsz, &s);
+    if (err != cudaSuccess)
+        return err;
+    ana_sim_stream_enqueue_locked(s, ana_sim_cost_kernel_ns(grid, block));
+    return cudaSuccess;
+}
+
+static cudaError_t launch(const void *func, dim3 grid, dim3 block, size_t smem,
+                          cudaStream_t stream, int ptsz)
+{
+    ana_sim_enter();
+    cudaError_t err = launch_locked(find_kernel_locked(func), grid, block, smem, stream,
+                                    ptsz);
+    ana_sim_leave();
+    return ana_sim_ret(err);
+}
+
+ANA_SIM_API cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
+{
+    if (!kernel)
+        return ana_sim_ret(cudaErrorInvalidValue);
+    ana_sim_enter();
+    struct sim_kernel *k = find_kernel_locked(hostFun);
+    ana_sim_leave();
+    if (!k)
+        return ana_sim_ret(cudaErrorInvalidDeviceFunction);
+    *kernel = (cudaKernel_t)(void *)k;
+    return cudaSuccess;
+}
+
+ANA_SIM_API cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr)
+{
+    return __cudaGetKernel(kernelPtr, entryFuncAddr);
+}
+
+ANA_SIM_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                               void **args, size_t sharedMem, cudaStream_t stream)
+{
+    return launch(kernel, gridDim, blockDim, sharedMem, stream, 0);
+}
+
+ANA_SIM_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                    void **args, size_t sharedMem, cudaStream_t stream)
+{
+    return launch(kernel, gridDim, blockDim, sharedMem, stream, 1);
+}
+
+ANA_SIM_API cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim,
+                                         void **args, size_t sharedMem, cudaStream_t stream)
+{
+    return launch(func, gridDim, blockDim, sharedMem, stream, 0);
+}
+
+ANA_SIM_API cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
+                                              dim3 blockDim, void **args, size_t sharedMem,
+                                              cudaStream_t stream)
+{
+    return launch(func, gridDim, blockDim, sharedMem, stream, 1);
+}
+
+/* Launch attributes (clusters, priorities, programmatic serialisation) do not change
+ * the cost model and are accepted as given. */
+ANA_SIM_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
+                                            const void *func, void **args)
+{
+    if (!config)
+        return ana_sim_ret(cudaErrorInvalidValue);
+    return launch(func, config->gridDim, config->blockDim, config->dynamicSmemBytes,
+                  config->stream, 0);
+}
+
+ANA_SIM_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config,
+                                                 const void *func, void **args)
+{
+    if (!config)
+        return ana_sim_ret(cudaErrorInvalidValue);
+    return launch(func, config->gridDim, config->blockDim, config->dynamicSmemBytes,
+                  config->stream, 1);
+}
+
+ANA_SIM_API cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim,
+                                                    dim3 blockDim, void **args,
+                                                    size_t sharedMem, cudaStream_t stream)
+{
+    return launch(func, gridDim, blockDim, sharedMem, stream, 0);
+}
+
+ANA_SIM_API cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim,
+                                                         dim3 blockDim, void **args,
+                                                         size_t sharedMem,
+                                                         cudaStream_t stream)
+{
+    return launch(func, gridDim, blockDim, sharedMem, stream, 1);
+}
+
+/* ---- function attributes and occupancy ------------------------------------------- */
+
+ANA_SIM_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr,
+                                              const void *func)
+{
+    if (!attr)
+        return ana_sim_ret(cudaErrorInvalidValue);
+    ana_sim_enter();
+    struct sim_kernel *k = find_kernel_locked(func);
+    if (k) {
+        memset(attr, 0, sizeof(*attr));
+        attr->maxThreadsPerBlock = 1024;
+        attr->numRegs = 32;
+        attr->ptxVersion = 90;
+        attr->binaryVersion = 90;
+        attr->cacheModeCA = 0;
+        attr->maxDynamicSharedSizeBytes = k->max_dynamic_smem;
+        attr->preferredShmemCarveout = k->carveout;
+    }
+    ana_sim_leave();
+    return ana_sim_ret(k ? cudaSuccess : cudaErrorInvalidDeviceFunction);
+}
+
+ANA_SIM_API cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr,
+                                             int value)
+{
+    cudaError_t err = cudaSuccess;
+    ana_sim_enter();
+    struct sim_kernel *k = find_kernel_locked(func);
+    if (!k)
+        err = cudaErrorInvalidDeviceFunction;
+    else if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+        if (value < 0 || value > ANA_SIM_SMEM_OPTIN_MAX)
+            err = cudaErrorInvalidValue;
+        else
+            k->max_dynamic_smem = value;
+    } else if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) {
+        if (value < -1 || value > 100)
+            err = cudaErrorInvalidValue;
+        else
+            k->carveout = value;
+    } else if ((unsigned)attr >= cudaFuncAttributeMax) {
+        err = cudaErrorInvalidValue;
+    }
+    ana_sim_leave();
+    return ana_sim_ret(err);
+}
+
+ANA_SIM_API cudaError_t cudaFuncGetName(const char **name, const void *func)
+{
+    if (!name)
+        return ana_sim_ret(cudaErrorInvalidValue);
+    ana_sim_enter();
+    struct sim_kernel *k = find_kernel_locked(func);
+    if (k)
+        *name = k->name;
+    ana_sim_leave();
+    return ana_sim_ret(k ? cudaSuccess : cudaErrorInvalidDeviceFunction);
+}
+
+/* Occupancy with the sim's fixed kernel resources (32 registers/thread, no static
+ * shared memory): the tightest of the thread, block, register and smem limits. */
+static cudaError_t occupancy(int *numBlocks, const void *func, int blockSize, size_t smem)
+{
+    if (!numBlocks || blockSize <= 0)
+        return cudaErrorInvalidValue;
+    ana_sim_enter();
+    struct sim_kernel *k = find_kernel_locked(func);
+    ana_sim_leave();
+    if (!k)
+        return cudaErrorInvalidDeviceFunction;
+    if (blockSize > 1024 || smem > (size_t)ANA_SIM_SMEM_OPTIN_MAX) {
+        *numBlocks = 0;
+        return cudaSuccess;
+    }
+    int warps = (blockSize + 31) / 32;
+    int by_threads = 2048 / (warps * 32);
+    int by_regs = 65536 / (warps * 32 * 32);
+    int by_smem = (int)(ANA_SIM_SMEM_PER_SM / (smem + 1024));
+    int n = 32;
+    n = by_threads < n ? by_threads : n;
+    n = by_regs < n ? by_regs : n;
+    n = by_smem < n ? by_smem : n;
+    *numBlocks = n;
+    return cudaSuccess;
+}
+
+ANA_SIM_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks,
+        const void *func, int blockSize, size_t dynamicSMemSize)
+{
+    return ana_sim_ret(occupancy(numBlocks, func, blockSize, dynamicSMemSize));
+}
+
+ANA_SIM_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize,
+        unsigned int flags)
+{
+    if (flags & ~(unsigned)cudaOccupancyDisableCachingOverride)
+        return ana_sim_ret(cudaErrorInvalidValue);
+    return ana_sim_ret(occupancy(numBlocks, func, blockSize, dynamicSMemSize));
+}
