@@ -75,6 +75,8 @@ int ana_stacks_init(void);
 /* Captures the caller's stack (skipping the preload's frames) and returns its interned id,
  * or 0 when stacks are off or unavailable. Hot path: no malloc, no lock. */
 uint64_t ana_stack_capture(void);
+/* The id of these frames, defining a new one if needed; 0 when the tables are full. */
+uint64_t ana_stack_intern(const uint64_t *ips, uint32_t n);
 /* Collector: calls fn for each stack defined since the last call, in id order. */
 void ana_stacks_emit_new(void (*fn)(uint64_t id, const uint64_t *ips, uint32_t n, void *arg), void *arg);
 void ana_stacks_atfork_child(void);

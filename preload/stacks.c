@@ -104,8 +104,10 @@ static int same(uint32_t id, const uint64_t *ip, uint32_t n)
     return memcmp(frames + entries[id].off, ip, n * sizeof(uint64_t)) == 0;
 }
 
-static uint32_t intern(const uint64_t *ip, uint32_t n)
+uint64_t ana_stack_intern(const uint64_t *ip, uint32_t n)
 {
+    if (!slots)
+        return 0;
     uint64_t key = hash_frames(ip, n);
     for (uint32_t i = 0; i < PROBES; i++) {
         struct slot *s = &slots[(key + i) & (SLOTS - 1)];
@@ -139,7 +141,7 @@ uint64_t ana_stack_capture(void)
         return 0;
     if (keep > ana_cfg.stack_depth)
         keep = ana_cfg.stack_depth;
-    return intern((const uint64_t *)(buf + skip), (uint32_t)keep);
+    return ana_stack_intern((const uint64_t *)(buf + skip), (uint32_t)keep);
 }
 
 void ana_stacks_emit_new(void (*fn)(uint64_t id, const uint64_t *ips, uint32_t n, void *arg), void *arg)
