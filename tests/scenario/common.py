@@ -1,0 +1,59 @@
+"""Shared helpers of the scenario tests: paths of the build and small process utilities.
+
+The tests run real sample programs under the preload on the simulated device and check
+the analyzer's numbers against what the samples know about themselves (their ledgers)."""
+import json
+import os
+import subprocess
+import tempfile
+
+BUILD = os.environ.get("ANA_BUILD") or os.path.join(os.path.dirname(__file__), "..", "..", "build")
+BUILD = os.path.abspath(BUILD)
+ANATOMIST = os.path.join(BUILD, "bin", "anatomist")
+PRELOAD = os.path.join(BUILD, "lib", "libanatomist.so")
+SIM_LIB = os.path.join(BUILD, "sim")
+CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+NVIDIA_LIB = os.path.join(CUDA_HOME, "lib64")
+
+
+def sample(name):
+    return os.path.join(BUILD, "samples", name)
+
+
+def clean_env(**extra):
+    """The environment without anything of ours, plus extra."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("ANATOMIST_") and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    env.update(extra)
+    return env
+
+
+def run(cmd, env=None, timeout=120):
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def anatomist(*args, env=None, timeout=120):
+    return run([ANATOMIST, *args], env=env or clean_env(), timeout=timeout)
+
+
+def report_json(trace):
+    r = anatomist("report", trace, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def info_json(trace):
+    r = anatomist("info", trace, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def ledger(stdout):
+    """The sample's own ledger: its last stdout line, `ledger {json}`."""
+    lines = [l for l in stdout.splitlines() if l.startswith("ledger ")]
+    assert lines, "the sample printed no ledger:\n" + stdout
+    return json.loads(lines[-1][len("ledger "):])
+
+
+def tmpdir():
+    return tempfile.mkdtemp(prefix="ana-scenario-")
