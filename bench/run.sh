@@ -37,8 +37,8 @@ run() {
     local -a env=(LD_LIBRARY_PATH="$sim")
     case $mode in
         a) ;;
-        b) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_OUTPUT="$out/traces") ;;
-        c) env+=(LD_PRELOAD="$preload" ANATOMIST_OUTPUT="$out/traces") ;;
+        b) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
+        c) env+=(LD_PRELOAD="$preload" ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
     esac
     rm -rf "$out/traces" && mkdir "$out/traces"
     # shellcheck disable=SC2086  # BENCH_ARGS is split on purpose
@@ -50,7 +50,15 @@ run() {
     alloc=$(awk '$1 == "alloc_free_pair_ns" { print $2 }' "$log")
     launch=$(awk '$1 == "launch_ns" { print $2 }' "$log")
     [[ -n $alloc && -n $launch ]] || { cat "$log" >&2; die "no results from mode $mode"; }
-    echo "$alloc $launch" >>"$out/$mode.txt"
+    # With the preload, the trace must exist and say how many records had to be dropped:
+    # a measurement that took the drop path would flatter the hooks.
+    local dropped=0
+    if [[ $mode != a ]]; then
+        [[ -s $out/traces/t.anat ]] || die "mode $mode wrote no trace: the preload did not run"
+        dropped=$("$build/bin/anatomist" info --json "$out/traces/t.anat" |
+                  python3 -c 'import json,sys; print(json.load(sys.stdin)["dropped"])')
+    fi
+    echo "$alloc $launch $dropped" >>"$out/$mode.txt"
 }
 
 # median FILE COLUMN
@@ -81,5 +89,6 @@ for i in 1 2; do
     echo "| $name | ${med[a,$i]} | ${med[b,$i]} | ${med[c,$i]} | $(added "${med[b,$i]}" "${med[a,$i]}") | $(added "${med[c,$i]}" "${med[a,$i]}") |"
 done
 echo
+echo "Records dropped (max over rounds): stacks off $(sort -g -k3 "$out/b.txt" | tail -1 | awk '{print $3}'), stacks on $(sort -g -k3 "$out/c.txt" | tail -1 | awk '{print $3}')."
 echo "Machine: $(nproc) CPUs, ${cpu:-unknown CPU}; $(uname -sr); $(date -u '+%Y-%m-%d %H:%M UTC')."
 echo "Device: simulated (LD_LIBRARY_PATH=$sim); calls made ~30 frames deep; bench args: ${BENCH_ARGS:-defaults}."

@@ -158,6 +158,7 @@ static void drain(ana_thread *t)
     }
     chunk_len += n;
     atomic_store_explicit(&t->tail, h, memory_order_release);
+    atomic_store_explicit(&t->kicked, 0, memory_order_relaxed);
 }
 
 static void pass(void)
@@ -295,6 +296,12 @@ void ana_collector_flush_now(int timeout_ms)
         struct timespec d = { 0, 1000000 };
         nanosleep(&d, NULL);
     }
+}
+
+void ana_collector_kick(void)
+{
+    if (tw)
+        sem_post(&wake);
 }
 
 void ana_collector_stop(uint64_t reason, const char *detail)

@@ -50,6 +50,7 @@ typedef struct ana_thread {
     uint64_t prev_ns;      /* producer: time of the last appended record */
     _Atomic uint64_t dropped, dropped_bytes;
     _Atomic int state;     /* ANA_T_* */
+    _Atomic int kicked;    /* the collector was woken for this ring filling up */
     uint64_t tid;
     /* collector-owned */
     uint64_t c_prev_ns, c_dropped_reported, c_dropped_bytes_reported, c_snap;
@@ -101,6 +102,8 @@ int ana_collector_start(const char *path);
 /* Wakes the collector and waits (at most timeout_ms) until everything appended so far by
  * this thread is written. */
 void ana_collector_flush_now(int timeout_ms);
+/* Wakes the collector without waiting (a ring is filling up). */
+void ana_collector_kick(void);
 /* Final drain, END record, close. Bounded wait. */
 void ana_collector_stop(uint64_t reason, const char *detail);
 void ana_collector_atfork_child(void);

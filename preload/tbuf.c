@@ -105,6 +105,12 @@ void ana_emit(ana_thread *t, const ana_record *rec)
     memcpy(t->ring, tmp + first, n - first);
     atomic_store_explicit(&t->head, head + n, memory_order_release);
     t->prev_ns = rec->time_ns;
+    /* Half full: drain now rather than at the next flush tick, so bursts do not drop. */
+    if (ANA_UNLIKELY(head + n - tail > t->size / 2) &&
+        !atomic_load_explicit(&t->kicked, memory_order_relaxed)) {
+        atomic_store_explicit(&t->kicked, 1, memory_order_relaxed);
+        ana_collector_kick();
+    }
 }
 
 void ana_threads_atfork_child(void)

@@ -6,7 +6,10 @@
  * untouched device memory costs no host RAM (an 80 GiB device works on a 24 GiB host).
  * Device and managed allocations are charged against the capacity in multiples of
  * ANA_SIM_ALLOC_GRANULE; pinned host memory, registered memory and module variables
- * are not. The table is an array sorted by base address: exact lookups for free and
+ * are not. Freed mappings of up to 1 MiB are kept in a small cache and handed out again
+ * (a real cudaMalloc does not return zeroed memory either): an mmap/munmap pair per
+ * allocation would make the sim's own cost, and its TLB shootdowns when the process has
+ * several threads, swamp what it is used to measure. The table is an array sorted by base address: exact lookups for free and
  * range lookups (interior pointers) for copies and pointer attributes.
  */
 #include "sim.h"
@@ -21,6 +24,35 @@ static size_t nregions, cap_regions;
 static uint64_t used_bytes;                /* sum of `charged` */
 
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+#define MAP_CACHE_SLOTS 64
+#define MAP_CACHE_MAX_LEN (1u << 20)
+static struct { void *base; size_t len; } map_cache[MAP_CACHE_SLOTS];
+static size_t map_cached;
+
+/* A mapping of exactly len bytes: from the cache, else a new one. Caller holds the lock. */
+static void *map_get(size_t len)
+{
+    for (size_t i = 0; i < map_cached; i++)
+        if (map_cache[i].len == len) {
+            void *p = map_cache[i].base;
+            map_cache[i] = map_cache[--map_cached];
+            return p;
+        }
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Gives a mapping back: kept for reuse when small and there is room, else unmapped. */
+static void map_put(void *p, size_t len)
+{
+    if (len <= MAP_CACHE_MAX_LEN && map_cached < MAP_CACHE_SLOTS) {
+        map_cache[map_cached].base = p;
+        map_cache[map_cached++].len = len;
+        return;
+    }
+    munmap(p, len);
+}
 
 /* Index of the first region whose base is > p. */
 static size_t upper_bound(const void *p)
@@ -84,7 +116,7 @@ void ana_sim_mem_remove_locked(const void *base)
     size_t i = (size_t)(m - regions);
     used_bytes -= m->charged;
     if (m->map_len)
-        munmap(m->base, m->map_len);
+        map_put(m->base, m->map_len);
     memmove(&regions[i], &regions[i + 1], (nregions - i - 1) * sizeof(*regions));
     nregions--;
 }
@@ -121,16 +153,15 @@ static cudaError_t alloc_region(void **out, size_t size, enum ana_sim_mem_kind k
         goto out;
     }
     size_t len = round_up(size, page);
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
+    void *p = map_get(len);
+    if (!p) {
         err = cudaErrorMemoryAllocation;
         goto out;
     }
     struct ana_sim_mem m = { p, size, charge, len, kind, flags };
     err = ana_sim_mem_add_locked(&m);
     if (err != cudaSuccess) {
-        munmap(p, len);
+        map_put(p, len);
         goto out;
     }
     *out = p;

@@ -8,3 +8,4 @@ uintptr_t ana_self_lo, ana_self_hi;
 
 void ana_warn(const char *fmt, ...) { (void)fmt; }
 void ana_disable(const char *fmt, ...) { (void)fmt; }
+void ana_collector_kick(void) {}
