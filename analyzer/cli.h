@@ -1,0 +1,26 @@
+/* cli.h — the subcommands of the `anatomist` executable and what they share.
+ *
+ * Each ana_cmd_* gets its own argv (argv[0] is the subcommand's name) and returns the
+ * process exit status (util.h: ANA_EXIT_*; `run` returns the program's status). */
+#ifndef ANA_CLI_H
+#define ANA_CLI_H
+
+#include "trace.h"
+
+int ana_cmd_run(int argc, char **argv);
+int ana_cmd_info(int argc, char **argv);
+int ana_cmd_report(int argc, char **argv);
+
+/* Prints "anatomist: <message>" and a hint to `anatomist CMD --help` on stderr; returns
+ * ANA_EXIT_BAD. cmd may be NULL for the top level. */
+int ana_cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Message for an option getopt_long rejected (opterr = 0, optstring starting with ':'):
+ * c is what it returned, '?' (unknown) or ':' (value missing). Returns ANA_EXIT_BAD. */
+int ana_cli_bad_option(const char *cmd, char **argv, int c);
+
+/* Loads a trace, or prints why it cannot ("anatomist: FILE: ...") and returns NULL. */
+ana_trace *ana_cli_load(const char *path, unsigned flags);
+
+#endif

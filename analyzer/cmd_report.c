@@ -1,0 +1,82 @@
+/* cmd_report.c — `anatomist report TRACE [--json] [--top N] [--no-symbols]`. */
+#include "cli.h"
+#include "report.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+static const char ana_report_usage[] =
+    "Usage: anatomist report TRACE [--json] [--top N] [--no-symbols]\n"
+    "\n"
+    "Reports what a trace says about the program:\n"
+    "  * the program, process, devices, duration and how the trace ended;\n"
+    "  * device memory: peak (bytes and time), what was still allocated at the end (leaks),\n"
+    "    pinned host memory apart;\n"
+    "  * allocation and free calls per API: calls, successes, failures, bytes;\n"
+    "  * the allocation sites (call stacks) holding the most memory at the peak;\n"
+    "  * every failed allocation: size, CUDA error, free/total memory the device reported,\n"
+    "    what was allocated at that moment, and its call stack;\n"
+    "  * kernels by launch count; memcpy and memset calls and bytes by direction.\n"
+    "\n"
+    "Options:\n"
+    "  --json          print JSON (schema anatomist.report/1, see docs/report-schema.md)\n"
+    "  --top N         rows per ranked list (sites, leaks, failures, kernels in text);\n"
+    "                  0 = all (default 10)\n"
+    "  --no-symbols    do not open the program's ELF files: frames show module+offset only\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "Examples:\n"
+    "  anatomist report anatomist-1234.anat\n"
+    "  anatomist report --top 3 anatomist-1234.anat\n"
+    "  anatomist report --json anatomist-1234.anat > report.json\n"
+    "\n"
+    "Exit status: 0 success, 2 usage error or unreadable/corrupt trace.\n";
+
+enum { ANA_OPT_TOP = 256, ANA_OPT_JSON, ANA_OPT_NO_SYMBOLS };
+
+int ana_cmd_report(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "json", no_argument, NULL, ANA_OPT_JSON },
+        { "top", required_argument, NULL, ANA_OPT_TOP },
+        { "no-symbols", no_argument, NULL, ANA_OPT_NO_SYMBOLS },
+        { "help", no_argument, NULL, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    ana_report_opts ro = { .top = 10, .symbols = 1 };
+    int json = 0, c;
+    uint64_t top;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case ANA_OPT_JSON: json = 1; break;
+        case ANA_OPT_NO_SYMBOLS: ro.symbols = 0; break;
+        case ANA_OPT_TOP:
+            if (ana_parse_uint(optarg, 1000000, &top) != 0)
+                return ana_cli_usage_error("report", "report: --top wants a number of rows "
+                                                     "(0 = all), not '%s'", optarg);
+            ro.top = (size_t)top;
+            break;
+        case 'h': fputs(ana_report_usage, stdout); return ANA_EXIT_OK;
+        default: return ana_cli_bad_option("report", argv, c);
+        }
+    }
+    if (optind >= argc)
+        return ana_cli_usage_error("report", "report: which trace? (anatomist report TRACE)");
+    if (argc - optind > 1)
+        return ana_cli_usage_error("report", "report: one trace at a time ('%s' is extra)",
+                                   argv[optind + 1]);
+    ana_trace *t = ana_cli_load(argv[optind], ANA_LOAD_ALL);
+    if (!t)
+        return ANA_EXIT_BAD;
+    ana_report r;
+    ana_report_build(&r, t, &ro);
+    if (json)
+        ana_report_write_json(&r, stdout);
+    else
+        ana_report_write_text(&r, stdout);
+    ana_report_free(&r);
+    ana_trace_free(t);
+    return ANA_EXIT_OK;
+}

@@ -1,0 +1,327 @@
+/* cmd_run.c — `anatomist run [OPTIONS] -- PROGRAM [ARGS...]`: runs a program with the
+ * profiler preloaded and says where its trace went.
+ *
+ * Like time(1) and nsys, the parent ignores SIGINT/SIGQUIT (the terminal delivers them to
+ * the program, which decides) and forwards SIGTERM/SIGHUP; it exits with the program's
+ * status (128 + signal when a signal killed it). */
+#define _GNU_SOURCE /* pipe2 */
+#include "cli.h"
+#include "format/naming.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char ana_run_usage[] =
+    "Usage: anatomist run [OPTIONS] -- PROGRAM [ARGS...]\n"
+    "       anatomist run [OPTIONS] PROGRAM [ARGS...]\n"
+    "\n"
+    "Runs PROGRAM with the profiler (libanatomist.so) preloaded. Each process that uses\n"
+    "CUDA writes one trace; read it with 'anatomist report TRACE'.\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output PATTERN   trace file name (default " ANA_DEFAULT_OUTPUT "); %p is the\n"
+    "                         pid, %h the host, %r the rank, %% a percent sign\n"
+    "      --sim              run on the simulated CUDA device (no GPU needed)\n"
+    "      --sim-memory SIZE  capacity of the simulated device, e.g. 16GiB, 512M (implies\n"
+    "                         --sim)\n"
+    "      --no-stacks        do not capture call stacks (less overhead, no sites)\n"
+    "      --stack-depth N    frames captured per stack (1..256)\n"
+    "      --flush-ms N       write the trace at least every N milliseconds\n"
+    "  -q, --quiet            do not say where the trace was written\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "Options after PROGRAM are the program's own. Settings can also come from the\n"
+    "environment (ANATOMIST_OUTPUT, ANATOMIST_STACKS, ...); options win.\n"
+    "\n"
+    "Examples:\n"
+    "  anatomist run -- python train.py --bf16\n"
+    "  anatomist run -o run-%h-%r.anat -- torchrun --nproc_per_node 8 train.py\n"
+    "  anatomist run --sim --sim-memory 8GiB ./train_mlp\n"
+    "\n"
+    "Exit status: the program's own (128 + N when signal N killed it); 126 when PROGRAM is\n"
+    "not executable, 127 when it is not found; 2 for a usage error or a missing profiler.\n";
+
+typedef struct ana_run_opts {
+    const char *output;
+    int sim, quiet, no_stacks;
+    const char *stack_depth, *flush_ms;
+    char sim_memory[32];
+} ana_run_opts;
+
+enum { ANA_OPT_SIM = 256, ANA_OPT_SIM_MEMORY, ANA_OPT_NO_STACKS, ANA_OPT_DEPTH, ANA_OPT_FLUSH };
+
+static volatile sig_atomic_t ana_run_child = 0;
+
+static void ana_run_forward(int sig)
+{
+    if (ana_run_child > 0)
+        kill((pid_t)ana_run_child, sig);
+}
+
+static int ana_run_check_uint(const char *opt, const char *val, uint64_t lo, uint64_t hi)
+{
+    uint64_t v;
+    if (ana_parse_uint(val, hi, &v) != 0 || v < lo)
+        return ana_cli_usage_error("run", "run: %s wants a number from %llu to %llu, not '%s'",
+                                   opt, (unsigned long long)lo, (unsigned long long)hi, val);
+    return 0;
+}
+
+static int ana_run_parse_opt(ana_run_opts *o, int c, char **argv)
+{
+    uint64_t bytes;
+    switch (c) {
+    case 'o': o->output = optarg; return 0;
+    case 'q': o->quiet = 1; return 0;
+    case ANA_OPT_SIM: o->sim = 1; return 0;
+    case ANA_OPT_NO_STACKS: o->no_stacks = 1; return 0;
+    case ANA_OPT_SIM_MEMORY:
+        if (ana_parse_size(optarg, &bytes) != 0)
+            return ana_cli_usage_error("run", "run: --sim-memory wants a size such as 16GiB, "
+                                              "512M or 1000000000, not '%s'", optarg);
+        snprintf(o->sim_memory, sizeof(o->sim_memory), "%llu", (unsigned long long)bytes);
+        o->sim = 1;
+        return 0;
+    case ANA_OPT_DEPTH: o->stack_depth = optarg; return ana_run_check_uint("--stack-depth", optarg, 1, 256);
+    case ANA_OPT_FLUSH: o->flush_ms = optarg; return ana_run_check_uint("--flush-ms", optarg, 1, 3600000);
+    default: return ana_cli_bad_option("run", argv, c);
+    }
+}
+
+/* Returns the index of PROGRAM in argv, 0 after --help, or -ANA_EXIT_BAD. */
+static int ana_run_parse(ana_run_opts *o, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "output", required_argument, NULL, 'o' },
+        { "quiet", no_argument, NULL, 'q' },
+        { "sim", no_argument, NULL, ANA_OPT_SIM },
+        { "sim-memory", required_argument, NULL, ANA_OPT_SIM_MEMORY },
+        { "no-stacks", no_argument, NULL, ANA_OPT_NO_STACKS },
+        { "stack-depth", required_argument, NULL, ANA_OPT_DEPTH },
+        { "flush-ms", required_argument, NULL, ANA_OPT_FLUSH },
+        { "help", no_argument, NULL, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    int c;
+    opterr = 0;
+    /* '+': stop at PROGRAM, whose options are its own. */
+    while ((c = getopt_long(argc, argv, "+:ho:q", opts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(ana_run_usage, stdout);
+            return 0;
+        }
+        if (ana_run_parse_opt(o, c, argv) != 0)
+            return -ANA_EXIT_BAD;
+    }
+    if (optind >= argc) {
+        ana_cli_usage_error("run", "run: which program? (anatomist run -- PROGRAM [ARGS...])");
+        return -ANA_EXIT_BAD;
+    }
+    return optind;
+}
+
+/* <directory of this executable>/REL into out (resolved), or -1 when it does not exist. */
+static int ana_run_beside_exe(const char *rel, char *out, size_t cap)
+{
+    char self[PATH_MAX], resolved[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = 0;
+    if ((size_t)snprintf(out, cap, "%s/%s", self, rel) >= cap || !realpath(out, resolved))
+        return -1;
+    snprintf(out, cap, "%s", resolved);
+    return 0;
+}
+
+static void ana_run_prepend(const char *var, const char *value)
+{
+    const char *old = getenv(var);
+    if (!old || !*old) {
+        setenv(var, value, 1);
+        return;
+    }
+    size_t n = strlen(value) + strlen(old) + 2;
+    char *s = ana_xmalloc(n);
+    snprintf(s, n, "%s:%s", value, old);
+    setenv(var, s, 1);
+    free(s);
+}
+
+typedef struct ana_run_env {
+    char preload[PATH_MAX], simdir[PATH_MAX];
+    const char *pattern;
+} ana_run_env;
+
+static int ana_run_locate(const ana_run_opts *o, ana_run_env *env)
+{
+    if (ana_run_beside_exe("../lib/libanatomist.so", env->preload, sizeof(env->preload)) != 0) {
+        fprintf(stderr, "anatomist: the profiler library %s is missing; build it with "
+                        "scripts/build (or cmake --build on this build directory)\n",
+                env->preload);
+        return -1;
+    }
+    if (o->sim && ana_run_beside_exe("../sim", env->simdir, sizeof(env->simdir)) != 0) {
+        fprintf(stderr, "anatomist: the simulated CUDA libraries (%s) are missing; configure "
+                        "with -DANA_BUILD_SIM=ON and build\n", env->simdir);
+        return -1;
+    }
+    const char *user = getenv("ANATOMIST_OUTPUT");
+    env->pattern = o->output ? o->output : user && *user ? user : ANA_DEFAULT_OUTPUT;
+    return 0;
+}
+
+/* In the child, between fork and exec. */
+static void ana_run_child_env(const ana_run_opts *o, const ana_run_env *env)
+{
+    char pid[32];
+    ana_run_prepend("LD_PRELOAD", env->preload);
+    if (o->sim)
+        ana_run_prepend("LD_LIBRARY_PATH", env->simdir);
+    setenv("ANATOMIST_OUTPUT", env->pattern, 1);
+    if (o->sim_memory[0])
+        setenv("ANATOMIST_SIM_MEMORY", o->sim_memory, 1);
+    if (o->no_stacks)
+        setenv("ANATOMIST_STACKS", "0", 1);
+    if (o->stack_depth)
+        setenv("ANATOMIST_STACK_DEPTH", o->stack_depth, 1);
+    if (o->flush_ms)
+        setenv("ANATOMIST_FLUSH_MS", o->flush_ms, 1);
+    snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+    setenv("ANATOMIST_ROOT_PID", pid, 1);
+}
+
+static void ana_run_signals(int install)
+{
+    struct sigaction ign = { .sa_handler = SIG_IGN }, fwd = { .sa_handler = ana_run_forward },
+                     dfl = { .sa_handler = SIG_DFL };
+    sigemptyset(&fwd.sa_mask);
+    sigaction(SIGINT, install ? &ign : &dfl, NULL);
+    sigaction(SIGQUIT, install ? &ign : &dfl, NULL);
+    sigaction(SIGTERM, install ? &fwd : &dfl, NULL);
+    sigaction(SIGHUP, install ? &fwd : &dfl, NULL);
+}
+
+static void ana_run_block(int block, sigset_t *saved)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    if (block)
+        sigprocmask(SIG_BLOCK, &set, saved);
+    else
+        sigprocmask(SIG_SETMASK, saved, NULL);
+}
+
+static _Noreturn void ana_run_exec(const ana_run_opts *o, const ana_run_env *env, char **prog,
+                                   int errfd, const sigset_t *mask)
+{
+    ana_run_signals(0);
+    sigprocmask(SIG_SETMASK, mask, NULL);
+    ana_run_child_env(o, env);
+    execvp(prog[0], prog);
+    int e = errno;
+    if (write(errfd, &e, sizeof(e)) < 0) {
+        /* the parent then sees a plain exit status 127 */
+    }
+    _exit(e == ENOENT ? 127 : 126);
+}
+
+/* Waits for the child; returns its exit status in the shell's convention. */
+static int ana_run_wait(pid_t pid)
+{
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return ANA_EXIT_BAD;
+    }
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return ANA_EXIT_FAIL;
+}
+
+static void ana_run_tell(const ana_run_env *env, pid_t pid, time_t started)
+{
+    char host[256] = "", path[PATH_MAX];
+    struct stat st;
+    if (gethostname(host, sizeof(host) - 1) != 0)
+        strcpy(host, "localhost");
+    if (ana_output_expand(env->pattern, host, (long)pid, ana_env_rank(), 1, path, sizeof(path)) != 0) {
+        fprintf(stderr, "anatomist: the output pattern '%s' expands to a name too long\n",
+                env->pattern);
+        return;
+    }
+    if (stat(path, &st) != 0)
+        fprintf(stderr, "anatomist: no trace was written (the program made no CUDA call?)\n");
+    else if (st.st_mtime + 1 < started)
+        fprintf(stderr, "anatomist: no trace was written (%s is from an earlier run)\n", path);
+    else
+        fprintf(stderr, "anatomist: trace written to %s\n", path);
+}
+
+/* Parent side: learns from the close-on-exec pipe whether exec worked. */
+static int ana_run_exec_failed(int fd, const char *prog)
+{
+    int e;
+    ssize_t n;
+    while ((n = read(fd, &e, sizeof(e))) < 0 && errno == EINTR)
+        ;
+    close(fd);
+    if (n != (ssize_t)sizeof(e))
+        return 0;
+    fprintf(stderr, "anatomist: cannot run %s: %s\n", prog, strerror(e));
+    return e == ENOENT ? 127 : 126;
+}
+
+int ana_cmd_run(int argc, char **argv)
+{
+    ana_run_opts o = { 0 };
+    ana_run_env env;
+    int pfd[2], idx = ana_run_parse(&o, argc, argv), rc;
+    sigset_t saved;
+    if (idx <= 0)
+        return idx == 0 ? ANA_EXIT_OK : -idx;
+    if (ana_run_locate(&o, &env) != 0 || pipe2(pfd, O_CLOEXEC) != 0)
+        return ANA_EXIT_BAD;
+    time_t started = time(NULL);
+    fflush(NULL);
+    ana_run_signals(1);
+    ana_run_block(1, &saved);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        ana_run_exec(&o, &env, argv + idx, pfd[1], &saved);
+    }
+    close(pfd[1]);
+    if (pid < 0) {
+        fprintf(stderr, "anatomist: cannot start %s: %s\n", argv[idx], strerror(errno));
+        close(pfd[0]);
+        return ANA_EXIT_BAD;
+    }
+    ana_run_child = pid;
+    ana_run_block(0, &saved);
+    int failed = ana_run_exec_failed(pfd[0], argv[idx]);
+    rc = ana_run_wait(pid);
+    if (failed)
+        return failed;
+    if (!o.quiet)
+        ana_run_tell(&env, pid, started);
+    return rc;
+}

@@ -1,0 +1,191 @@
+/* json.c — see json.h. */
+#include "json.h"
+
+#include <math.h>
+#include <string.h>
+
+void ana_json_init(ana_json *j, FILE *f)
+{
+    memset(j, 0, sizeof(*j));
+    j->f = f;
+}
+
+static void ana_json_indent(ana_json *j)
+{
+    fputc('\n', j->f);
+    for (int i = 0; i < j->depth; i++)
+        fputs("  ", j->f);
+}
+
+/* Called before every value: separators and indentation, unless a key was just written. */
+static void ana_json_pre(ana_json *j)
+{
+    if (j->after_key) {
+        j->after_key = 0;
+        return;
+    }
+    if (j->depth == 0)
+        return;
+    if (j->has_items[j->depth])
+        fputc(',', j->f);
+    j->has_items[j->depth] = 1;
+    ana_json_indent(j);
+}
+
+static void ana_json_open(ana_json *j, char c)
+{
+    ana_json_pre(j);
+    fputc(c, j->f);
+    if (j->depth + 1 < ANA_JSON_MAX_DEPTH)
+        j->depth++;
+    j->has_items[j->depth] = 0;
+}
+
+static void ana_json_close(ana_json *j, char c)
+{
+    int had = j->has_items[j->depth];
+    if (j->depth > 0)
+        j->depth--;
+    if (had)
+        ana_json_indent(j);
+    fputc(c, j->f);
+}
+
+void ana_json_obj_begin(ana_json *j) { ana_json_open(j, '{'); }
+void ana_json_obj_end(ana_json *j) { ana_json_close(j, '}'); }
+void ana_json_arr_begin(ana_json *j) { ana_json_open(j, '['); }
+void ana_json_arr_end(ana_json *j) { ana_json_close(j, ']'); }
+
+/* Length of the valid UTF-8 sequence at s (n bytes available), or 0 when invalid. */
+static size_t ana_utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned min;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4, min = 0x10000;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    unsigned cp = c & (0x3f >> (len - 1));
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+static void ana_json_escaped(FILE *f, const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    fputc('"', f);
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        if (c == '"' || c == '\\') {
+            fputc('\\', f);
+            fputc((int)c, f);
+            i++;
+        } else if (c < 0x20) {
+            fprintf(f, c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\u%04x", c);
+            i++;
+        } else {
+            size_t len = ana_utf8_len(s + i, n - i);
+            if (len == 0) {
+                fputs("\\ufffd", f);
+                i++;
+            } else {
+                fwrite(s + i, 1, len, f);
+                i += len;
+            }
+        }
+    }
+    fputc('"', f);
+}
+
+void ana_json_key(ana_json *j, const char *key)
+{
+    ana_json_pre(j);
+    ana_json_escaped(j->f, key, strlen(key));
+    fputs(": ", j->f);
+    j->after_key = 1;
+}
+
+void ana_json_strn(ana_json *j, const char *s, size_t n)
+{
+    ana_json_pre(j);
+    if (!s)
+        fputs("null", j->f);
+    else
+        ana_json_escaped(j->f, s, n);
+}
+
+void ana_json_str(ana_json *j, const char *s) { ana_json_strn(j, s, s ? strlen(s) : 0); }
+
+void ana_json_u64(ana_json *j, uint64_t v)
+{
+    ana_json_pre(j);
+    fprintf(j->f, "%llu", (unsigned long long)v);
+}
+
+void ana_json_i64(ana_json *j, int64_t v)
+{
+    ana_json_pre(j);
+    fprintf(j->f, "%lld", (long long)v);
+}
+
+void ana_json_dbl(ana_json *j, double v)
+{
+    ana_json_pre(j);
+    if (isfinite(v))
+        fprintf(j->f, "%.6g", v);
+    else
+        fputs("null", j->f);
+}
+
+void ana_json_bool(ana_json *j, int v)
+{
+    ana_json_pre(j);
+    fputs(v ? "true" : "false", j->f);
+}
+
+void ana_json_null(ana_json *j)
+{
+    ana_json_pre(j);
+    fputs("null", j->f);
+}
+
+void ana_json_finish(ana_json *j) { fputc('\n', j->f); }
+
+void ana_json_kstr(ana_json *j, const char *key, const char *s)
+{
+    ana_json_key(j, key);
+    ana_json_str(j, s);
+}
+
+void ana_json_ku64(ana_json *j, const char *key, uint64_t v)
+{
+    ana_json_key(j, key);
+    ana_json_u64(j, v);
+}
+
+void ana_json_ki64(ana_json *j, const char *key, int64_t v)
+{
+    ana_json_key(j, key);
+    ana_json_i64(j, v);
+}
+
+void ana_json_kdbl(ana_json *j, const char *key, double v)
+{
+    ana_json_key(j, key);
+    ana_json_dbl(j, v);
+}

@@ -1,0 +1,44 @@
+/* json.h — a small streaming JSON writer for the analyzer's machine-readable outputs.
+ *
+ * Tracks nesting so callers never place commas by hand. Strings are escaped and any
+ * invalid UTF-8 byte (traces carry raw bytes from the profiled process) becomes U+FFFD,
+ * so the output always parses. Output is indented by two spaces per level. One writer per
+ * FILE; not thread-safe. */
+#ifndef ANA_JSON_H
+#define ANA_JSON_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define ANA_JSON_MAX_DEPTH 32
+
+typedef struct ana_json {
+    FILE *f;
+    int depth;
+    int after_key;
+    uint8_t has_items[ANA_JSON_MAX_DEPTH];
+} ana_json;
+
+void ana_json_init(ana_json *j, FILE *f);
+void ana_json_obj_begin(ana_json *j);
+void ana_json_obj_end(ana_json *j);
+void ana_json_arr_begin(ana_json *j);
+void ana_json_arr_end(ana_json *j);
+void ana_json_key(ana_json *j, const char *key);
+void ana_json_str(ana_json *j, const char *s); /* NULL writes null */
+void ana_json_strn(ana_json *j, const char *s, size_t n);
+void ana_json_u64(ana_json *j, uint64_t v);
+void ana_json_i64(ana_json *j, int64_t v);
+void ana_json_dbl(ana_json *j, double v); /* non-finite writes null */
+void ana_json_bool(ana_json *j, int v);
+void ana_json_null(ana_json *j);
+/* Ends the document with a newline. */
+void ana_json_finish(ana_json *j);
+
+/* Shorthands for "key": value members. */
+void ana_json_kstr(ana_json *j, const char *key, const char *s);
+void ana_json_ku64(ana_json *j, const char *key, uint64_t v);
+void ana_json_ki64(ana_json *j, const char *key, int64_t v);
+void ana_json_kdbl(ana_json *j, const char *key, double v);
+
+#endif

@@ -1,0 +1,136 @@
+/* main.c — `anatomist`: dispatch to subcommands, top-level help and version. */
+#include "cli.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifndef ANA_VERSION
+#define ANA_VERSION "0.0.0"
+#endif
+
+static const char ana_main_usage[] =
+    "Usage: anatomist COMMAND [OPTIONS] [ARGS]\n"
+    "\n"
+    "Anatomist profiles CUDA programs: where GPU memory and time go.\n"
+    "\n"
+    "Commands:\n"
+    "  run [OPTIONS] -- PROGRAM [ARGS...]   run PROGRAM under the profiler, write a trace\n"
+    "  info TRACE [--json]                  what a trace holds: format, records, process\n"
+    "  report TRACE [--json] [--top N]      memory peak, leaks, failed allocations, kernels\n"
+    "  help [COMMAND]                       this text, or a command's help\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help       show this help\n"
+    "  -V, --version    show the version of anatomist and of the trace format\n"
+    "\n"
+    "Examples:\n"
+    "  anatomist run -- python train.py --bf16\n"
+    "  anatomist run --sim --sim-memory 16GiB -- ./train_mlp\n"
+    "  anatomist report anatomist-1234.anat\n"
+    "\n"
+    "Exit status:\n"
+    "  0  success\n"
+    "  1  the profiled program failed (run passes on the program's own status)\n"
+    "  2  usage error, unreadable or corrupt trace, or anatomist could not start\n"
+    "\n"
+    "Run 'anatomist COMMAND --help' for the options of a command.\n";
+
+int ana_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("anatomist: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (cmd)
+        fprintf(stderr, "\nTry 'anatomist %s --help' for more information.\n", cmd);
+    else
+        fputs("\nTry 'anatomist --help' for more information.\n", stderr);
+    return ANA_EXIT_BAD;
+}
+
+int ana_cli_bad_option(const char *cmd, char **argv, int c)
+{
+    const char *arg = argv[optind - 1];
+    if (c == ':')
+        return ana_cli_usage_error(cmd, "%s: option '%s' needs a value", cmd, arg);
+    if (optopt && strncmp(arg, "--", 2) != 0)
+        return ana_cli_usage_error(cmd, "%s: unknown option '-%c'", cmd, optopt);
+    return ana_cli_usage_error(cmd, "%s: unknown option '%s'", cmd, arg);
+}
+
+ana_trace *ana_cli_load(const char *path, unsigned flags)
+{
+    struct stat st;
+    ana_error err;
+    ana_trace *t;
+    char msg[1024];
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "anatomist: cannot open %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "anatomist: %s is a directory, not a trace\n", path);
+        return NULL;
+    }
+    if (ana_trace_load(path, flags, &t, &err) != 0) {
+        ana_error_format(&err, msg, sizeof(msg));
+        fprintf(stderr, "anatomist: %s\n", msg);
+        return NULL;
+    }
+    return t;
+}
+
+static int ana_main_dispatch(const char *cmd, int argc, char **argv)
+{
+    if (strcmp(cmd, "run") == 0)
+        return ana_cmd_run(argc, argv);
+    if (strcmp(cmd, "info") == 0)
+        return ana_cmd_info(argc, argv);
+    if (strcmp(cmd, "report") == 0)
+        return ana_cmd_report(argc, argv);
+    return -1;
+}
+
+static int ana_main_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(ana_main_usage, stdout);
+        return ANA_EXIT_OK;
+    }
+    char *sub[] = { argv[1], "--help", NULL };
+    int rc = ana_main_dispatch(argv[1], 2, sub);
+    if (rc < 0)
+        return ana_cli_usage_error(NULL, "unknown command '%s'", argv[1]);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(ana_main_usage, stderr);
+        return ANA_EXIT_BAD;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0)
+        return ana_main_help(1, argv);
+    if (strcmp(cmd, "help") == 0)
+        return ana_main_help(argc - 1, argv + 1);
+    if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("anatomist %s (trace format %d.%d)\n", ANA_VERSION, ANA_FORMAT_MAJOR,
+               ANA_FORMAT_MINOR);
+        return ANA_EXIT_OK;
+    }
+    if (cmd[0] == '-')
+        return ana_cli_usage_error(NULL, "unknown option '%s' (a command comes first)", cmd);
+    int rc = ana_main_dispatch(cmd, argc - 1, argv + 1);
+    if (rc < 0)
+        return ana_cli_usage_error(NULL, "unknown command '%s' (commands: run, info, report)",
+                                   cmd);
+    return rc;
+}

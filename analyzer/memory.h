@@ -1,0 +1,72 @@
+/* memory.h — replay of allocation and free events: peak, live set at the peak, live set
+ * at the end (leaks), and the state at each failed allocation.
+ *
+ * Pure logic over an event array, independent of the trace reader, so it is unit-tested
+ * on hand-built events. The caller sorts events with ana_mem_sort() (time, then file
+ * order), classifies each ALLOC (device / pinned host / other) and canonicalizes stack
+ * ids. Memory: O(live allocations + distinct stacks), plus the failures it keeps
+ * (at most ANA_MEM_MAX_FAILURES). Not thread-safe. */
+#ifndef ANA_MEMORY_H
+#define ANA_MEMORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum ana_mev_type { ANA_MEV_ALLOC = 1, ANA_MEV_FREE = 2, ANA_MEV_MEMINFO = 3 };
+enum ana_mem_class { ANA_MEM_OTHER = 0, ANA_MEM_DEVICE = 1, ANA_MEM_HOST_PINNED = 2 };
+
+typedef struct ana_mev {
+    uint64_t time_ns; /* absolute, CLOCK_MONOTONIC of the traced host */
+    uint64_t seq;     /* position in the file, breaks ties in time */
+    uint64_t tid;
+    uint64_t ptr;     /* ALLOC, FREE; for MEMINFO: free bytes */
+    uint64_t size;    /* ALLOC: bytes requested; for MEMINFO: total bytes */
+    uint64_t stack;   /* canonical stack id, 0 = none */
+    int64_t ret;      /* CUDA error code the call returned */
+    int32_t device;
+    uint16_t api;     /* for MEMINFO: reason */
+    uint8_t type;     /* enum ana_mev_type */
+    uint8_t cls;      /* ALLOC: enum ana_mem_class */
+} ana_mev;
+
+/* Bytes and allocation count that share one canonical stack. */
+typedef struct ana_mem_group {
+    uint64_t stack, bytes, count;
+} ana_mem_group;
+
+typedef struct ana_mem_failure {
+    ana_mev ev;           /* the failed ALLOC */
+    int has_meminfo;      /* a MEMINFO with reason 1 of the same thread followed it */
+    uint64_t free_bytes, total_bytes;
+    int64_t meminfo_device;
+    uint64_t live_bytes;      /* device bytes live (as traced) when it failed */
+    uint64_t host_live_bytes; /* pinned host bytes live when it failed */
+} ana_mem_failure;
+
+#define ANA_MEM_MAX_FAILURES 1000
+
+typedef struct ana_mem_result {
+    uint64_t peak_bytes, peak_time_ns; /* device; peak_time_ns absolute, 0 if no peak */
+    uint64_t peak_count;               /* allocations live at the peak */
+    uint64_t live_end_bytes, live_end_count;
+    uint64_t host_peak_bytes, host_peak_time_ns;
+    uint64_t host_live_end_bytes, host_live_end_count;
+    uint64_t unknown_frees;   /* successful frees of pointers not live in the trace */
+    uint64_t reused_ptrs;     /* successful allocations of a pointer already live */
+    ana_mem_group *leaks;     /* device allocations live at the end, by bytes desc */
+    size_t n_leaks;
+    ana_mem_group *peak_sites; /* device allocations live at the peak, by bytes desc */
+    size_t n_peak_sites;
+    ana_mem_failure *failures; /* in time order, the first ANA_MEM_MAX_FAILURES */
+    size_t n_failures;
+    uint64_t failures_total;
+} ana_mem_result;
+
+/* Sorts by time_ns, then seq (a stable order for equal times). */
+void ana_mem_sort(ana_mev *ev, size_t n);
+
+/* Replays ev[0..n) (sorted) into res (which it initializes). */
+void ana_mem_replay(const ana_mev *ev, size_t n, ana_mem_result *res);
+void ana_mem_result_free(ana_mem_result *res);
+
+#endif

@@ -1,0 +1,45 @@
+/* report.h — the v1 report (`anatomist report`): what is computed from a loaded trace and
+ * how it is written as text or as JSON (schema in docs/report-schema.md).
+ *
+ * ana_report_build runs the memory replay and orders kernels; the writers only format.
+ * The report borrows the trace, which must outlive it. Not thread-safe. */
+#ifndef ANA_REPORT_H
+#define ANA_REPORT_H
+
+#include <stdio.h>
+
+#include "json.h"
+#include "memory.h"
+#include "symbolize.h"
+#include "trace.h"
+
+typedef struct ana_report_opts {
+    size_t top;  /* rows per ranked list; 0 = all */
+    int symbols; /* 0: do not open ELF files */
+} ana_report_opts;
+
+typedef struct ana_report {
+    const ana_trace *t;
+    ana_report_opts opt;
+    ana_mem_result mem;
+    ana_symbolizer *sym;
+    size_t *kernel_order; /* indices into t->kernels, most launched first */
+} ana_report;
+
+void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *opt);
+void ana_report_free(ana_report *r);
+void ana_report_write_text(const ana_report *r, FILE *f);
+void ana_report_write_json(const ana_report *r, FILE *f);
+
+/* Helpers shared by the writers and `anatomist info`. */
+const char *ana_report_api_name(uint64_t api, char *buf, size_t cap); /* or "api N" */
+size_t ana_report_limit(const ana_report *r, size_t n); /* n capped by --top */
+/* Display name of a kernel: demangled when possible; malloc'd. */
+char *ana_report_kernel_name(const ana_trace_kernel *k);
+extern const char *const ana_memcpy_dir_names[ANA_MEMCPY_DIRS];
+/* "process": {...} or null, as in both JSON schemas. */
+void ana_json_process(ana_json *j, const ana_trace *t);
+/* The command line joined by spaces (argv, else exe), malloc'd. */
+char *ana_report_cmdline(const ana_trace *t);
+
+#endif

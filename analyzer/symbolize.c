@@ -1,0 +1,151 @@
+/* symbolize.c — see symbolize.h. One Dwfl session per module, opened on first use, so
+ * that modules whose recorded ranges overlap over time never conflict. */
+#include "symbolize.h"
+
+#include "util.h"
+
+#include <elfutils/libdwfl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct ana_sym_module {
+    Dwfl *dwfl;
+    Dwfl_Module *mod;
+    int state; /* 0 = not tried, 1 = open, -1 = unusable */
+} ana_sym_module;
+
+typedef struct ana_sym_entry {
+    ana_frame frame;
+    char *function, *file; /* owned */
+} ana_sym_entry;
+
+struct ana_symbolizer {
+    const ana_trace *t;
+    int enabled;
+    ana_sym_module *mods; /* parallel to t->modules */
+    ana_u64map cache;     /* address -> index into entries */
+    ana_sym_entry **entries; /* one allocation each: returned pointers must not move */
+    size_t n_entries, cap_entries;
+};
+
+static char *ana_sym_debuginfo_path = NULL;
+
+static const Dwfl_Callbacks ana_sym_callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &ana_sym_debuginfo_path,
+};
+
+ana_symbolizer *ana_sym_new(const ana_trace *t, int enabled)
+{
+    ana_symbolizer *s = ana_xcalloc(1, sizeof(*s));
+    s->t = t;
+    s->enabled = enabled;
+    s->mods = ana_xcalloc(t->n_modules + 1, sizeof(ana_sym_module));
+    ana_u64map_init(&s->cache);
+    return s;
+}
+
+void ana_sym_free(ana_symbolizer *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->t->n_modules; i++)
+        if (s->mods[i].dwfl)
+            dwfl_end(s->mods[i].dwfl);
+    for (size_t i = 0; i < s->n_entries; i++) {
+        free(s->entries[i]->function);
+        free(s->entries[i]->file);
+        free(s->entries[i]);
+    }
+    free(s->entries);
+    free(s->mods);
+    ana_u64map_free(&s->cache);
+    free(s);
+}
+
+/* A file whose build id differs from the recorded one is another build: its symbols
+ * would be wrong, so it is treated as missing. */
+static int ana_sym_build_id_matches(Dwfl_Module *mod, const ana_trace_module *m)
+{
+    const unsigned char *bits;
+    GElf_Addr vaddr;
+    if (m->build_id_len == 0)
+        return 1;
+    int n = dwfl_module_build_id(mod, &bits, &vaddr);
+    if (n <= 0)
+        return 1; /* the file has none: nothing to compare */
+    return (size_t)n == m->build_id_len && memcmp(bits, m->build_id, (size_t)n) == 0;
+}
+
+static ana_sym_module *ana_sym_open(ana_symbolizer *s, const ana_trace_module *m)
+{
+    ana_sym_module *sm = &s->mods[m - s->t->modules];
+    if (sm->state != 0)
+        return sm->state > 0 ? sm : NULL;
+    sm->state = -1;
+    if (!s->enabled || !m->path[0] || access(m->path, R_OK) != 0)
+        return NULL;
+    sm->dwfl = dwfl_begin(&ana_sym_callbacks);
+    if (!sm->dwfl)
+        return NULL;
+    dwfl_report_begin(sm->dwfl);
+    sm->mod = dwfl_report_elf(sm->dwfl, m->path, m->path, -1, m->bias, false);
+    dwfl_report_end(sm->dwfl, NULL, NULL);
+    if (!sm->mod || !ana_sym_build_id_matches(sm->mod, m)) {
+        dwfl_end(sm->dwfl);
+        sm->dwfl = NULL;
+        sm->mod = NULL;
+        return NULL;
+    }
+    sm->state = 1;
+    return sm;
+}
+
+static void ana_sym_resolve(ana_symbolizer *s, ana_sym_entry *e, uint64_t pc)
+{
+    const ana_trace_module *m = ana_trace_module_at(s->t, pc);
+    if (!m)
+        return;
+    e->frame.module = m->path;
+    e->frame.offset = e->frame.address - m->bias;
+    ana_sym_module *sm = ana_sym_open(s, m);
+    if (!sm)
+        return;
+    GElf_Off off;
+    GElf_Sym sym;
+    const char *name = dwfl_module_addrinfo(sm->mod, pc, &off, &sym, NULL, NULL, NULL);
+    if (name) {
+        e->function = ana_demangle(name);
+        if (!e->function)
+            e->function = ana_xstrdup(name);
+    }
+    Dwfl_Line *line = dwfl_module_getsrc(sm->mod, pc);
+    int lineno = 0;
+    const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+    if (file) {
+        e->file = ana_xstrdup(file);
+        e->frame.line = lineno > 0 ? lineno : 0;
+    }
+    e->frame.function = e->function;
+    e->frame.file = e->file;
+}
+
+const ana_frame *ana_sym_lookup(ana_symbolizer *s, uint64_t address)
+{
+    uint64_t k;
+    if (ana_u64map_get(&s->cache, address, &k))
+        return &s->entries[k]->frame;
+    ANA_GROW(s->entries, s->cap_entries, s->n_entries + 1);
+    ana_sym_entry *e = ana_xcalloc(1, sizeof(*e));
+    s->entries[s->n_entries] = e;
+    e->frame.address = address;
+    e->frame.offset = address;
+    /* Return addresses point after the call: the call site is one byte before. */
+    ana_sym_resolve(s, e, address ? address - 1 : 0);
+    ana_u64map_put(&s->cache, address, s->n_entries);
+    s->n_entries++;
+    return &e->frame;
+}

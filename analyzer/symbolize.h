@@ -1,0 +1,34 @@
+/* symbolize.h — offline symbolization of stack frames against the MODULE records of a
+ * trace, with libdw (elfutils).
+ *
+ * A frame is a return address: the call site is looked up at address - 1. The module is
+ * the one whose [lo, hi) holds that address; its ELF file is opened from the recorded path
+ * (a build id that does not match the recorded one counts as a missing file). What
+ * cannot be resolved stays NULL/0, but the module and offset are always given when a
+ * module holds the address. Results are cached per address and owned by the symbolizer;
+ * the pointers stay valid until ana_sym_free. Not thread-safe. Never fails: bad input
+ * gives unresolved frames. */
+#ifndef ANA_SYMBOLIZE_H
+#define ANA_SYMBOLIZE_H
+
+#include <stdint.h>
+
+#include "trace.h"
+
+typedef struct ana_frame {
+    uint64_t address;     /* as captured (a return address) */
+    const char *module;   /* path of the module holding it, or NULL */
+    uint64_t offset;      /* address - module load bias (address when no module) */
+    const char *function; /* demangled when C++, or NULL */
+    const char *file;     /* source file of the call site, or NULL */
+    int64_t line;         /* 0 when unknown */
+} ana_frame;
+
+typedef struct ana_symbolizer ana_symbolizer;
+
+/* enabled = 0 skips opening ELF files (module and offset only). t must outlive it. */
+ana_symbolizer *ana_sym_new(const ana_trace *t, int enabled);
+const ana_frame *ana_sym_lookup(ana_symbolizer *s, uint64_t address);
+void ana_sym_free(ana_symbolizer *s);
+
+#endif

@@ -1,0 +1,333 @@
+/* trace.c — see trace.h. */
+#include "trace.h"
+
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int ana_trace_alloc_class(uint64_t api)
+{
+    if (api == ANA_API_MALLOC_HOST || api == ANA_API_HOST_ALLOC)
+        return ANA_MEM_HOST_PINNED;
+    return api < UINT32_MAX && ana_api_is_device_alloc((uint32_t)api) ? ANA_MEM_DEVICE
+                                                                       : ANA_MEM_OTHER;
+}
+
+static char *ana_str_dup(ana_str s) { return ana_xstrndup(s.s ? s.s : "", s.s ? s.len : 0); }
+
+static size_t ana_api_slot(uint64_t api) { return api < ANA_API_COUNT ? (size_t)api : 0; }
+
+static void ana_trace_on_process(ana_trace *t, const ana_record *r)
+{
+    const ana_rec_process *p = &r->u.process;
+    ana_trace_process *tp = &t->process;
+    if (tp->present)
+        return; /* the first PROCESS record describes the process */
+    tp->present = 1;
+    tp->pid = p->pid;
+    tp->ppid = p->ppid;
+    tp->rank = p->rank;
+    tp->local_rank = p->local_rank;
+    tp->world_size = p->world_size;
+    tp->realtime_ns = p->realtime_ns;
+    tp->time_ns = r->time_ns;
+    tp->host = ana_str_dup(p->host);
+    tp->exe = ana_str_dup(p->exe);
+    tp->argc = p->argv.n;
+    tp->argv = ana_xcalloc(tp->argc + 1, sizeof(char *));
+    for (size_t i = 0; i < tp->argc; i++)
+        tp->argv[i] = ana_str_dup(p->argv.v[i]);
+}
+
+static void ana_trace_on_module(ana_trace *t, const ana_rec_module *m)
+{
+    for (size_t i = 0; i < t->n_modules; i++) {
+        const ana_trace_module *o = &t->modules[i];
+        if (o->lo == m->lo && o->hi == m->hi && o->bias == m->bias &&
+            strlen(o->path) == m->path.len && memcmp(o->path, m->path.s, m->path.len) == 0)
+            return; /* modules are re-announced at every change of the loader's list */
+    }
+    ANA_GROW(t->modules, t->cap_modules, t->n_modules + 1);
+    ana_trace_module *d = &t->modules[t->n_modules++];
+    d->bias = m->bias;
+    d->lo = m->lo;
+    d->hi = m->hi;
+    d->path = ana_str_dup(m->path);
+    d->build_id_len = m->build_id.len;
+    d->build_id = ana_xmalloc(m->build_id.len + 1);
+    if (m->build_id.len)
+        memcpy(d->build_id, m->build_id.s, m->build_id.len);
+}
+
+static void ana_trace_on_device(ana_trace *t, const ana_rec_device *dv)
+{
+    for (size_t i = 0; i < t->n_devices; i++)
+        if (t->devices[i].ordinal == dv->ordinal)
+            return;
+    ANA_GROW(t->devices, t->cap_devices, t->n_devices + 1);
+    t->devices[t->n_devices++] = (ana_trace_device){
+        .ordinal = dv->ordinal, .name = ana_str_dup(dv->name), .total_mem = dv->total_mem,
+        .sm_count = dv->sm_count, .cc_major = dv->cc_major, .cc_minor = dv->cc_minor,
+    };
+}
+
+static ana_trace_kernel *ana_trace_kernel_get(ana_trace *t, uint64_t id)
+{
+    uint64_t k;
+    if (!ana_u64map_get(&t->kernel_idx, id, &k)) {
+        ANA_GROW(t->kernels, t->cap_kernels, t->n_kernels + 1);
+        t->kernels[t->n_kernels] = (ana_trace_kernel){ .id = id };
+        k = t->n_kernels++;
+        ana_u64map_put(&t->kernel_idx, id, k);
+    }
+    return &t->kernels[k];
+}
+
+static void ana_trace_on_kernel(ana_trace *t, const ana_rec_kernel *kr)
+{
+    ana_trace_kernel *k = ana_trace_kernel_get(t, kr->id);
+    if (k->name)
+        return;
+    k->name = ana_str_dup(kr->name);
+    k->host_fn = kr->host_fn;
+}
+
+static void ana_trace_on_launch(ana_trace *t, const ana_rec_launch *l)
+{
+    ana_trace_kernel *k = ana_trace_kernel_get(t, l->kernel);
+    t->launches++;
+    k->launches++;
+    if (l->ret != 0) {
+        t->failed_launches++;
+        k->failed++;
+    }
+}
+
+static void ana_copy_count(ana_copy_stats *c, int64_t ret, uint64_t bytes)
+{
+    c->calls++;
+    if (ret != 0)
+        c->failed++;
+    else
+        c->bytes += bytes;
+}
+
+/* Returns a scratch event (not kept) in summary mode. */
+static ana_mev *ana_trace_new_mev(ana_trace *t, const ana_record *r, uint8_t type)
+{
+    static ana_mev discard;
+    if (t->flags & ANA_LOAD_SUMMARY)
+        return &discard;
+    ANA_GROW(t->mev, t->cap_mev, t->n_mev + 1);
+    ana_mev *e = &t->mev[t->n_mev];
+    memset(e, 0, sizeof(*e));
+    e->time_ns = r->time_ns;
+    e->seq = t->n_mev++;
+    e->tid = r->tid;
+    e->type = type;
+    return e;
+}
+
+static void ana_trace_on_alloc(ana_trace *t, const ana_record *r)
+{
+    const ana_rec_alloc *a = &r->u.alloc;
+    ana_api_stats *s = &t->alloc_by_api[ana_api_slot(a->api)];
+    s->calls++;
+    if (a->ret == 0) {
+        s->ok++;
+        s->bytes += a->size;
+    } else {
+        s->failed++;
+    }
+    ana_mev *e = ana_trace_new_mev(t, r, ANA_MEV_ALLOC);
+    e->api = (uint16_t)(a->api < 0xffff ? a->api : 0xffff);
+    e->cls = (uint8_t)ana_trace_alloc_class(a->api);
+    e->ret = a->ret;
+    e->ptr = a->ptr;
+    e->size = a->size;
+    e->stack = a->stack;
+    e->device = (int32_t)a->device;
+}
+
+static void ana_trace_on_free(ana_trace *t, const ana_record *r)
+{
+    const ana_rec_free *f = &r->u.free;
+    ana_api_stats *s = &t->free_by_api[ana_api_slot(f->api)];
+    s->calls++;
+    if (f->ret == 0)
+        s->ok++;
+    else
+        s->failed++;
+    ana_mev *e = ana_trace_new_mev(t, r, ANA_MEV_FREE);
+    e->api = (uint16_t)(f->api < 0xffff ? f->api : 0xffff);
+    e->ret = f->ret;
+    e->ptr = f->ptr;
+    e->stack = f->stack;
+    e->device = (int32_t)f->device;
+}
+
+static void ana_trace_on_meminfo(ana_trace *t, const ana_record *r)
+{
+    const ana_rec_meminfo *m = &r->u.meminfo;
+    ana_mev *e = ana_trace_new_mev(t, r, ANA_MEV_MEMINFO);
+    e->api = (uint16_t)(m->reason < 0xffff ? m->reason : 0xffff);
+    e->ptr = m->free;
+    e->size = m->total;
+    e->device = (int32_t)m->device;
+}
+
+static void ana_trace_on_info(ana_trace *t, const ana_rec_info *in)
+{
+    if (t->n_info >= ANA_TRACE_MAX_INFO)
+        return;
+    ANA_GROW(t->info, t->cap_info, t->n_info + 1);
+    t->info[t->n_info++] = (ana_kv){ ana_str_dup(in->key), ana_str_dup(in->value) };
+}
+
+static void ana_trace_on_end(ana_trace *t, const ana_rec_end *e)
+{
+    if (t->has_end)
+        return;
+    t->has_end = 1;
+    t->end_reason = e->reason;
+    t->end_detail = ana_str_dup(e->detail);
+}
+
+static void ana_trace_on_record(ana_trace *t, const ana_record *r)
+{
+    switch (r->kind) {
+    case ANA_K_PROCESS: ana_trace_on_process(t, r); break;
+    case ANA_K_MODULE: ana_trace_on_module(t, &r->u.module); break;
+    case ANA_K_STACK:
+        if (!(t->flags & ANA_LOAD_SUMMARY))
+            ana_stacks_add(&t->stacks, r->u.stack.id, r->u.stack.frames.ip, r->u.stack.frames.n);
+        break;
+    case ANA_K_KERNEL: ana_trace_on_kernel(t, &r->u.kernel); break;
+    case ANA_K_ALLOC: ana_trace_on_alloc(t, r); break;
+    case ANA_K_FREE: ana_trace_on_free(t, r); break;
+    case ANA_K_MEMINFO: ana_trace_on_meminfo(t, r); break;
+    case ANA_K_LAUNCH: ana_trace_on_launch(t, &r->u.launch); break;
+    case ANA_K_MEMCPY: {
+        const ana_rec_memcpy *m = &r->u.memcpy;
+        ana_copy_count(&t->memcpy_total, m->ret, m->bytes);
+        ana_copy_count(&t->memcpy_by_dir[m->dir < 5 ? m->dir : 5], m->ret, m->bytes);
+        break;
+    }
+    case ANA_K_MEMSET: ana_copy_count(&t->memset_total, r->u.memset.ret, r->u.memset.bytes); break;
+    case ANA_K_DEVICE: ana_trace_on_device(t, &r->u.device); break;
+    case ANA_K_DROPPED:
+        t->dropped_records += r->u.dropped.records;
+        t->dropped_bytes += r->u.dropped.bytes;
+        break;
+    case ANA_K_END: ana_trace_on_end(t, &r->u.end); break;
+    case ANA_K_INFO: ana_trace_on_info(t, &r->u.info); break;
+    default: break;
+    }
+}
+
+static void ana_trace_note_time(ana_trace *t, uint64_t time_ns)
+{
+    if (!t->has_time) {
+        t->has_time = 1;
+        t->first_ns = t->last_ns = time_ns;
+        return;
+    }
+    if (time_ns < t->first_ns)
+        t->first_ns = time_ns;
+    if (time_ns > t->last_ns)
+        t->last_ns = time_ns;
+}
+
+/* Stack ids are resolved only now: a segment may use an id that a later segment of
+ * another thread defines (docs/trace-format.md, "Interning"). */
+static void ana_trace_finish(ana_trace *t)
+{
+    ana_stacks_resolve(&t->stacks);
+    for (size_t i = 0; i < t->n_mev; i++)
+        t->mev[i].stack = ana_stacks_canon(&t->stacks, t->mev[i].stack);
+    ana_mem_sort(t->mev, t->n_mev);
+}
+
+int ana_trace_load(const char *path, unsigned flags, ana_trace **out, ana_error *err)
+{
+    ana_reader *rd;
+    ana_record rec;
+    int rc;
+    *out = NULL;
+    if (ana_reader_open(path, &rd, err) != 0)
+        return -1;
+    ana_trace *t = ana_xcalloc(1, sizeof(*t));
+    t->path = ana_xstrdup(path);
+    t->flags = flags;
+    ana_u64map_init(&t->kernel_idx);
+    ana_stacks_init(&t->stacks);
+    while ((rc = ana_reader_next(rd, &rec, err)) == 1) {
+        if (rec.kind < ANA_K_COUNT)
+            t->counts[rec.kind]++;
+        ana_trace_note_time(t, rec.time_ns);
+        ana_trace_on_record(t, &rec);
+    }
+    ana_reader_get_stats(rd, &t->stats);
+    ana_reader_close(rd);
+    if (rc < 0) {
+        ana_trace_free(t);
+        return -1;
+    }
+    ana_trace_finish(t);
+    *out = t;
+    return 0;
+}
+
+static void ana_trace_free_process(ana_trace_process *p)
+{
+    free(p->host);
+    free(p->exe);
+    for (size_t i = 0; i < p->argc; i++)
+        free(p->argv[i]);
+    free(p->argv);
+}
+
+void ana_trace_free(ana_trace *t)
+{
+    if (!t)
+        return;
+    ana_trace_free_process(&t->process);
+    for (size_t i = 0; i < t->n_devices; i++)
+        free(t->devices[i].name);
+    for (size_t i = 0; i < t->n_modules; i++) {
+        free(t->modules[i].path);
+        free(t->modules[i].build_id);
+    }
+    for (size_t i = 0; i < t->n_kernels; i++)
+        free(t->kernels[i].name);
+    for (size_t i = 0; i < t->n_info; i++) {
+        free(t->info[i].key);
+        free(t->info[i].value);
+    }
+    free(t->devices);
+    free(t->modules);
+    free(t->kernels);
+    free(t->info);
+    free(t->mev);
+    free(t->end_detail);
+    free(t->path);
+    ana_u64map_free(&t->kernel_idx);
+    ana_stacks_free(&t->stacks);
+    free(t);
+}
+
+uint64_t ana_trace_rel_ns(const ana_trace *t, uint64_t time_ns)
+{
+    return t->has_time && time_ns > t->first_ns ? time_ns - t->first_ns : 0;
+}
+
+const ana_trace_module *ana_trace_module_at(const ana_trace *t, uint64_t addr)
+{
+    /* The latest announcement wins when ranges overlap (a library unloaded and another
+     * loaded at the same place). */
+    for (size_t i = t->n_modules; i-- > 0;)
+        if (addr >= t->modules[i].lo && addr < t->modules[i].hi)
+            return &t->modules[i];
+    return NULL;
+}

@@ -1,0 +1,110 @@
+/* trace.h — loads a whole .anat trace into the analyzer's in-memory model.
+ *
+ * Reads only through format/reader.h. Keeps counts and aggregates for every record, the
+ * interned tables (stacks, kernels, modules, devices), and one compact ana_mev per
+ * ALLOC/FREE/MEMINFO record for the memory replay (sorted by time, stacks canonical).
+ * Strings are copied; the model owns everything and ana_trace_free releases it. */
+#ifndef ANA_TRACE_H
+#define ANA_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/reader.h"
+#include "memory.h"
+#include "stacks.h"
+#include "u64map.h"
+
+typedef struct ana_trace_module {
+    uint64_t bias, lo, hi;
+    char *path;
+    uint8_t *build_id;
+    size_t build_id_len;
+} ana_trace_module;
+
+typedef struct ana_trace_device {
+    int64_t ordinal;
+    char *name;
+    uint64_t total_mem, sm_count, cc_major, cc_minor;
+} ana_trace_device;
+
+typedef struct ana_trace_kernel {
+    uint64_t id, host_fn; /* id 0: launches whose function the profiler did not know */
+    char *name;           /* mangled as registered; NULL when never defined */
+    uint64_t launches, failed;
+} ana_trace_kernel;
+
+typedef struct ana_api_stats {
+    uint64_t calls, ok, failed, bytes; /* bytes: requested by successful calls */
+} ana_api_stats;
+
+typedef struct ana_copy_stats {
+    uint64_t calls, failed, bytes; /* bytes: of successful calls */
+} ana_copy_stats;
+
+typedef struct ana_trace_process {
+    int present;
+    uint64_t pid, ppid, realtime_ns, time_ns;
+    int64_t rank, local_rank, world_size;
+    char *host, *exe;
+    char **argv;
+    size_t argc;
+} ana_trace_process;
+
+typedef struct ana_kv {
+    char *key, *value;
+} ana_kv;
+
+#define ANA_TRACE_MAX_INFO 256
+#define ANA_MEMCPY_DIRS 6 /* cudaMemcpyKind 0..4, then "other" */
+
+typedef struct ana_trace {
+    char *path;
+    unsigned flags;
+    ana_reader_stats stats;
+    uint64_t counts[ANA_K_COUNT]; /* records per known kind (SEGMENT is not returned) */
+    uint64_t dropped_records, dropped_bytes;
+    int has_time;
+    uint64_t first_ns, last_ns;
+    ana_trace_process process;
+    int has_end;
+    uint64_t end_reason;
+    char *end_detail;
+    ana_trace_device *devices;
+    size_t n_devices, cap_devices;
+    ana_trace_module *modules;
+    size_t n_modules, cap_modules;
+    ana_trace_kernel *kernels;
+    size_t n_kernels, cap_kernels;
+    ana_u64map kernel_idx; /* kernel id -> index */
+    ana_stacks stacks;
+    ana_mev *mev;
+    size_t n_mev, cap_mev;
+    ana_api_stats alloc_by_api[ANA_API_COUNT]; /* api >= ANA_API_COUNT counts in [0] */
+    ana_api_stats free_by_api[ANA_API_COUNT];
+    uint64_t launches, failed_launches;
+    ana_copy_stats memcpy_total, memcpy_by_dir[ANA_MEMCPY_DIRS], memset_total;
+    ana_kv *info;
+    size_t n_info, cap_info;
+} ana_trace;
+
+enum ana_load_flags {
+    ANA_LOAD_ALL = 0,
+    ANA_LOAD_SUMMARY = 1, /* counts and tables only: no events, no stacks (for `info`) */
+};
+
+/* Reads path to its end. Returns 0 and a model in *out, or -1 with err filled (bad
+ * header, corrupt chunk, I/O error). flags: enum ana_load_flags. */
+int ana_trace_load(const char *path, unsigned flags, ana_trace **out, ana_error *err);
+void ana_trace_free(ana_trace *t);
+
+/* Time relative to the first record of the trace (0 for times before it). */
+uint64_t ana_trace_rel_ns(const ana_trace *t, uint64_t time_ns);
+
+/* Module whose [lo, hi) holds addr, or NULL. */
+const ana_trace_module *ana_trace_module_at(const ana_trace *t, uint64_t addr);
+
+/* Memory class of an allocation api (device / pinned host / other). */
+int ana_trace_alloc_class(uint64_t api);
+
+#endif

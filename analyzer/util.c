@@ -1,0 +1,178 @@
+/* util.c — see util.h. */
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* From the C++ runtime (libstdc++ / libc++abi); declared here to keep the analyzer C. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+static void ana_oom(void)
+{
+    fputs("anatomist: out of memory\n", stderr);
+    exit(ANA_EXIT_BAD);
+}
+
+void *ana_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        ana_oom();
+    return p;
+}
+
+void *ana_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        ana_oom();
+    return p;
+}
+
+void *ana_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        ana_oom();
+    return q;
+}
+
+char *ana_xstrdup(const char *s) { return ana_xstrndup(s ? s : "", s ? strlen(s) : 0); }
+
+char *ana_xstrndup(const char *s, size_t n)
+{
+    char *d = ana_xmalloc(n + 1);
+    if (n)
+        memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+void ana_grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return;
+    size_t ncap = *cap ? *cap : 16;
+    while (ncap < need) {
+        if (ncap > ((size_t)-1) / 2 / elem)
+            ana_oom();
+        ncap *= 2;
+    }
+    *arr = ana_xrealloc(*arr, ncap * elem);
+    *cap = ncap;
+}
+
+void ana_fmt_bytes(uint64_t bytes, char *buf, size_t cap)
+{
+    static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+    if (bytes < 1024) {
+        snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
+        return;
+    }
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 6) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, cap, v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, units[u]);
+}
+
+void ana_fmt_ns(uint64_t ns, char *buf, size_t cap)
+{
+    if (ns >= 1000000000ull)
+        snprintf(buf, cap, "%.3f s", (double)ns / 1e9);
+    else if (ns >= 1000000ull)
+        snprintf(buf, cap, "%.3f ms", (double)ns / 1e6);
+    else if (ns >= 1000ull)
+        snprintf(buf, cap, "%.3f us", (double)ns / 1e3);
+    else
+        snprintf(buf, cap, "%llu ns", (unsigned long long)ns);
+}
+
+static const struct {
+    const char *suffix;
+    uint64_t mult;
+} size_units[] = {
+    { "", 1 },          { "b", 1 },
+    { "k", 1ull << 10 }, { "kib", 1ull << 10 }, { "kb", 1000ull },
+    { "m", 1ull << 20 }, { "mib", 1ull << 20 }, { "mb", 1000000ull },
+    { "g", 1ull << 30 }, { "gib", 1ull << 30 }, { "gb", 1000000000ull },
+    { "t", 1ull << 40 }, { "tib", 1ull << 40 }, { "tb", 1000000000000ull },
+};
+
+static int ana_size_mult(const char *p, uint64_t *mult)
+{
+    size_t n = strlen(p);
+    while (n > 0 && isspace((unsigned char)p[n - 1]))
+        n--;
+    for (size_t i = 0; i < sizeof(size_units) / sizeof(size_units[0]); i++) {
+        if (strlen(size_units[i].suffix) == n && strncasecmp(p, size_units[i].suffix, n) == 0) {
+            *mult = size_units[i].mult;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int ana_parse_size(const char *text, uint64_t *out)
+{
+    const char *p = text;
+    uint64_t whole = 0, frac_num = 0, frac_den = 1, mult;
+    if (!p || !isdigit((unsigned char)*p))
+        return -1;
+    for (; isdigit((unsigned char)*p); p++) {
+        if (whole > (UINT64_MAX - 9) / 10)
+            return -1;
+        whole = whole * 10 + (uint64_t)(*p - '0');
+    }
+    if (*p == '.') {
+        if (!isdigit((unsigned char)*++p))
+            return -1;
+        for (; isdigit((unsigned char)*p); p++) {
+            if (frac_den < 1000000000ull) {
+                frac_num = frac_num * 10 + (uint64_t)(*p - '0');
+                frac_den *= 10;
+            }
+        }
+    }
+    while (isspace((unsigned char)*p))
+        p++;
+    if (ana_size_mult(p, &mult) != 0 || whole > UINT64_MAX / mult)
+        return -1;
+    uint64_t bytes = whole * mult + (uint64_t)((long double)frac_num * mult / frac_den);
+    if (bytes < whole * mult || bytes == 0)
+        return -1;
+    *out = bytes;
+    return 0;
+}
+
+int ana_parse_uint(const char *text, uint64_t max, uint64_t *out)
+{
+    if (!text || !isdigit((unsigned char)*text))
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || *end || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+char *ana_demangle(const char *s)
+{
+    if (!s || strncmp(s, "_Z", 2) != 0)
+        return NULL;
+    int status = 0;
+    char *d = __cxa_demangle(s, NULL, NULL, &status);
+    if (status != 0) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}

@@ -1,0 +1,44 @@
+/* util.h — allocation that cannot fail silently, growable arrays, and human-readable
+ * formatting of bytes and durations for the analyzer.
+ *
+ * The analyzer is a batch tool: running out of memory ends it with a message and exit
+ * status 2 (ANA_EXIT_BAD) rather than a crash. Single-threaded; no global state. */
+#ifndef ANA_UTIL_H
+#define ANA_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit statuses of every subcommand (documented in `anatomist --help`). */
+#define ANA_EXIT_OK 0
+#define ANA_EXIT_FAIL 1 /* the profiled program failed, or a threshold was exceeded */
+#define ANA_EXIT_BAD 2  /* usage error, unreadable or corrupt trace */
+
+void *ana_xmalloc(size_t n);
+void *ana_xcalloc(size_t n, size_t size);
+void *ana_xrealloc(void *p, size_t n);
+char *ana_xstrdup(const char *s);
+char *ana_xstrndup(const char *s, size_t n);
+
+/* Grows *arr (elements of elem bytes, capacity *cap) so that it holds at least need. */
+void ana_grow(void **arr, size_t *cap, size_t need, size_t elem);
+#define ANA_GROW(arr, cap, need) ana_grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
+
+/* "1.50 GiB", "512 B": binary units, three significant digits. */
+void ana_fmt_bytes(uint64_t bytes, char *buf, size_t cap);
+/* "1.234 s", "12.3 ms", "850 ns". */
+void ana_fmt_ns(uint64_t ns, char *buf, size_t cap);
+
+/* Parses "<number>[.<fraction>][suffix]" (K/M/G/T and KiB.. binary, KB/MB/GB/TB decimal,
+ * B or nothing = bytes; case-insensitive) — the grammar of ANATOMIST_SIM_MEMORY.
+ * Returns 0, or -1 for zero, overflow or garbage. */
+int ana_parse_size(const char *text, uint64_t *out);
+
+/* Parses a non-negative decimal integer that fits in max. Returns 0 or -1. */
+int ana_parse_uint(const char *text, uint64_t max, uint64_t *out);
+
+/* C++ demangling of an Itanium-ABI name; a malloc'd string, or NULL when s is not a
+ * mangled name. */
+char *ana_demangle(const char *s);
+
+#endif

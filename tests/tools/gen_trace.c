@@ -1,0 +1,440 @@
+/* gen_trace.c — writes synthetic .anat traces whose numbers are known in advance, for the
+ * CLI tests of the analyzer (tests/cli/). Uses only format/writer.h, so the expected values
+ * in the tests do not depend on the analyzer.
+ *
+ * Usage: gen_trace SCENARIO OUT [N]  (gen_trace --list for the scenarios; N: churn size)
+ * Prints "key=value" facts the tests need (e.g. torn_bytes=N) on stdout. */
+#define _GNU_SOURCE
+#include "records.h"
+#include "varint.h"
+#include "writer.h"
+
+#include <elf.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define T0 1000000000ull /* time of the first record */
+#define GiB (1ull << 30)
+#define TID_A 100
+#define TID_B 101
+#define TID_C 102
+
+typedef struct gen {
+    ana_tw *tw;
+    ana_chunkbuf cb;
+    const char *path;
+} gen;
+
+static void die(const char *what)
+{
+    perror(what);
+    exit(1);
+}
+
+static void gen_add(gen *g, const ana_record *r)
+{
+    if (ana_chunkbuf_add(&g->cb, r) != 0) {
+        fprintf(stderr, "gen_trace: cannot encode a record of kind %u\n", r->kind);
+        exit(1);
+    }
+}
+
+static void gen_flush(gen *g)
+{
+    if (g->cb.len && ana_tw_chunk(g->tw, g->cb.buf, g->cb.len) != 0)
+        die("ana_tw_chunk");
+    ana_chunkbuf_reset(&g->cb);
+}
+
+/* A record of a kind this format version does not know, appended by hand. */
+static void gen_unknown(gen *g, uint64_t tid, uint32_t kind, size_t len)
+{
+    ana_record r = { .kind = ANA_K_INFO, .tid = tid, .time_ns = T0 + 10 };
+    r.u.info.key = (ana_str){ "pad", 3 };
+    gen_add(g, &r); /* opens the segment for tid; a known record of its own */
+    size_t need = g->cb.len + 2 * ANA_VARINT_MAX + len;
+    if (need > g->cb.cap) {
+        g->cb.buf = realloc(g->cb.buf, need);
+        g->cb.cap = need;
+    }
+    g->cb.len += ana_varint_put(g->cb.buf + g->cb.len, kind);
+    g->cb.len += ana_varint_put(g->cb.buf + g->cb.len, len);
+    memset(g->cb.buf + g->cb.len, 0x5a, len);
+    g->cb.len += len;
+}
+
+/* Functions whose addresses become stack frames: the analyzer must name them. */
+__attribute__((noinline)) void gen_marker_site(void) { __asm__ volatile(""); }
+__attribute__((noinline)) void gen_marker_other(void) { __asm__ volatile(""); }
+
+struct gen_self {
+    uint64_t bias, lo, hi;
+    uint8_t build_id[64];
+    size_t build_id_len;
+};
+
+static void gen_self_build_id(struct dl_phdr_info *info, struct gen_self *s)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *nh = (const void *)p;
+            const uint8_t *name = p + sizeof(*nh), *desc = name + ((nh->n_namesz + 3) & ~3u);
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+                nh->n_descsz <= sizeof(s->build_id)) {
+                memcpy(s->build_id, desc, nh->n_descsz);
+                s->build_id_len = nh->n_descsz;
+                return;
+            }
+            p = desc + ((nh->n_descsz + 3) & ~3u);
+        }
+    }
+}
+
+static int gen_self_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct gen_self *s = arg;
+    (void)size;
+    s->bias = info->dlpi_addr;
+    s->lo = UINT64_MAX;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uint64_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < s->lo)
+            s->lo = a;
+        if (a + ph->p_memsz > s->hi)
+            s->hi = a + ph->p_memsz;
+    }
+    gen_self_build_id(info, s);
+    return 1; /* the first entry is the main program */
+}
+
+static void gen_header(gen *g, const char *scenario)
+{
+    static char exe[4096];
+    struct gen_self self = { 0 };
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = 0;
+    dl_iterate_phdr(gen_self_cb, &self);
+
+    ana_str argv[3] = { { "gen", 3 }, { "--scenario", 10 }, { scenario, (uint32_t)strlen(scenario) } };
+    ana_record r = { .kind = ANA_K_PROCESS, .tid = 0, .time_ns = T0 };
+    r.u.process = (ana_rec_process){ .pid = 4242, .ppid = 1, .rank = -1, .local_rank = -1,
+                                     .world_size = -1, .realtime_ns = 1700000000000000000ull,
+                                     .host = { "gen-host", 8 }, .exe = { "/usr/bin/gen", 12 },
+                                     .argv = { argv, 3 } };
+    gen_add(g, &r);
+    r = (ana_record){ .kind = ANA_K_INFO, .tid = 0, .time_ns = T0 };
+    r.u.info = (ana_rec_info){ { "profiler_version", 16 }, { "gen_trace", 9 } };
+    gen_add(g, &r);
+    r = (ana_record){ .kind = ANA_K_DEVICE, .tid = 0, .time_ns = T0 };
+    r.u.device = (ana_rec_device){ 0, { "Simulated H100", 14 }, 80 * GiB, 132, 9, 0 };
+    gen_add(g, &r);
+    r = (ana_record){ .kind = ANA_K_MODULE, .tid = 0, .time_ns = T0 };
+    r.u.module = (ana_rec_module){ self.bias, self.lo, self.hi,
+                                   { (const char *)self.build_id, (uint32_t)self.build_id_len },
+                                   { exe, (uint32_t)strlen(exe) } };
+    gen_add(g, &r);
+    /* The same module announced again (as at exit): readers must not count it twice. */
+    r.time_ns = T0 + 1;
+    gen_add(g, &r);
+}
+
+static void gen_stack(gen *g, uint64_t tid, uint64_t t, uint64_t id, const uint64_t *ip, uint32_t n)
+{
+    ana_record r = { .kind = ANA_K_STACK, .tid = tid, .time_ns = t };
+    r.u.stack = (ana_rec_stack){ id, { ip, n } };
+    gen_add(g, &r);
+}
+
+static void gen_alloc(gen *g, uint64_t tid, uint64_t t, uint64_t api, int64_t ret, uint64_t ptr,
+                      uint64_t size, uint64_t stack)
+{
+    ana_record r = { .kind = ANA_K_ALLOC, .tid = tid, .time_ns = t };
+    r.u.alloc = (ana_rec_alloc){ .api = api, .ret = ret, .ptr = ptr, .size = size,
+                                 .stack = stack, .dur_ns = 100 };
+    gen_add(g, &r);
+}
+
+static void gen_free(gen *g, uint64_t tid, uint64_t t, uint64_t api, int64_t ret, uint64_t ptr)
+{
+    ana_record r = { .kind = ANA_K_FREE, .tid = tid, .time_ns = t };
+    r.u.free = (ana_rec_free){ .api = api, .ret = ret, .ptr = ptr, .dur_ns = 50 };
+    gen_add(g, &r);
+}
+
+static void gen_meminfo(gen *g, uint64_t tid, uint64_t t, uint64_t free_b, uint64_t total)
+{
+    ana_record r = { .kind = ANA_K_MEMINFO, .tid = tid, .time_ns = t };
+    r.u.meminfo = (ana_rec_meminfo){ 0, free_b, total, ANA_MEMINFO_FAILED_ALLOC };
+    gen_add(g, &r);
+}
+
+static void gen_kernel(gen *g, uint64_t id, const char *name)
+{
+    ana_record r = { .kind = ANA_K_KERNEL, .tid = TID_A, .time_ns = T0 + 50 };
+    r.u.kernel = (ana_rec_kernel){ id, 0x1000 * id, { name, (uint32_t)strlen(name) } };
+    gen_add(g, &r);
+}
+
+static void gen_launch(gen *g, uint64_t t, uint64_t kernel, int64_t ret)
+{
+    ana_record r = { .kind = ANA_K_LAUNCH, .tid = TID_A, .time_ns = t };
+    r.u.launch = (ana_rec_launch){ .api = ANA_API_LAUNCH_KERNEL, .ret = ret, .kernel = kernel,
+                                   .grid_x = 1, .grid_y = 1, .grid_z = 1, .block_x = 128,
+                                   .block_y = 1, .block_z = 1 };
+    gen_add(g, &r);
+}
+
+static void gen_copy(gen *g, uint64_t t, int memset_, uint64_t bytes, uint64_t dir)
+{
+    ana_record r = { .kind = memset_ ? ANA_K_MEMSET : ANA_K_MEMCPY, .tid = TID_A, .time_ns = t };
+    if (memset_)
+        r.u.memset = (ana_rec_memset){ .api = ANA_API_MEMSET, .ptr = 0x1000, .bytes = bytes };
+    else
+        r.u.memcpy = (ana_rec_memcpy){ .api = ANA_API_MEMCPY, .bytes = bytes, .dir = dir };
+    gen_add(g, &r);
+}
+
+static void gen_thread(gen *g, uint64_t tid, const char *name)
+{
+    ana_record r = { .kind = ANA_K_THREAD, .tid = tid, .time_ns = T0 + 5 };
+    r.u.thread = (ana_rec_thread){ tid, { name, (uint32_t)strlen(name) } };
+    gen_add(g, &r);
+}
+
+static void gen_dropped(gen *g, uint64_t tid, uint64_t records, uint64_t bytes)
+{
+    ana_record r = { .kind = ANA_K_DROPPED, .tid = 0, .time_ns = T0 + 9000 };
+    r.u.dropped = (ana_rec_dropped){ tid, records, bytes };
+    gen_add(g, &r);
+}
+
+static void gen_end(gen *g, uint64_t t)
+{
+    ana_record r = { .kind = ANA_K_END, .tid = 0, .time_ns = t };
+    r.u.end = (ana_rec_end){ ANA_END_EXIT, { "", 0 } };
+    gen_add(g, &r);
+}
+
+/* The "basic" program (expected values in tests/cli/test_report.py):
+ *   cudaMalloc 100 @+1000 (stack 1), 200 @+2000 (stack 3), 300 @+3000 (stack 2 = same
+ *   frames as 1, thread B, written first), cudaFree of the 200 @+4000, cudaMalloc 50
+ *   @+5000 (stack 3) -> peak 600 B at +3000 ns; live at the end 450 B in 3 allocations.
+ *   Pinned: cudaMallocHost 1000 @+5500, cudaFreeHost @+5600. A free of an unknown pointer
+ *   and a free of NULL. Kernels: matmul x3, relu_kernel x1 (failed). */
+static void gen_basic_body(gen *g)
+{
+    uint64_t site = (uint64_t)(uintptr_t)&gen_marker_site + 1;
+    uint64_t other = (uint64_t)(uintptr_t)&gen_marker_other + 1;
+    uint64_t s1[2] = { site, 0x10 }, s3[1] = { other };
+
+    gen_thread(g, TID_B, "loader");
+    gen_alloc(g, TID_B, T0 + 3000, ANA_API_MALLOC, 0, 0x3000, 300, 2); /* stack 2 defined later */
+    gen_thread(g, TID_A, "main");
+    gen_stack(g, TID_A, T0 + 900, 1, s1, 2);
+    gen_stack(g, TID_A, T0 + 900, 3, s3, 1);
+    gen_alloc(g, TID_A, T0 + 1000, ANA_API_MALLOC, 0, 0x1000, 100, 1);
+    gen_alloc(g, TID_A, T0 + 2000, ANA_API_MALLOC, 0, 0x2000, 200, 3);
+    gen_flush(g);
+    gen_stack(g, TID_C, T0 + 2500, 2, s1, 2);
+    gen_free(g, TID_A, T0 + 4000, ANA_API_FREE, 0, 0x2000);
+    gen_alloc(g, TID_A, T0 + 5000, ANA_API_MALLOC, 0, 0x4000, 50, 3);
+    gen_alloc(g, TID_A, T0 + 5500, ANA_API_MALLOC_HOST, 0, 0x9000, 1000, 0);
+    gen_free(g, TID_A, T0 + 5600, ANA_API_FREE_HOST, 0, 0x9000);
+    gen_free(g, TID_A, T0 + 5700, ANA_API_FREE, 0, 0xdead0000);
+    gen_free(g, TID_A, T0 + 5800, ANA_API_FREE, 0, 0);
+    gen_kernel(g, 1, "_Z6matmulPKfS0_Pfi");
+    gen_kernel(g, 2, "relu_kernel");
+    gen_launch(g, T0 + 6000, 1, 0);
+    gen_launch(g, T0 + 6100, 1, 0);
+    gen_launch(g, T0 + 6200, 2, 98);
+    gen_launch(g, T0 + 6300, 1, 0);
+    gen_copy(g, T0 + 7000, 0, 4096, 1);
+    gen_copy(g, T0 + 7100, 0, 4096, 1);
+    gen_copy(g, T0 + 7200, 0, 1024, 2);
+    gen_copy(g, T0 + 7300, 1, 512, 0);
+    gen_dropped(g, TID_A, 7, 300);
+    gen_dropped(g, TID_B, 3, 100);
+}
+
+/* "failed": cudaMalloc 1 GiB and 2 GiB succeed; cudaMalloc 8 GiB fails (2) @+3000, the
+ * device then reports 5 GiB free of 8 GiB; the 1 GiB is freed @+4000; cudaMallocAsync
+ * 4 GiB fails (2) @+5000 on thread B, which reports 6 GiB free @+5002; cudaMalloc of
+ * 16 B fails with an unknown code 12345 @+6000 and no memory info. */
+static void gen_failed_body(gen *g)
+{
+    uint64_t other = (uint64_t)(uintptr_t)&gen_marker_other + 1;
+    gen_stack(g, TID_A, T0 + 500, 7, &other, 1);
+    gen_alloc(g, TID_A, T0 + 1000, ANA_API_MALLOC, 0, 0x10000000, 1 * GiB, 0);
+    gen_alloc(g, TID_A, T0 + 2000, ANA_API_MALLOC, 0, 0x50000000, 2 * GiB, 0);
+    gen_alloc(g, TID_A, T0 + 3000, ANA_API_MALLOC, 2, 0, 8 * GiB, 7);
+    gen_meminfo(g, TID_A, T0 + 3001, 5 * GiB, 8 * GiB);
+    gen_free(g, TID_A, T0 + 4000, ANA_API_FREE, 0, 0x10000000);
+    gen_alloc(g, TID_B, T0 + 5000, ANA_API_MALLOC_ASYNC, 2, 0, 4 * GiB, 0);
+    gen_meminfo(g, TID_B, T0 + 5002, 6 * GiB, 8 * GiB);
+    gen_alloc(g, TID_A, T0 + 6000, ANA_API_MALLOC, 12345, 0, 16, 0);
+}
+
+/* "churn": n cudaMalloc of 4096 B on 4 threads, each freed 1000 allocations later, in
+ * chunks of at most 1 MiB: peak 1001 x 4096 B, 1000 allocations live at the end. A size
+ * and speed check for the analyzer (n from the command line, default 1000000). */
+static void gen_churn_body(gen *g, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t tid = TID_A + i % 4, t = T0 + 1000 + 10 * i;
+        gen_alloc(g, tid, t, ANA_API_MALLOC, 0, 0x100000000ull + i * 4096, 4096, 0);
+        if (i >= 1000)
+            gen_free(g, tid, t + 5, ANA_API_FREE, 0, 0x100000000ull + (i - 1000) * 4096);
+        if (g->cb.len > (1u << 20))
+            gen_flush(g);
+    }
+}
+
+static gen gen_open(const char *path)
+{
+    gen g = { .path = path };
+    g.tw = ana_tw_open(path, 3);
+    if (!g.tw)
+        die(path);
+    return g;
+}
+
+static void gen_close(gen *g)
+{
+    gen_flush(g);
+    if (ana_tw_close(g->tw) != 0)
+        die("close");
+    ana_chunkbuf_free(&g->cb);
+}
+
+static uint64_t gen_file_size(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        die(path);
+    return (uint64_t)st.st_size;
+}
+
+static void gen_patch(const char *path, long off, const void *bytes, size_t n)
+{
+    FILE *f = fopen(path, "r+b");
+    if (!f || fseek(f, off, SEEK_SET) != 0 || fwrite(bytes, 1, n, f) != n || fclose(f) != 0)
+        die(path);
+}
+
+/* Appends the first `keep` bytes of a chunk (an ALLOC and the END) numbered seq to out:
+ * what a process killed in the middle of a write(2) leaves. keep = 0: half the chunk. */
+static uint64_t gen_torn_tail(const char *out, uint64_t seq, size_t keep)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tail", out);
+    gen t = gen_open(tmp);
+    gen_alloc(&t, TID_A, T0 + 9500, ANA_API_MALLOC, 0, 0x7000, 1 << 20, 0);
+    gen_end(&t, T0 + 10000);
+    gen_close(&t);
+    uint64_t size = gen_file_size(tmp) - ANA_HEADER_SIZE;
+    uint8_t *chunk = malloc(size);
+    FILE *f = fopen(tmp, "rb");
+    if (!chunk || !f || fseek(f, ANA_HEADER_SIZE, SEEK_SET) != 0 || fread(chunk, 1, size, f) != size)
+        die(tmp);
+    fclose(f);
+    unlink(tmp);
+    uint32_t seq32 = (uint32_t)seq;
+    memcpy(chunk + 12, &seq32, 4);
+    if (!keep || keep >= size)
+        keep = size / 2;
+    f = fopen(out, "ab");
+    if (!f || fwrite(chunk, 1, keep, f) != keep || fclose(f) != 0)
+        die(out);
+    free(chunk);
+    return keep;
+}
+
+static int gen_scenario(const char *name, const char *out, uint64_t n)
+{
+    gen g = gen_open(out);
+    gen_header(&g, name);
+    if (!strcmp(name, "churn")) {
+        gen_churn_body(&g, n);
+        gen_end(&g, T0 + 1000 + 10 * n + 10);
+        gen_close(&g);
+        return 0;
+    }
+    if (!strcmp(name, "empty")) {
+        ana_chunkbuf_reset(&g.cb); /* the header and no chunk at all */
+        gen_close(&g);
+        return 0;
+    }
+    if (!strcmp(name, "failed")) {
+        gen_failed_body(&g);
+        gen_end(&g, T0 + 10000);
+        gen_close(&g);
+        return 0;
+    }
+    if (!strcmp(name, "unknown-kind")) {
+        gen_unknown(&g, TID_A, 200, 17);
+        gen_unknown(&g, TID_B, 4000, 0);
+    }
+    gen_basic_body(&g);
+    if (!strcmp(name, "truncated") || !strncmp(name, "torn", 4)) {
+        gen_flush(&g);
+        uint64_t chunks = ana_tw_chunks(g.tw);
+        gen_close(&g);
+        uint64_t whole = gen_file_size(out);
+        if (!strncmp(name, "torn", 4)) {
+            uint64_t torn = gen_torn_tail(out, chunks, !strcmp(name, "torn-header") ? 10 : 0);
+            printf("torn_bytes=%llu\n", (unsigned long long)torn);
+        }
+        printf("complete_bytes=%llu\n", (unsigned long long)whole);
+        return 0;
+    }
+    gen_end(&g, T0 + 10000);
+    gen_close(&g);
+    if (!strcmp(name, "newer-major")) {
+        uint8_t major[2] = { ANA_FORMAT_MAJOR + 1, 0 };
+        gen_patch(out, 8, major, 2);
+    } else if (!strcmp(name, "corrupt")) {
+        uint8_t junk[8] = { 0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef };
+        gen_patch(out, ANA_HEADER_SIZE + ANA_CHUNK_HEADER_SIZE + 8, junk, sizeof(junk));
+        printf("chunk_offset=%d\n", ANA_HEADER_SIZE);
+    } else if (strcmp(name, "basic") != 0 && strcmp(name, "unknown-kind") != 0) {
+        unlink(out);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *const gen_scenarios[] = {
+    "basic", "failed", "empty", "truncated", "torn", "torn-header", "unknown-kind",
+    "newer-major", "corrupt", "churn",
+};
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && !strcmp(argv[1], "--list")) {
+        for (size_t i = 0; i < sizeof(gen_scenarios) / sizeof(gen_scenarios[0]); i++)
+            puts(gen_scenarios[i]);
+        return 0;
+    }
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: gen_trace SCENARIO OUT [N]   (gen_trace --list)\n");
+        return 2;
+    }
+    uint64_t n = argc == 4 ? strtoull(argv[3], NULL, 10) : 1000000;
+    if (gen_scenario(argv[1], argv[2], n) != 0) {
+        fprintf(stderr, "gen_trace: unknown scenario '%s' (gen_trace --list)\n", argv[1]);
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,131 @@
+/* Small pure pieces of the analyzer: CUDA error names, the hash map, the stack table,
+ * sizes, JSON escaping, demangling. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_error.h"
+#include "json.h"
+#include "stacks.h"
+#include "u64map.h"
+#include "util.h"
+
+Test(cuda_error, names)
+{
+    char buf[32];
+    cr_expect_str_eq(ana_cuda_error_name(0), "cudaSuccess");
+    cr_expect_str_eq(ana_cuda_error_name(1), "cudaErrorInvalidValue");
+    cr_expect_str_eq(ana_cuda_error_name(2), "cudaErrorMemoryAllocation");
+    cr_expect_str_eq(ana_cuda_error_name(35), "cudaErrorInsufficientDriver");
+    cr_expect_str_eq(ana_cuda_error_name(98), "cudaErrorInvalidDeviceFunction");
+    cr_expect_str_eq(ana_cuda_error_name(100), "cudaErrorNoDevice");
+    cr_expect_str_eq(ana_cuda_error_name(101), "cudaErrorInvalidDevice");
+    cr_expect_str_eq(ana_cuda_error_name(400), "cudaErrorInvalidResourceHandle");
+    cr_expect_str_eq(ana_cuda_error_name(999), "cudaErrorUnknown");
+    cr_expect_null(ana_cuda_error_name(12345));
+    cr_expect_null(ana_cuda_error_name(-1));
+    cr_expect_str_eq(ana_cuda_error_describe(12345, buf, sizeof(buf)), "error 12345");
+    cr_expect_str_eq(ana_cuda_error_describe(2, buf, sizeof(buf)), "cudaErrorMemoryAllocation");
+}
+
+Test(u64map, put_get_delete_under_churn)
+{
+    ana_u64map m;
+    uint64_t v;
+    ana_u64map_init(&m);
+    for (uint64_t i = 0; i < 10000; i++)
+        ana_u64map_put(&m, i * 4096, i);
+    for (uint64_t i = 0; i < 10000; i += 2)
+        cr_assert(ana_u64map_del(&m, i * 4096, NULL));
+    cr_expect_eq(m.n, 5000);
+    for (uint64_t i = 0; i < 10000; i++) {
+        int found = ana_u64map_get(&m, i * 4096, &v);
+        cr_assert_eq(found, (int)(i & 1), "key %llu", (unsigned long long)i);
+        if (found)
+            cr_assert_eq(v, i);
+    }
+    ana_u64map_put(&m, 0, 42); /* key 0 is a key like any other */
+    cr_expect(ana_u64map_get(&m, 0, &v) && v == 42);
+    cr_expect(!ana_u64map_del(&m, 12345, NULL));
+    ana_u64map_free(&m);
+}
+
+Test(stacks, identical_frames_merge_to_the_smallest_id)
+{
+    ana_stacks s;
+    uint64_t a[] = { 1, 2, 3 }, b[] = { 1, 2, 4 };
+    const uint64_t *ip;
+    ana_stacks_init(&s);
+    ana_stacks_add(&s, 9, a, 3);
+    ana_stacks_add(&s, 4, a, 3);
+    ana_stacks_add(&s, 5, b, 3);
+    ana_stacks_add(&s, 4, b, 3); /* a second definition of 4 is ignored */
+    ana_stacks_resolve(&s);
+    cr_expect_eq(ana_stacks_canon(&s, 9), 4);
+    cr_expect_eq(ana_stacks_canon(&s, 4), 4);
+    cr_expect_eq(ana_stacks_canon(&s, 5), 5);
+    cr_expect_eq(ana_stacks_canon(&s, 77), 77); /* undefined: itself, no frames */
+    cr_expect_eq(ana_stacks_frames(&s, 77, &ip), 0);
+    cr_expect_eq(ana_stacks_canon(&s, 0), 0);
+    cr_assert_eq(ana_stacks_frames(&s, 9, &ip), 3);
+    cr_expect_eq(ip[2], 3);
+    ana_stacks_free(&s);
+}
+
+Test(util, sizes)
+{
+    uint64_t v;
+    cr_expect(ana_parse_size("16GiB", &v) == 0 && v == 16ull << 30);
+    cr_expect(ana_parse_size("512M", &v) == 0 && v == 512ull << 20);
+    cr_expect(ana_parse_size("1.5 gb", &v) == 0 && v == 1500000000ull);
+    cr_expect(ana_parse_size("1000000000", &v) == 0 && v == 1000000000ull);
+    cr_expect(ana_parse_size("0", &v) != 0);
+    cr_expect(ana_parse_size("lots", &v) != 0);
+    cr_expect(ana_parse_size("12Q", &v) != 0);
+    cr_expect(ana_parse_size("99999999999999999999", &v) != 0);
+    cr_expect(ana_parse_uint("42", 100, &v) == 0 && v == 42);
+    cr_expect(ana_parse_uint("420", 100, &v) != 0);
+    cr_expect(ana_parse_uint("-1", 100, &v) != 0);
+    cr_expect(ana_parse_uint("", 100, &v) != 0);
+}
+
+Test(util, formatting_and_demangling)
+{
+    char buf[32];
+    ana_fmt_bytes(600, buf, sizeof(buf));
+    cr_expect_str_eq(buf, "600 B");
+    ana_fmt_bytes(3ull << 30, buf, sizeof(buf));
+    cr_expect_str_eq(buf, "3.00 GiB");
+    ana_fmt_ns(3000, buf, sizeof(buf));
+    cr_expect_str_eq(buf, "3.000 us");
+    char *d = ana_demangle("_Z6matmulPKfS0_Pfi");
+    cr_expect_str_eq(d, "matmul(float const*, float const*, float*, int)");
+    free(d);
+    cr_expect_null(ana_demangle("relu_kernel"));
+    cr_expect_null(ana_demangle("_Znot valid"));
+}
+
+Test(json, escapes_and_repairs_utf8)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    ana_json j;
+    ana_json_init(&j, f);
+    ana_json_obj_begin(&j);
+    ana_json_kstr(&j, "s", "a\"b\\c\n\x01\xff\xc3\xa9");
+    ana_json_key(&j, "a");
+    ana_json_arr_begin(&j);
+    ana_json_u64(&j, 1);
+    ana_json_null(&j);
+    ana_json_arr_end(&j);
+    ana_json_key(&j, "e");
+    ana_json_arr_begin(&j);
+    ana_json_arr_end(&j);
+    ana_json_obj_end(&j);
+    ana_json_finish(&j);
+    fclose(f);
+    cr_expect_str_eq(out, "{\n  \"s\": \"a\\\"b\\\\c\\n\\u0001\\ufffd\xc3\xa9\",\n"
+                          "  \"a\": [\n    1,\n    null\n  ],\n  \"e\": []\n}\n");
+    free(out);
+}
