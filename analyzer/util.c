@@ -94,62 +94,6 @@ void ana_fmt_ns(uint64_t ns, char *buf, size_t cap)
         snprintf(buf, cap, "%llu ns", (unsigned long long)ns);
 }
 
-static const struct {
-    const char *suffix;
-    uint64_t mult;
-} size_units[] = {
-    { "", 1 },          { "b", 1 },
-    { "k", 1ull << 10 }, { "kib", 1ull << 10 }, { "kb", 1000ull },
-    { "m", 1ull << 20 }, { "mib", 1ull << 20 }, { "mb", 1000000ull },
-    { "g", 1ull << 30 }, { "gib", 1ull << 30 }, { "gb", 1000000000ull },
-    { "t", 1ull << 40 }, { "tib", 1ull << 40 }, { "tb", 1000000000000ull },
-};
-
-static int ana_size_mult(const char *p, uint64_t *mult)
-{
-    size_t n = strlen(p);
-    while (n > 0 && isspace((unsigned char)p[n - 1]))
-        n--;
-    for (size_t i = 0; i < sizeof(size_units) / sizeof(size_units[0]); i++) {
-        if (strlen(size_units[i].suffix) == n && strncasecmp(p, size_units[i].suffix, n) == 0) {
-            *mult = size_units[i].mult;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-int ana_parse_size(const char *text, uint64_t *out)
-{
-    const char *p = text;
-    uint64_t whole = 0, frac_num = 0, frac_den = 1, mult;
-    if (!p || !isdigit((unsigned char)*p))
-        return -1;
-    for (; isdigit((unsigned char)*p); p++) {
-        if (whole > (UINT64_MAX - 9) / 10)
-            return -1;
-        whole = whole * 10 + (uint64_t)(*p - '0');
-    }
-    if (*p == '.') {
-        if (!isdigit((unsigned char)*++p))
-            return -1;
-        for (; isdigit((unsigned char)*p); p++) {
-            if (frac_den < 1000000000ull) {
-                frac_num = frac_num * 10 + (uint64_t)(*p - '0');
-                frac_den *= 10;
-            }
-        }
-    }
-    while (isspace((unsigned char)*p))
-        p++;
-    if (ana_size_mult(p, &mult) != 0 || whole > UINT64_MAX / mult)
-        return -1;
-    uint64_t bytes = whole * mult + (uint64_t)((long double)frac_num * mult / frac_den);
-    if (bytes < whole * mult || bytes == 0)
-        return -1;
-    *out = bytes;
-    return 0;
-}
 
 int ana_parse_uint(const char *text, uint64_t max, uint64_t *out)
 {

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "size.h" /* ana_parse_size, shared with the simulated device */
+
 /* Exit statuses of every subcommand (documented in `anatomist --help`). */
 #define ANA_EXIT_OK 0
 #define ANA_EXIT_FAIL 1 /* the profiled program failed, or a threshold was exceeded */
@@ -28,11 +30,6 @@ void ana_grow(void **arr, size_t *cap, size_t need, size_t elem);
 void ana_fmt_bytes(uint64_t bytes, char *buf, size_t cap);
 /* "1.234 s", "12.3 ms", "850 ns". */
 void ana_fmt_ns(uint64_t ns, char *buf, size_t cap);
-
-/* Parses "<number>[.<fraction>][suffix]" (K/M/G/T and KiB.. binary, KB/MB/GB/TB decimal,
- * B or nothing = bytes; case-insensitive) — the grammar of ANATOMIST_SIM_MEMORY.
- * Returns 0, or -1 for zero, overflow or garbage. */
-int ana_parse_size(const char *text, uint64_t *out);
 
 /* Parses a non-negative decimal integer that fits in max. Returns 0 or -1. */
 int ana_parse_uint(const char *text, uint64_t max, uint64_t *out);

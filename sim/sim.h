@@ -61,8 +61,6 @@ void ana_sim_unlock(void);
 /* Locks and initialises on first use (reads ANATOMIST_SIM_MEMORY). */
 void ana_sim_enter(void);
 #define ana_sim_leave ana_sim_unlock
-/* Parses a size with optional suffix; returns 0 and sets *out on success. */
-int ana_sim_parse_size(const char *text, uint64_t *out);
 uint64_t ana_sim_capacity_locked(void);
 uint64_t ana_sim_now_ns(void);
 int ana_sim_current_device(void);
