@@ -23,6 +23,20 @@ cudaError_t ana_missing(const char *name);
         return ana_missing(#name);                                                \
     cudaError_t(*const real) params = real_ptr
 
+/* Defines the exported wrapper `name`: resolve, bracket, call, record, return. `record`
+ * is a statement that may use `c` (the bracket) and `r` (what the real call returned). */
+#define ANA_HOOK(name, params, args, record)  \
+    ANA_EXPORT cudaError_t name params        \
+    {                                         \
+        ANA_REAL(name, params);               \
+        ana_call c;                           \
+        if (!ana_enter(&c))                   \
+            return real args;                 \
+        cudaError_t r = real args;            \
+        record;                               \
+        return r;                             \
+    }
+
 /* Record builders: each ends the bracket (ana_leave), preserving the errno the real call
  * left. */
 void ana_rec_alloc_done(ana_call *c, uint32_t api, cudaError_t r, void **p, size_t size,

@@ -40,26 +40,14 @@ ANA_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun
 #define LAUNCH_PARAMS (const void *f, dim3 g, dim3 b, void **a, size_t sh, cudaStream_t s)
 #define STUB_PARAMS (cudaKernel_t k, dim3 g, dim3 b, void **a, size_t sh, cudaStream_t s)
 
-#define LAUNCH_HOOK(name, api, params, kernel_id)                          \
-    ANA_EXPORT cudaError_t name params                                      \
-    {                                                                       \
-        ANA_REAL(name, params);                                             \
-        ana_call c;                                                         \
-        if (!ana_enter(&c))                                                 \
-            return real(f_or_k, g, b, a, sh, s);                            \
-        cudaError_t r = real(f_or_k, g, b, a, sh, s);                       \
-        ana_rec_launch_done(&c, api, r, kernel_id, g, b, sh, s);            \
-        return r;                                                           \
-    }
+#define LAUNCH_HOOK(name, api, params, first, kernel_id)          \
+    ANA_HOOK(name, params, (first, g, b, a, sh, s),               \
+             ana_rec_launch_done(&c, api, r, kernel_id, g, b, sh, s))
 
-#define f_or_k f
-LAUNCH_HOOK(cudaLaunchKernel, ANA_API_LAUNCH_KERNEL, LAUNCH_PARAMS, ana_kernel_id_of_fn(f))
-LAUNCH_HOOK(cudaLaunchKernel_ptsz, ANA_API_LAUNCH_KERNEL_PTSZ, LAUNCH_PARAMS, ana_kernel_id_of_fn(f))
-#undef f_or_k
-#define f_or_k k
-LAUNCH_HOOK(__cudaLaunchKernel, ANA_API_STUB_LAUNCH_KERNEL, STUB_PARAMS, ana_kernel_id_of_handle(k))
-LAUNCH_HOOK(__cudaLaunchKernel_ptsz, ANA_API_STUB_LAUNCH_KERNEL_PTSZ, STUB_PARAMS, ana_kernel_id_of_handle(k))
-#undef f_or_k
+LAUNCH_HOOK(cudaLaunchKernel, ANA_API_LAUNCH_KERNEL, LAUNCH_PARAMS, f, ana_kernel_id_of_fn(f))
+LAUNCH_HOOK(cudaLaunchKernel_ptsz, ANA_API_LAUNCH_KERNEL_PTSZ, LAUNCH_PARAMS, f, ana_kernel_id_of_fn(f))
+LAUNCH_HOOK(__cudaLaunchKernel, ANA_API_STUB_LAUNCH_KERNEL, STUB_PARAMS, k, ana_kernel_id_of_handle(k))
+LAUNCH_HOOK(__cudaLaunchKernel_ptsz, ANA_API_STUB_LAUNCH_KERNEL_PTSZ, STUB_PARAMS, k, ana_kernel_id_of_handle(k))
 
 #define EXC_HOOK(name, api)                                                                   \
     ANA_EXPORT cudaError_t name(const cudaLaunchConfig_t *cfg, const void *f, void **a)        \

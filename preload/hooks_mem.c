@@ -4,17 +4,8 @@
 
 #include <errno.h>
 
-#define ALLOC_HOOK(name, api, params, args, ptrp, size, stream, flags)   \
-    ANA_EXPORT cudaError_t name params                                    \
-    {                                                                     \
-        ANA_REAL(name, params);                                           \
-        ana_call c;                                                       \
-        if (!ana_enter(&c))                                               \
-            return real args;                                             \
-        cudaError_t r = real args;                                        \
-        ana_rec_alloc_done(&c, api, r, ptrp, size, stream, flags);        \
-        return r;                                                         \
-    }
+#define ALLOC_HOOK(name, api, params, args, ptrp, size, stream, flags) \
+    ANA_HOOK(name, params, args, ana_rec_alloc_done(&c, api, r, ptrp, size, stream, flags))
 
 ALLOC_HOOK(cudaMalloc, ANA_API_MALLOC, (void **p, size_t n), (p, n), p, n, 0, 0)
 ALLOC_HOOK(cudaMallocAsync, ANA_API_MALLOC_ASYNC, (void **p, size_t n, cudaStream_t s), (p, n, s), p, n, s, 0)
@@ -39,34 +30,16 @@ ANA_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t width, si
     return r;
 }
 
-#define FREE_HOOK(name, api, params, args, ptr, stream)      \
-    ANA_EXPORT cudaError_t name params                        \
-    {                                                         \
-        ANA_REAL(name, params);                               \
-        ana_call c;                                           \
-        if (!ana_enter(&c))                                   \
-            return real args;                                 \
-        cudaError_t r = real args;                            \
-        ana_rec_free_done(&c, api, r, ptr, stream);           \
-        return r;                                             \
-    }
+#define FREE_HOOK(name, api, params, args, ptr, stream) \
+    ANA_HOOK(name, params, args, ana_rec_free_done(&c, api, r, ptr, stream))
 
 FREE_HOOK(cudaFree, ANA_API_FREE, (void *p), (p), p, 0)
 FREE_HOOK(cudaFreeAsync, ANA_API_FREE_ASYNC, (void *p, cudaStream_t s), (p, s), p, s)
 FREE_HOOK(cudaFreeAsync_ptsz, ANA_API_FREE_ASYNC, (void *p, cudaStream_t s), (p, s), p, s)
 FREE_HOOK(cudaFreeHost, ANA_API_FREE_HOST, (void *p), (p), p, 0)
 
-#define COPY_HOOK(name, api, params, args, dst, src, bytes, dir, stream)   \
-    ANA_EXPORT cudaError_t name params                                      \
-    {                                                                       \
-        ANA_REAL(name, params);                                             \
-        ana_call c;                                                         \
-        if (!ana_enter(&c))                                                 \
-            return real args;                                               \
-        cudaError_t r = real args;                                          \
-        ana_rec_memcpy_done(&c, api, r, dst, src, bytes, dir, stream);      \
-        return r;                                                           \
-    }
+#define COPY_HOOK(name, api, params, args, dst, src, bytes, dir, stream) \
+    ANA_HOOK(name, params, args, ana_rec_memcpy_done(&c, api, r, dst, src, bytes, dir, stream))
 
 #define MC_PARAMS (void *d, const void *s, size_t n, enum cudaMemcpyKind k)
 #define MCA_PARAMS (void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st)
@@ -93,17 +66,8 @@ COPY_HOOK(cudaMemcpyPeerAsync, ANA_API_MEMCPY_PEER_ASYNC,
           (void *d, int dd, const void *s, int sd, size_t n, cudaStream_t st), (d, dd, s, sd, n, st), d, s, n,
           cudaMemcpyDeviceToDevice, st)
 
-#define SET_HOOK(name, api, params, args, ptr, value, bytes, stream)   \
-    ANA_EXPORT cudaError_t name params                                  \
-    {                                                                   \
-        ANA_REAL(name, params);                                         \
-        ana_call c;                                                     \
-        if (!ana_enter(&c))                                             \
-            return real args;                                           \
-        cudaError_t r = real args;                                      \
-        ana_rec_memset_done(&c, api, r, ptr, value, bytes, stream);     \
-        return r;                                                       \
-    }
+#define SET_HOOK(name, api, params, args, ptr, value, bytes, stream) \
+    ANA_HOOK(name, params, args, ana_rec_memset_done(&c, api, r, ptr, value, bytes, stream))
 
 SET_HOOK(cudaMemset, ANA_API_MEMSET, (void *p, int v, size_t n), (p, v, n), p, v, n, 0)
 SET_HOOK(cudaMemset_ptds, ANA_API_MEMSET, (void *p, int v, size_t n), (p, v, n), p, v, n, 0)

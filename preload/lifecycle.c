@@ -29,28 +29,30 @@ static _Atomic int warnings;
 static int forked_child;
 static __thread int tls_busy __attribute__((tls_model("initial-exec")));
 
+/* One line "anatomist: ..." on stderr in a single write (no stdio state touched);
+ * errno is left as it was. */
 static void vsay(const char *fmt, va_list ap)
 {
+    int e = errno;
     char buf[1024];
     int n = snprintf(buf, sizeof(buf), "anatomist: ");
     n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
     if (n > (int)sizeof(buf) - 2)
         n = (int)sizeof(buf) - 2;
     buf[n++] = '\n';
-    ssize_t w = write(STDERR_FILENO, buf, (size_t)n); /* one write: no stdio state touched */
+    ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
     (void)w;
+    errno = e;
 }
 
 void ana_warn(const char *fmt, ...)
 {
     if (atomic_fetch_add(&warnings, 1) >= 8)
         return;
-    int e = errno;
     va_list ap;
     va_start(ap, fmt);
     vsay(fmt, ap);
     va_end(ap);
-    errno = e;
 }
 
 void ana_disable(const char *fmt, ...)
@@ -59,20 +61,9 @@ void ana_disable(const char *fmt, ...)
     atomic_store(&session, S_OFF);
     if (atomic_exchange(&said_disabled, 1))
         return;
-    int e = errno;
     va_list ap;
     va_start(ap, fmt);
     vsay(fmt, ap);
-    va_end(ap);
-    errno = e;
-}
-
-static void warn_cb(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (atomic_fetch_add(&warnings, 1) < 8)
-        vsay(fmt, ap);
     va_end(ap);
 }
 
@@ -160,7 +151,7 @@ static void atfork_child(void)
 
 __attribute__((constructor)) static void ana_init(void)
 {
-    ana_config_load(&ana_cfg, NULL, warn_cb);
+    ana_config_load(&ana_cfg, NULL, ana_warn);
     if (ana_cfg.disable)
         return;
     ana_modules_find_self((const void *)ana_init, &ana_self_lo, &ana_self_hi);

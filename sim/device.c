@@ -79,21 +79,18 @@ uint64_t ana_sim_capacity_locked(void) { return capacity; }
 
 /* ---- devices -------------------------------------------------------------------- */
 
-ANA_SIM_API cudaError_t cudaGetDeviceCount(int *count)
+/* *out = v for the "get one int" entry points; NULL is cudaErrorInvalidValue. */
+static cudaError_t put_int(int *out, int v)
 {
-    if (!count)
+    if (!out)
         return ana_sim_ret(cudaErrorInvalidValue);
-    *count = 1;
+    *out = v;
     return cudaSuccess;
 }
 
-ANA_SIM_API cudaError_t cudaGetDevice(int *device)
-{
-    if (!device)
-        return ana_sim_ret(cudaErrorInvalidValue);
-    *device = 0;
-    return cudaSuccess;
-}
+ANA_SIM_API cudaError_t cudaGetDeviceCount(int *count) { return put_int(count, 1); }
+
+ANA_SIM_API cudaError_t cudaGetDevice(int *device) { return put_int(device, 0); }
 
 ANA_SIM_API cudaError_t cudaSetDevice(int device)
 {
@@ -342,21 +339,9 @@ ANA_SIM_API cudaError_t cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit)
     return cudaSuccess;
 }
 
-ANA_SIM_API cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
-{
-    if (!runtimeVersion)
-        return ana_sim_ret(cudaErrorInvalidValue);
-    *runtimeVersion = ANA_SIM_CUDA_VERSION;
-    return cudaSuccess;
-}
+ANA_SIM_API cudaError_t cudaRuntimeGetVersion(int *runtimeVersion) { return put_int(runtimeVersion, ANA_SIM_CUDA_VERSION); }
 
-ANA_SIM_API cudaError_t cudaDriverGetVersion(int *driverVersion)
-{
-    if (!driverVersion)
-        return ana_sim_ret(cudaErrorInvalidValue);
-    *driverVersion = ANA_SIM_CUDA_VERSION;
-    return cudaSuccess;
-}
+ANA_SIM_API cudaError_t cudaDriverGetVersion(int *driverVersion) { return put_int(driverVersion, ANA_SIM_CUDA_VERSION); }
 
 /* ---- whole-device operations ----------------------------------------------------- */
 

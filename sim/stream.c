@@ -102,6 +102,20 @@ void ana_sim_stream_reset_locked(void)
 
 /* ---- streams --------------------------------------------------------------------- */
 
+/* Registers a new stream or event object and hands it out as *out; frees it on failure. */
+static cudaError_t add_handle(struct ana_sim_map *map, void *obj, void **out)
+{
+    ana_sim_enter();
+    int rc = ana_sim_map_put(map, obj, obj);
+    ana_sim_leave();
+    if (rc != 0) {
+        free(obj);
+        return ana_sim_ret(cudaErrorMemoryAllocation);
+    }
+    *out = obj;
+    return cudaSuccess;
+}
+
 ANA_SIM_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream,
                                                      unsigned int flags, int priority)
 {
@@ -117,15 +131,7 @@ ANA_SIM_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream,
     s->flags = flags;
     s->priority = priority;
     s->blocking = !(flags & cudaStreamNonBlocking);
-    ana_sim_enter();
-    int rc = ana_sim_map_put(&streams, s, s);
-    ana_sim_leave();
-    if (rc != 0) {
-        free(s);
-        return ana_sim_ret(cudaErrorMemoryAllocation);
-    }
-    *pStream = (cudaStream_t)(void *)s;
-    return cudaSuccess;
+    return add_handle(&streams, s, (void **)pStream);
 }
 
 ANA_SIM_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
@@ -290,15 +296,7 @@ ANA_SIM_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned in
     if (!e)
         return ana_sim_ret(cudaErrorMemoryAllocation);
     e->flags = flags;
-    ana_sim_enter();
-    int rc = ana_sim_map_put(&events, e, e);
-    ana_sim_leave();
-    if (rc != 0) {
-        free(e);
-        return ana_sim_ret(cudaErrorMemoryAllocation);
-    }
-    *event = (cudaEvent_t)(void *)e;
-    return cudaSuccess;
+    return add_handle(&events, e, (void **)event);
 }
 
 ANA_SIM_API cudaError_t cudaEventCreate(cudaEvent_t *event)

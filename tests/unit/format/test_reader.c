@@ -59,6 +59,16 @@ static uint64_t write_sample(const char *path, int with_end, uint64_t chunk_ends
     return chunk_ends[2];
 }
 
+static uint8_t *slurp(const char *path, uint64_t size)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    uint8_t *data = malloc(size);
+    cr_assert_eq(fread(data, 1, size, f), size);
+    fclose(f);
+    return data;
+}
+
 struct counts { int alloc, free, launch, end, other; uint64_t size_sum, last_free_t; int bad_tid; };
 
 /* Returns the reader's final status (0 end, -1 error). */
@@ -114,10 +124,7 @@ Test(reader, every_truncation_is_a_clean_end_with_whole_chunks)
     tmpname(path, sizeof(path));
     uint64_t ends[3];
     uint64_t size = write_sample(path, 1, ends);
-    FILE *f = fopen(path, "rb");
-    uint8_t *data = malloc(size);
-    cr_assert_eq(fread(data, 1, size, f), size);
-    fclose(f);
+    uint8_t *data = slurp(path, size);
     snprintf(cut, sizeof(cut), "%s.cut", path);
     for (uint64_t len = ANA_HEADER_SIZE; len <= size; len++) {
         FILE *o = fopen(cut, "wb");
@@ -151,10 +158,7 @@ Test(reader, flipped_bytes_never_crash)
     tmpname(path, sizeof(path));
     uint64_t ends[3];
     uint64_t size = write_sample(path, 1, ends);
-    FILE *f = fopen(path, "rb");
-    uint8_t *data = malloc(size);
-    cr_assert_eq(fread(data, 1, size, f), size);
-    fclose(f);
+    uint8_t *data = slurp(path, size);
     snprintf(bad, sizeof(bad), "%s.bad", path);
     srand(12345);
     int errors = 0;
