@@ -162,6 +162,28 @@ static void ana_run_prepend(const char *var, const char *value)
     free(s);
 }
 
+/* The trace's directory must exist and be writable: better to say so now than to run a
+ * long job that leaves no trace. (%-escapes may only appear in the file name part.) */
+static int ana_run_check_outdir(const char *pattern)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(pattern, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == pattern)
+        snprintf(dir, sizeof(dir), "/");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - pattern), pattern);
+    if (strchr(dir, '%'))
+        return 0; /* expanded per process by the preload; it reports problems itself */
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "anatomist: cannot write the trace into %s: %s; create it or choose "
+                        "another place with -o\n", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 typedef struct ana_run_env {
     char preload[PATH_MAX], simdir[PATH_MAX];
     const char *pattern;
@@ -182,7 +204,7 @@ static int ana_run_locate(const ana_run_opts *o, ana_run_env *env)
     }
     const char *user = getenv("ANATOMIST_OUTPUT");
     env->pattern = o->output ? o->output : user && *user ? user : ANA_DEFAULT_OUTPUT;
-    return 0;
+    return ana_run_check_outdir(env->pattern);
 }
 
 /* In the child, between fork and exec. */

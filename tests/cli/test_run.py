@@ -123,6 +123,15 @@ class Statuses(RunTest):
         self.assertIn("libanatomist.so is missing", p.stderr)
         self.assertIn("scripts/build", p.stderr)
 
+    def test_output_directory_missing(self):
+        marker = self.path("ran")
+        p = run([self.exe, "run", "-o", self.path("no/such/dir/t.anat"), "--", "touch", marker],
+                env=self.env)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("cannot write the trace into", p.stderr)
+        self.assertIn("no/such/dir", p.stderr)
+        self.assertFalse(os.path.exists(marker), "the program is not started")
+
 
 class Messages(RunTest):
     def test_trace_written(self):
