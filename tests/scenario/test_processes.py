@@ -10,7 +10,7 @@ import unittest
 from common import ANATOMIST, PRELOAD, SIM_LIB, anatomist, clean_env, report_json, sample, tmpdir
 
 FLUSH_MS = 100
-SLACK_MS = 150  # scheduling and compression time on a loaded 2-core machine
+SLACK_MS = 400  # scheduling and compression time on a loaded 2-core machine
 
 
 class SigkillLeavesATrace(unittest.TestCase):
@@ -21,7 +21,7 @@ class SigkillLeavesATrace(unittest.TestCase):
         p = subprocess.Popen([sample("alloc_loop"), "3"], env=env, stdout=subprocess.PIPE, text=True)
         seen = []
         deadline = time.monotonic() + 30
-        while len(seen) < 300 and time.monotonic() < deadline:
+        while len(seen) < 400 and time.monotonic() < deadline:
             line = p.stdout.readline()
             if line.startswith("alloc "):
                 _, i, size, t_ns = line.split()
@@ -31,7 +31,7 @@ class SigkillLeavesATrace(unittest.TestCase):
         p.wait()
         p.stdout.close()
         self.assertEqual(p.returncode, -signal.SIGKILL)
-        self.assertGreaterEqual(len(seen), 300)
+        self.assertGreaterEqual(len(seen), 400)
 
         rep = report_json(trace)
         self.assertIn(rep["trace"]["ended"], ("truncated", "torn"))
