@@ -7,7 +7,8 @@ import subprocess
 import time
 import unittest
 
-from common import ANATOMIST, PRELOAD, SIM_LIB, anatomist, clean_env, report_json, sample, tmpdir
+from common import (PRELOAD, SIM_LIB, anatomist, clean_env, info_json, ledger, report_json, run,
+                    sample, tmpdir)
 
 FLUSH_MS = 100
 SLACK_MS = 400  # scheduling and compression time on a loaded 2-core machine
@@ -61,6 +62,49 @@ class ForkedChildren(unittest.TestCase):
         self.assertEqual(child["trace"]["ended"], "exit")
         self.assertEqual(parent["allocations"]["by_api"]["cudaMalloc"]["bytes"], 1000)
         self.assertEqual(parent["memory"]["live_at_end_bytes"], 0)
+
+
+class ManyThreads(unittest.TestCase):
+    def test_every_call_of_every_thread_is_recorded_or_counted_as_dropped(self):
+        threads, iters = 8, 20000
+        trace = os.path.join(tmpdir(), "threads.anat")
+        r = run([sample("threads_alloc"), str(threads), str(iters)],
+                env=clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=PRELOAD, ANATOMIST_OUTPUT=trace),
+                timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        led = ledger(r.stdout)
+        info = info_json(trace)
+        rec = info["records"]
+        made = led["alloc_calls"] + led["free_calls"] + led["launches"]
+        self.assertEqual(made, 3 * threads * iters)
+        self.assertEqual(rec["alloc"] + rec["free"] + rec["launch"] + info["dropped"], made)
+        # One THREAD record per thread that recorded: the workers (main made no call after
+        # registration, which records nothing but starts the trace).
+        self.assertEqual(rec["thread"], threads)
+        self.assertEqual(info["ended"], "exit")
+        if info["dropped"] == 0:
+            rep = report_json(trace)
+            self.assertEqual(rep["allocations"]["by_api"]["cudaMalloc"]["calls"], threads * iters)
+            self.assertEqual(rep["allocations"]["by_api"]["cudaMalloc"]["bytes"],
+                             sum((256 + t) * iters for t in range(threads)))
+            self.assertEqual(rep["memory"]["live_at_end_bytes"], 0)
+            self.assertEqual(rep["launches"], threads * iters)
+
+
+class DlopenedModules(unittest.TestCase):
+    def test_a_library_loaded_later_is_in_the_module_map_and_symbolized(self):
+        from common import BUILD
+        plugin = os.path.join(BUILD, "tests", "libana_test_plugin.so")
+        trace = os.path.join(tmpdir(), "dl.anat")
+        r = run([os.path.join(BUILD, "tests", "scenario_dlopen_probe"), plugin, "31337"],
+                env=clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=PRELOAD, ANATOMIST_OUTPUT=trace))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rep = report_json(trace)
+        leaks = [l for l in rep["memory"]["leaks"] if l["bytes"] == 31337]
+        self.assertEqual(len(leaks), 1, rep["memory"]["leaks"])
+        top = leaks[0]["stack"][0]
+        self.assertEqual(top["function"], "plugin_alloc")
+        self.assertEqual(os.path.realpath(top["module"]), os.path.realpath(plugin))
 
 
 if __name__ == "__main__":
