@@ -53,7 +53,14 @@ static void finish(ana_call *c, ana_record *rec)
     ana_leave(c);
 }
 
-static uint64_t dur(const ana_call *c) { return ana_now_ns() - c->t0; }
+/* Ends the timed part of a call (before the stack walk, which is ours, not the call's) and
+ * captures the stack; saves the errno the real call left. */
+static void measure(ana_call *c)
+{
+    c->saved_errno = errno;
+    c->dur = ana_now_ns() - c->t0;
+    c->stack = ana_stack_capture();
+}
 
 void ana_record_device(int ordinal, const struct cudaDeviceProp *p)
 {
@@ -108,11 +115,11 @@ static void maybe_record_device(void)
 void ana_rec_alloc_done(ana_call *c, uint32_t api, cudaError_t r, void **p, size_t size,
                         cudaStream_t stream, uint64_t flags)
 {
-    c->saved_errno = errno;
+    measure(c);
     ana_record rec = { .kind = ANA_K_ALLOC, .time_ns = c->t0 };
     rec.u.alloc = (ana_rec_alloc){ api, r, r == cudaSuccess && p ? (uint64_t)(uintptr_t)*p : 0, size,
                                    ana_current_device(), (uint64_t)(uintptr_t)stream,
-                                   ana_stack_capture(), dur(c), flags };
+                                   c->stack, c->dur, flags };
     ana_emit(c->t, &rec);
     if (r != cudaSuccess && ana_api_is_device_alloc(api))
         after_failed_alloc(c);
@@ -123,39 +130,39 @@ void ana_rec_alloc_done(ana_call *c, uint32_t api, cudaError_t r, void **p, size
 
 void ana_rec_free_done(ana_call *c, uint32_t api, cudaError_t r, const void *ptr, cudaStream_t stream)
 {
-    c->saved_errno = errno;
+    measure(c);
     ana_record rec = { .kind = ANA_K_FREE, .time_ns = c->t0 };
     rec.u.free = (ana_rec_free){ api, r, (uint64_t)(uintptr_t)ptr, ana_current_device(),
-                                 (uint64_t)(uintptr_t)stream, ana_stack_capture(), dur(c) };
+                                 (uint64_t)(uintptr_t)stream, c->stack, c->dur };
     finish(c, &rec);
 }
 
 void ana_rec_launch_done(ana_call *c, uint32_t api, cudaError_t r, uint64_t kernel, dim3 grid,
                          dim3 block, size_t shmem, cudaStream_t stream)
 {
-    c->saved_errno = errno;
+    measure(c);
     ana_record rec = { .kind = ANA_K_LAUNCH, .time_ns = c->t0 };
     rec.u.launch = (ana_rec_launch){ api, r, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                     shmem, (uint64_t)(uintptr_t)stream, ana_stack_capture(), dur(c) };
+                                     shmem, (uint64_t)(uintptr_t)stream, c->stack, c->dur };
     finish(c, &rec);
 }
 
 void ana_rec_memcpy_done(ana_call *c, uint32_t api, cudaError_t r, const void *dst, const void *src,
                          size_t bytes, int dir, cudaStream_t stream)
 {
-    c->saved_errno = errno;
+    measure(c);
     ana_record rec = { .kind = ANA_K_MEMCPY, .time_ns = c->t0 };
     rec.u.memcpy = (ana_rec_memcpy){ api, r, (uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src, bytes,
-                                     (uint64_t)dir, (uint64_t)(uintptr_t)stream, ana_stack_capture(), dur(c) };
+                                     (uint64_t)dir, (uint64_t)(uintptr_t)stream, c->stack, c->dur };
     finish(c, &rec);
 }
 
 void ana_rec_memset_done(ana_call *c, uint32_t api, cudaError_t r, const void *ptr, int value,
                          size_t bytes, cudaStream_t stream)
 {
-    c->saved_errno = errno;
+    measure(c);
     ana_record rec = { .kind = ANA_K_MEMSET, .time_ns = c->t0 };
     rec.u.memset = (ana_rec_memset){ api, r, (uint64_t)(uintptr_t)ptr, value, bytes,
-                                     (uint64_t)(uintptr_t)stream, ana_stack_capture(), dur(c) };
+                                     (uint64_t)(uintptr_t)stream, c->stack, c->dur };
     finish(c, &rec);
 }

@@ -111,8 +111,10 @@ void ana_collector_atfork_child(void);
 /* ---- hooks: the bracket every hook uses ---- */
 typedef struct ana_call {
     ana_thread *t;
-    uint64_t t0;
-    int saved_errno;
+    uint64_t t0;     /* when the call started */
+    uint64_t dur;    /* how long the real call took */
+    uint64_t stack;  /* interned stack id, 0 = none */
+    int saved_errno; /* errno as the real call left it */
 } ana_call;
 
 /* Returns 1 when this call is to be recorded (then ana_leave must follow). */
