@@ -66,7 +66,25 @@ static struct {
     int nlive, nkernels, failed;  // failed: a cudaMalloc failed, of failed_bytes
     size_t failed_bytes;
     enum purpose failed_purpose;
+    long h2d_calls, d2h_calls, memset_calls;
+    size_t h2d_bytes, d2h_bytes, memset_bytes;
 } ledger;
+
+// Copies and sets go through these so the ledger knows their bytes too.
+static cudaError_t copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind)
+{
+    if (kind == cudaMemcpyHostToDevice)
+        ledger.h2d_calls++, ledger.h2d_bytes += bytes;
+    else if (kind == cudaMemcpyDeviceToHost)
+        ledger.d2h_calls++, ledger.d2h_bytes += bytes;
+    return cudaMemcpy(dst, src, bytes, kind);
+}
+
+static cudaError_t set(void *dst, int value, size_t bytes)
+{
+    ledger.memset_calls++, ledger.memset_bytes += bytes;
+    return cudaMemset(dst, value, bytes);
+}
 
 // cudaMalloc + bookkeeping. A failed allocation is fatal: report it the way a
 // framework's OOM message would, then print the ledger (what was live) and exit 1.
@@ -150,7 +168,10 @@ static void print_ledger(void)
     printf("],\"launches\":%ld,\"kernels\":{", ledger.launches);
     for (int i = 0; i < ledger.nkernels; i++)
         printf("%s\"%s\":%ld", i ? "," : "", ledger.kernels[i].name, ledger.kernels[i].count);
-    printf("}");
+    printf("},\"copies\":{\"h2d_calls\":%ld,\"h2d_bytes\":%zu,\"d2h_calls\":%ld,\"d2h_bytes\":%zu,"
+           "\"memset_calls\":%ld,\"memset_bytes\":%zu}",
+           ledger.h2d_calls, ledger.h2d_bytes, ledger.d2h_calls, ledger.d2h_bytes,
+           ledger.memset_calls, ledger.memset_bytes);
     if (ledger.failed)
         printf(",\"failed_alloc\":{\"bytes\":%zu,\"purpose\":\"%s\"}", ledger.failed_bytes,
                purpose_name[ledger.failed_purpose]);
@@ -365,18 +386,18 @@ static void init_model(void)
             q->g = (float *)dev_alloc(bytes, GRADIENTS);
             q->m = (float *)dev_alloc(bytes, OPTIMIZER);
             q->v = (float *)dev_alloc(bytes, OPTIMIZER);
-            CUDA_CHECK(cudaMemset(q->g, 0, bytes));
-            CUDA_CHECK(cudaMemset(q->m, 0, bytes));
-            CUDA_CHECK(cudaMemset(q->v, 0, bytes));
+            CUDA_CHECK(set(q->g, 0, bytes));
+            CUDA_CHECK(set(q->m, 0, bytes));
+            CUDA_CHECK(set(q->v, 0, bytes));
             if (k == 1) {
-                CUDA_CHECK(cudaMemset(q->p, 0, bytes));
+                CUDA_CHECK(set(q->p, 0, bytes));
                 continue;
             }
             // Kaiming-uniform: keeps ReLU activations at a sane scale through depth
             float *h = (float *)malloc(bytes), s = sqrtf(6.0f / dim_in(l));
             for (size_t i = 0; i < q->n; i++)
                 h[i] = s * rng_uniform();
-            CUDA_CHECK(cudaMemcpy(q->p, h, bytes, cudaMemcpyHostToDevice));
+            CUDA_CHECK(copy(q->p, h, bytes, cudaMemcpyHostToDevice));
             free(h);
         }
     }
@@ -387,7 +408,7 @@ static void init_model(void)
 static void forward(const float *x_host, enum purpose p)
 {
     act[0] = (float *)dev_alloc((size_t)B * D * sizeof(float), p);
-    CUDA_CHECK(cudaMemcpy(act[0], x_host, (size_t)B * D * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(copy(act[0], x_host, (size_t)B * D * sizeof(float), cudaMemcpyHostToDevice));
     for (int l = 0; l < NL; l++) {
         int in = dim_in(l), out = dim_out(l);
         size_t n = (size_t)B * out;
@@ -407,11 +428,11 @@ static float *loss_phase(const int *y_host, float *loss_out)
     float *row_loss = (float *)dev_alloc(B * sizeof(float), TEMPORARY);
     float *loss = (float *)dev_alloc(sizeof(float), TEMPORARY);
     float *dlogits = (float *)dev_alloc((size_t)B * C * sizeof(float), TEMPORARY);
-    CUDA_CHECK(cudaMemcpy(labels, y_host, B * sizeof(int), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemset(loss, 0, sizeof(float)));  // read back: keep it defined
+    CUDA_CHECK(copy(labels, y_host, B * sizeof(int), cudaMemcpyHostToDevice));
+    CUDA_CHECK(set(loss, 0, sizeof(float)));  // read back: keep it defined
     LAUNCH(softmax_xent, blocks(B), THREADS, act[NL], labels, row_loss, dlogits, B, C);
     LAUNCH(reduce_mean, 1, THREADS, row_loss, loss, B);
-    CUDA_CHECK(cudaMemcpy(loss_out, loss, sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(copy(loss_out, loss, sizeof(float), cudaMemcpyDeviceToHost));
     dev_free(labels);
     dev_free(row_loss);
     dev_free(loss);
@@ -459,11 +480,11 @@ static void evaluate(const float *x_host, const int *y_host)
     int *labels = (int *)dev_alloc(B * sizeof(int), TEMPORARY);
     float *correct = (float *)dev_alloc(B * sizeof(float), TEMPORARY);  // "eval scratch"
     float *acc = (float *)dev_alloc(sizeof(float), TEMPORARY), acc_host;
-    CUDA_CHECK(cudaMemcpy(labels, y_host, B * sizeof(int), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemset(acc, 0, sizeof(float)));
+    CUDA_CHECK(copy(labels, y_host, B * sizeof(int), cudaMemcpyHostToDevice));
+    CUDA_CHECK(set(acc, 0, sizeof(float)));
     LAUNCH(argmax_correct, blocks(B), THREADS, act[NL], labels, correct, B, C);
     LAUNCH(reduce_mean, 1, THREADS, correct, acc, B);
-    CUDA_CHECK(cudaMemcpy(&acc_host, acc, sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(copy(&acc_host, acc, sizeof(float), cudaMemcpyDeviceToHost));
     printf("eval accuracy %.4f\n", acc_host);
     for (int l = 0; l <= NL; l++)
         dev_free(act[l]);
@@ -482,7 +503,7 @@ static int failures;
 static float *to_host(const float *dev, size_t n)
 {
     float *h = (float *)malloc(n * sizeof(float));
-    CUDA_CHECK(cudaMemcpy(h, dev, n * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(copy(h, dev, n * sizeof(float), cudaMemcpyDeviceToHost));
     return h;
 }
 

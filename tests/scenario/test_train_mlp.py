@@ -40,6 +40,14 @@ class TrainMlpMatchesLedger(unittest.TestCase):
             self.assertIn("dev_alloc", top.get("function") or "", leak["stack"])
             self.assertTrue((top.get("file") or "").endswith("train_mlp.cu"), top)
 
+        cp, lc = rep["copies"], led["copies"]
+        self.assertEqual(cp["memcpy"]["by_direction"]["H2D"]["calls"], lc["h2d_calls"])
+        self.assertEqual(cp["memcpy"]["by_direction"]["H2D"]["bytes"], lc["h2d_bytes"])
+        self.assertEqual(cp["memcpy"]["by_direction"]["D2H"]["calls"], lc["d2h_calls"])
+        self.assertEqual(cp["memcpy"]["by_direction"]["D2H"]["bytes"], lc["d2h_bytes"])
+        self.assertEqual(cp["memset"]["calls"], lc["memset_calls"])
+        self.assertEqual(cp["memset"]["bytes"], lc["memset_bytes"])
+
         kernels = {k["name"]: k["count"] for k in rep["kernels"]}
         self.assertEqual(kernels, led["kernels"])
         self.assertEqual(rep["launches"], led["launches"])
