@@ -49,12 +49,17 @@ static void ana_rt_stack(FILE *o, const ana_report *r, uint64_t stack)
             fprintf(o, "        (no stack captured)\n");
         return;
     }
-    for (size_t i = 0; i < n && shown < ANA_RT_FRAMES; i++) {
+    int at_main = 0;
+    for (size_t i = 0; i < n && shown < ANA_RT_FRAMES && !at_main; i++) {
         const ana_frame *f = ana_sym_lookup(r->sym, ip[i]);
-        if (!ana_rt_is_profiler(f))
-            ana_rt_frame(o, shown++, f);
+        if (ana_rt_is_profiler(f))
+            continue;
+        ana_rt_frame(o, shown++, f);
+        /* Below main are only the C runtime's start-up frames: the text leaves them out
+         * (the JSON keeps every frame). */
+        at_main = f->function && strcmp(f->function, "main") == 0;
     }
-    if (n > (size_t)shown)
+    if (!at_main && n > (size_t)shown)
         fprintf(o, "        ... (%zu frames in all)\n", n);
 }
 

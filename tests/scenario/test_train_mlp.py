@@ -62,6 +62,20 @@ class TrainMlpMatchesLedger(unittest.TestCase):
     def test_default_run(self):
         self.check_run()
 
+    def test_text_report_stops_stacks_at_main(self):
+        r, trace = profile("--steps", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        text = anatomist("report", trace)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("dev_alloc(unsigned long, purpose) at", text.stdout)
+        self.assertIn(" main at ", text.stdout)
+        self.assertNotIn("__libc_start_main", text.stdout)
+        # The JSON keeps every frame, the C runtime's included.
+        rep = report_json(trace)
+        funcs = [f.get("function") or "" for f in rep["memory"]["top_sites"][0]["stack"]]
+        self.assertIn("main", funcs)
+        self.assertTrue(any("__libc_start" in f for f in funcs), funcs)
+
     def test_other_shape(self):
         rep, led = self.check_run("--steps", "3", "--batch", "32", "--hidden", "200", "--layers", "4")
         # The peak of this shape differs from the default's: nothing here is a constant.
