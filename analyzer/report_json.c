@@ -2,7 +2,7 @@
  * docs/report-schema.md). Later versions only add fields. */
 #include "report.h"
 
-#include "cuda_error.h"
+#include "cuda_errors.h"
 #include "util.h"
 
 #include <stdlib.h>

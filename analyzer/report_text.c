@@ -2,7 +2,7 @@
  * lists cut at --top, stacks without the profiler's own frames. */
 #include "report.h"
 
-#include "cuda_error.h"
+#include "cuda_errors.h"
 #include "util.h"
 
 #include <stdlib.h>

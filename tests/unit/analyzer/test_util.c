@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_error.h"
+#include "cuda_errors.h"
 #include "json.h"
 #include "stacks.h"
 #include "u64map.h"
