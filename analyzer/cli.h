@@ -20,6 +20,10 @@ int ana_cli_usage_error(const char *cmd, const char *fmt, ...)
  * c is what it returned, '?' (unknown) or ':' (value missing). Returns ANA_EXIT_BAD. */
 int ana_cli_bad_option(const char *cmd, char **argv, int c);
 
+/* The one TRACE operand left after option parsing (argv[optind]); NULL, with the usage
+ * message printed, when there is none or more than one. */
+const char *ana_cli_one_trace(const char *cmd, int argc, char **argv);
+
 /* Loads a trace, or prints why it cannot ("anatomist: FILE: ...") and returns NULL. */
 ana_trace *ana_cli_load(const char *path, unsigned flags);
 

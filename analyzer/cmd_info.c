@@ -163,12 +163,10 @@ int ana_cmd_info(int argc, char **argv)
         else
             return ana_cli_bad_option("info", argv, c);
     }
-    if (optind >= argc)
-        return ana_cli_usage_error("info", "info: which trace? (anatomist info TRACE)");
-    if (argc - optind > 1)
-        return ana_cli_usage_error("info", "info: one trace at a time ('%s' is extra)",
-                                   argv[optind + 1]);
-    ana_trace *t = ana_cli_load(argv[optind], ANA_LOAD_SUMMARY);
+    const char *path = ana_cli_one_trace("info", argc, argv);
+    if (!path)
+        return ANA_EXIT_BAD;
+    ana_trace *t = ana_cli_load(path, ANA_LOAD_SUMMARY);
     if (!t)
         return ANA_EXIT_BAD;
     if (json)

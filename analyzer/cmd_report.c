@@ -62,12 +62,10 @@ int ana_cmd_report(int argc, char **argv)
         default: return ana_cli_bad_option("report", argv, c);
         }
     }
-    if (optind >= argc)
-        return ana_cli_usage_error("report", "report: which trace? (anatomist report TRACE)");
-    if (argc - optind > 1)
-        return ana_cli_usage_error("report", "report: one trace at a time ('%s' is extra)",
-                                   argv[optind + 1]);
-    ana_trace *t = ana_cli_load(argv[optind], ANA_LOAD_ALL);
+    const char *path = ana_cli_one_trace("report", argc, argv);
+    if (!path)
+        return ANA_EXIT_BAD;
+    ana_trace *t = ana_cli_load(path, ANA_LOAD_ALL);
     if (!t)
         return ANA_EXIT_BAD;
     ana_report r;

@@ -64,6 +64,19 @@ int ana_cli_bad_option(const char *cmd, char **argv, int c)
     return ana_cli_usage_error(cmd, "%s: unknown option '%s'", cmd, arg);
 }
 
+const char *ana_cli_one_trace(const char *cmd, int argc, char **argv)
+{
+    if (optind >= argc) {
+        ana_cli_usage_error(cmd, "%s: which trace? (anatomist %s TRACE)", cmd, cmd);
+        return NULL;
+    }
+    if (argc - optind > 1) {
+        ana_cli_usage_error(cmd, "%s: one trace at a time ('%s' is extra)", cmd, argv[optind + 1]);
+        return NULL;
+    }
+    return argv[optind];
+}
+
 ana_trace *ana_cli_load(const char *path, unsigned flags)
 {
     struct stat st;

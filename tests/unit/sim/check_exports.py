@@ -29,20 +29,11 @@ def dynamic_symbols(path, undefined):
     return [line.split()[-1] for line in out.splitlines() if line.strip()]
 
 
-def cudart_imports(path):
-    """Names the binary imports from libcudart.so.13 (`cudaMalloc@libcudart.so.13`)."""
+def versioned_names(path, undefined):
+    """Names of the dynamic symbols of `path` with version libcudart.so.13 (default or
+    hidden): what a binary imports from it (undefined) or what a library exports."""
     names = set()
-    for sym in dynamic_symbols(path, undefined=True):
-        name, sep, version = sym.partition("@")
-        if sep and version.lstrip("@") == VERSION:
-            names.add(name)
-    return names
-
-
-def sim_exports(lib):
-    """Names the sim defines with version libcudart.so.13 (default or hidden version)."""
-    names = set()
-    for sym in dynamic_symbols(lib, undefined=False):
+    for sym in dynamic_symbols(path, undefined):
         name, sep, version = sym.partition("@")
         if sep and version.lstrip("@") == VERSION:
             names.add(name)
@@ -67,11 +58,11 @@ def main():
             p = os.path.join(root, f)
             if os.access(p, os.X_OK) and is_elf(p):
                 binaries.append(p)
-    exported = sim_exports(lib)
+    exported = versioned_names(lib, undefined=False)
     print(f"{lib}: {len(exported)} symbols exported @{VERSION}")
     checked, failed = 0, 0
     for b in sorted(binaries):
-        imports = cudart_imports(b)
+        imports = versioned_names(b, undefined=True)
         if not imports:
             continue
         checked += 1
