@@ -65,6 +65,16 @@ uint64_t ana_sim_capacity_locked(void);
 uint64_t ana_sim_now_ns(void);
 int ana_sim_current_device(void);
 
+/* ---- correlation.c: the current API call and the observer (anasim.h) --------------- */
+#include <cupti_activity.h>
+/* The correlation id of the API call this thread is in (0 outside any call). */
+uint32_t ana_sim_correlation(void);
+/* 1 when an observer wants activity records of this kind (build them only then). */
+int ana_sim_activity_wanted(CUpti_ActivityKind kind);
+/* Hands a complete activity record (device-clock timestamps) to the observer. Call without
+ * the device lock held. */
+void ana_sim_activity(const CUpti_Activity *rec);
+
 /* ---- memory.c: allocation table --------------------------------------------------- */
 enum ana_sim_mem_kind {
     ANA_SIM_MEM_DEVICE,          /* cudaMalloc & co: charged against capacity */
