@@ -140,8 +140,8 @@ static void ana_info_text(const ana_trace *t)
     printf("records\n");
     for (uint32_t k = ANA_K_SEGMENT + 1; k < ANA_K_COUNT; k++)
         if (ana_info_kind_key(k, key, sizeof(key)))
-            printf("  %-10s %12llu\n", key, (unsigned long long)t->counts[k]);
-    printf("  %-10s %12llu\n", "unknown", (unsigned long long)st->unknown_records);
+            printf("  %-12s %12llu\n", key, (unsigned long long)t->counts[k]);
+    printf("  %-12s %12llu\n", "unknown", (unsigned long long)st->unknown_records);
     for (size_t i = 0; i < t->n_info; i++)
         printf("%-12s %s = %s\n", i ? "" : "settings", t->info[i].key, t->info[i].value);
 }

@@ -30,6 +30,41 @@ static const char *const API_NAMES[ANA_API_COUNT] = {
     [ANA_API_MEMSET_ASYNC] = "cudaMemsetAsync",
     [ANA_API_MEMSET_2D] = "cudaMemset2D",
     [ANA_API_MEMSET_2D_ASYNC] = "cudaMemset2DAsync",
+    [ANA_API_LAUNCH_COOPERATIVE] = "cudaLaunchCooperativeKernel",
+    [ANA_API_CU_GRAPH_LAUNCH] = "cuGraphLaunch",
+    [ANA_API_GRAPH_LAUNCH] = "cudaGraphLaunch",
+    [ANA_API_GRAPH_LAUNCH_PTSZ] = "cudaGraphLaunch_ptsz",
+    [ANA_API_CU_LAUNCH_KERNEL] = "cuLaunchKernel",
+    [ANA_API_CU_LAUNCH_KERNEL_EX] = "cuLaunchKernelEx",
+    [ANA_API_CU_MEM_ALLOC] = "cuMemAlloc_v2",
+    [ANA_API_CU_MEM_ALLOC_ASYNC] = "cuMemAllocAsync",
+    [ANA_API_CU_MEM_ALLOC_MANAGED] = "cuMemAllocManaged",
+    [ANA_API_CU_MEM_ALLOC_HOST] = "cuMemAllocHost_v2",
+    [ANA_API_CU_MEM_HOST_ALLOC] = "cuMemHostAlloc",
+    [ANA_API_CU_MEM_ALLOC_PITCH] = "cuMemAllocPitch_v2",
+    [ANA_API_CU_MEM_ALLOC_FROM_POOL_ASYNC] = "cuMemAllocFromPoolAsync",
+    [ANA_API_CU_MEM_CREATE] = "cuMemCreate",
+    [ANA_API_CU_MEM_FREE] = "cuMemFree_v2",
+    [ANA_API_CU_MEM_FREE_ASYNC] = "cuMemFreeAsync",
+    [ANA_API_CU_MEM_FREE_HOST] = "cuMemFreeHost",
+    [ANA_API_CU_MEM_RELEASE] = "cuMemRelease",
+    [ANA_API_CU_MEM_ADDRESS_RESERVE] = "cuMemAddressReserve",
+    [ANA_API_CU_MEM_ADDRESS_FREE] = "cuMemAddressFree",
+    [ANA_API_CU_MEM_MAP] = "cuMemMap",
+    [ANA_API_CU_MEM_UNMAP] = "cuMemUnmap",
+    [ANA_API_CU_MEM_SET_ACCESS] = "cuMemSetAccess",
+    [ANA_API_CU_MEMCPY] = "cuMemcpy",
+    [ANA_API_CU_MEMCPY_ASYNC] = "cuMemcpyAsync",
+    [ANA_API_CU_MEMCPY_HTOD] = "cuMemcpyHtoD_v2",
+    [ANA_API_CU_MEMCPY_HTOD_ASYNC] = "cuMemcpyHtoDAsync_v2",
+    [ANA_API_CU_MEMCPY_DTOH] = "cuMemcpyDtoH_v2",
+    [ANA_API_CU_MEMCPY_DTOH_ASYNC] = "cuMemcpyDtoHAsync_v2",
+    [ANA_API_CU_MEMCPY_DTOD] = "cuMemcpyDtoD_v2",
+    [ANA_API_CU_MEMCPY_DTOD_ASYNC] = "cuMemcpyDtoDAsync_v2",
+    [ANA_API_CU_MEMSET_D8] = "cuMemsetD8_v2",
+    [ANA_API_CU_MEMSET_D32] = "cuMemsetD32_v2",
+    [ANA_API_CU_MEMSET_D8_ASYNC] = "cuMemsetD8Async",
+    [ANA_API_CU_MEMSET_D32_ASYNC] = "cuMemsetD32Async",
 };
 
 const char *ana_api_name(uint32_t api)
@@ -45,6 +80,25 @@ int ana_api_is_device_alloc(uint32_t api)
     case ANA_API_MALLOC_MANAGED:
     case ANA_API_MALLOC_PITCH:
     case ANA_API_MALLOC_FROM_POOL_ASYNC:
+    case ANA_API_CU_MEM_ALLOC:
+    case ANA_API_CU_MEM_ALLOC_ASYNC:
+    case ANA_API_CU_MEM_ALLOC_MANAGED:
+    case ANA_API_CU_MEM_ALLOC_PITCH:
+    case ANA_API_CU_MEM_ALLOC_FROM_POOL_ASYNC:
+    case ANA_API_CU_MEM_CREATE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int ana_api_is_host_alloc(uint32_t api)
+{
+    switch (api) {
+    case ANA_API_MALLOC_HOST:
+    case ANA_API_HOST_ALLOC:
+    case ANA_API_CU_MEM_ALLOC_HOST:
+    case ANA_API_CU_MEM_HOST_ALLOC:
         return 1;
     default:
         return 0;

@@ -38,10 +38,12 @@ static const struct field f_kernel[] = {
 static const struct field f_alloc[] = {
     U(ana_rec_alloc, api), S(ana_rec_alloc, ret), U(ana_rec_alloc, ptr), U(ana_rec_alloc, size),
     S(ana_rec_alloc, device), U(ana_rec_alloc, stream), U(ana_rec_alloc, stack),
-    U(ana_rec_alloc, dur_ns), U(ana_rec_alloc, flags), END };
+    U(ana_rec_alloc, dur_ns), U(ana_rec_alloc, flags),
+    U(ana_rec_alloc, corr), U(ana_rec_alloc, via), END };
 static const struct field f_free[] = {
     U(ana_rec_free, api), S(ana_rec_free, ret), U(ana_rec_free, ptr), S(ana_rec_free, device),
-    U(ana_rec_free, stream), U(ana_rec_free, stack), U(ana_rec_free, dur_ns), END };
+    U(ana_rec_free, stream), U(ana_rec_free, stack), U(ana_rec_free, dur_ns),
+    U(ana_rec_free, corr), U(ana_rec_free, via), END };
 static const struct field f_meminfo[] = {
     S(ana_rec_meminfo, device), U(ana_rec_meminfo, free), U(ana_rec_meminfo, total),
     U(ana_rec_meminfo, reason), END };
@@ -50,15 +52,18 @@ static const struct field f_launch[] = {
     U(ana_rec_launch, grid_x), U(ana_rec_launch, grid_y), U(ana_rec_launch, grid_z),
     U(ana_rec_launch, block_x), U(ana_rec_launch, block_y), U(ana_rec_launch, block_z),
     U(ana_rec_launch, shmem), U(ana_rec_launch, stream), U(ana_rec_launch, stack),
-    U(ana_rec_launch, dur_ns), END };
+    U(ana_rec_launch, dur_ns),
+    U(ana_rec_launch, corr), U(ana_rec_launch, via), END };
 static const struct field f_memcpy[] = {
     U(ana_rec_memcpy, api), S(ana_rec_memcpy, ret), U(ana_rec_memcpy, dst), U(ana_rec_memcpy, src),
     U(ana_rec_memcpy, bytes), U(ana_rec_memcpy, dir), U(ana_rec_memcpy, stream),
-    U(ana_rec_memcpy, stack), U(ana_rec_memcpy, dur_ns), END };
+    U(ana_rec_memcpy, stack), U(ana_rec_memcpy, dur_ns),
+    U(ana_rec_memcpy, corr), U(ana_rec_memcpy, via), END };
 static const struct field f_memset[] = {
     U(ana_rec_memset, api), S(ana_rec_memset, ret), U(ana_rec_memset, ptr), S(ana_rec_memset, value),
     U(ana_rec_memset, bytes), U(ana_rec_memset, stream), U(ana_rec_memset, stack),
-    U(ana_rec_memset, dur_ns), END };
+    U(ana_rec_memset, dur_ns),
+    U(ana_rec_memset, corr), U(ana_rec_memset, via), END };
 static const struct field f_device[] = {
     S(ana_rec_device, ordinal), STR(ana_rec_device, name), U(ana_rec_device, total_mem),
     U(ana_rec_device, sm_count), U(ana_rec_device, cc_major), U(ana_rec_device, cc_minor), END };
@@ -67,6 +72,35 @@ static const struct field f_dropped[] = {
 static const struct field f_end[] = { U(ana_rec_end, reason), STR(ana_rec_end, detail), END };
 static const struct field f_info[] = { STR(ana_rec_info, key), STR(ana_rec_info, value), END };
 
+#define GK(m) U(ana_rec_gpu_kernel, m)
+static const struct field f_gpu_kernel[] = {
+    GK(corr), GK(dur_ns), GK(kernel), S(ana_rec_gpu_kernel, device), GK(context), GK(stream),
+    GK(grid_x), GK(grid_y), GK(grid_z), GK(block_x), GK(block_y), GK(block_z),
+    GK(shmem_static), GK(shmem_dynamic), GK(regs), GK(graph), GK(graph_node), END };
+#define GC(m) U(ana_rec_gpu_memcpy, m)
+static const struct field f_gpu_memcpy[] = {
+    GC(corr), GC(dur_ns), GC(bytes), GC(copy_kind), GC(src_kind), GC(dst_kind), GC(flags),
+    S(ana_rec_gpu_memcpy, device), GC(context), GC(stream), S(ana_rec_gpu_memcpy, src_device),
+    S(ana_rec_gpu_memcpy, dst_device), GC(graph), GC(graph_node), END };
+#define GS(m) U(ana_rec_gpu_memset, m)
+static const struct field f_gpu_memset[] = {
+    GS(corr), GS(dur_ns), GS(bytes), GS(value), GS(mem_kind), GS(flags),
+    S(ana_rec_gpu_memset, device), GS(context), GS(stream), GS(graph), GS(graph_node), END };
+#define GM(m) U(ana_rec_gpu_memory, m)
+static const struct field f_gpu_memory[] = {
+    GM(corr), GM(op), GM(mem_kind), GM(address), GM(bytes), S(ana_rec_gpu_memory, device),
+    GM(context), GM(stream), GM(async), GM(pool_type), GM(pool_address), GM(pc), END };
+#define GP(m) U(ana_rec_gpu_pool, m)
+static const struct field f_gpu_pool[] = {
+    GP(corr), GP(op), GP(pool_type), GP(address), GP(size), GP(release_threshold), GP(utilized),
+    S(ana_rec_gpu_pool, device), END };
+static const struct field f_gpu_dropped[] = {
+    U(ana_rec_gpu_dropped, records), U(ana_rec_gpu_dropped, reason), END };
+#define VM(m) U(ana_rec_vmm, m)
+static const struct field f_vmm[] = {
+    VM(api), S(ana_rec_vmm, ret), VM(va), VM(size), VM(handle), VM(offset), S(ana_rec_vmm, device),
+    VM(flags), VM(stack), VM(dur_ns), VM(corr), VM(via), END };
+
 static const struct field *const FIELDS[ANA_K_COUNT] = {
     [ANA_K_SEGMENT] = f_segment, [ANA_K_PROCESS] = f_process, [ANA_K_THREAD] = f_thread,
     [ANA_K_MODULE] = f_module,   [ANA_K_STACK] = f_stack,     [ANA_K_KERNEL] = f_kernel,
@@ -74,15 +108,22 @@ static const struct field *const FIELDS[ANA_K_COUNT] = {
     [ANA_K_LAUNCH] = f_launch,   [ANA_K_MEMCPY] = f_memcpy,   [ANA_K_MEMSET] = f_memset,
     [ANA_K_DEVICE] = f_device,   [ANA_K_DROPPED] = f_dropped, [ANA_K_END] = f_end,
     [ANA_K_INFO] = f_info,
+    [ANA_K_GPU_KERNEL] = f_gpu_kernel, [ANA_K_GPU_MEMCPY] = f_gpu_memcpy,
+    [ANA_K_GPU_MEMSET] = f_gpu_memset, [ANA_K_GPU_MEMORY] = f_gpu_memory,
+    [ANA_K_GPU_POOL] = f_gpu_pool,     [ANA_K_GPU_DROPPED] = f_gpu_dropped,
+    [ANA_K_VMM] = f_vmm,
 };
 
 static const char *const KIND_NAMES[ANA_K_COUNT] = {
     [ANA_K_SEGMENT] = "segment", [ANA_K_PROCESS] = "process", [ANA_K_THREAD] = "thread",
-    [ANA_K_MODULE] = "module",   [ANA_K_STACK] = "stack",     [ANA_K_KERNEL] = "kernel",
+    [ANA_K_MODULE] = "module",   [ANA_K_STACK] = "stack",     [ANA_K_KERNEL] = "kernel_name",
     [ANA_K_ALLOC] = "alloc",     [ANA_K_FREE] = "free",       [ANA_K_MEMINFO] = "meminfo",
-    [ANA_K_LAUNCH] = "launch",   [ANA_K_MEMCPY] = "memcpy",   [ANA_K_MEMSET] = "memset",
+    [ANA_K_LAUNCH] = "launch",   [ANA_K_MEMCPY] = "memcpy_call", [ANA_K_MEMSET] = "memset_call",
     [ANA_K_DEVICE] = "device",   [ANA_K_DROPPED] = "dropped", [ANA_K_END] = "end",
     [ANA_K_INFO] = "info",
+    [ANA_K_GPU_KERNEL] = "kernel", [ANA_K_GPU_MEMCPY] = "memcpy", [ANA_K_GPU_MEMSET] = "memset",
+    [ANA_K_GPU_MEMORY] = "gpu_memory", [ANA_K_GPU_POOL] = "gpu_pool",
+    [ANA_K_GPU_DROPPED] = "gpu_dropped", [ANA_K_VMM] = "vmm",
 };
 
 const char *ana_kind_name(uint32_t kind)

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define ANA_FORMAT_MAJOR 1
-#define ANA_FORMAT_MINOR 0
+#define ANA_FORMAT_MINOR 1
 #define ANA_HEADER_SIZE 32
 #define ANA_CHUNK_HEADER_SIZE 16
 #define ANA_CHUNK_MAX (64u << 20)
@@ -34,6 +34,13 @@ enum ana_kind {
     ANA_K_DROPPED = 14,
     ANA_K_END = 15,
     ANA_K_INFO = 16,
+    ANA_K_GPU_KERNEL = 17,  /* (1.1) a kernel as the GPU ran it (CUPTI activity) */
+    ANA_K_GPU_MEMCPY = 18,  /* (1.1) a copy as the GPU ran it */
+    ANA_K_GPU_MEMSET = 19,  /* (1.1) a memset as the GPU ran it */
+    ANA_K_GPU_MEMORY = 20,  /* (1.1) an allocation or release as the driver saw it */
+    ANA_K_GPU_POOL = 21,    /* (1.1) a memory-pool operation as the driver saw it */
+    ANA_K_GPU_DROPPED = 22, /* (1.1) activity records lost before reaching the trace */
+    ANA_K_VMM = 23,         /* (1.1) a virtual-memory call: reserve, map, unmap, access, free */
     ANA_K_COUNT /* one past the last known kind */
 };
 
@@ -67,11 +74,68 @@ enum ana_api {
     ANA_API_MEMSET_ASYNC = 41,
     ANA_API_MEMSET_2D = 42,
     ANA_API_MEMSET_2D_ASYNC = 43,
-    ANA_API_COUNT = 64
+    /* (1.1) launches seen through CUPTI callbacks or replayed graphs */
+    ANA_API_LAUNCH_COOPERATIVE = 18,
+    ANA_API_CU_GRAPH_LAUNCH = 19,
+    ANA_API_GRAPH_LAUNCH = 26,
+    ANA_API_GRAPH_LAUNCH_PTSZ = 27,
+    ANA_API_CU_LAUNCH_KERNEL = 28,
+    ANA_API_CU_LAUNCH_KERNEL_EX = 29,
+    /* (1.1) driver allocations (ALLOC) */
+    ANA_API_CU_MEM_ALLOC = 50,
+    ANA_API_CU_MEM_ALLOC_ASYNC = 51,
+    ANA_API_CU_MEM_ALLOC_MANAGED = 52,
+    ANA_API_CU_MEM_ALLOC_HOST = 53,
+    ANA_API_CU_MEM_HOST_ALLOC = 54,
+    ANA_API_CU_MEM_ALLOC_PITCH = 55,
+    ANA_API_CU_MEM_ALLOC_FROM_POOL_ASYNC = 56,
+    ANA_API_CU_MEM_CREATE = 57, /* ptr = the allocation handle, not an address */
+    /* (1.1) driver frees (FREE) */
+    ANA_API_CU_MEM_FREE = 60,
+    ANA_API_CU_MEM_FREE_ASYNC = 61,
+    ANA_API_CU_MEM_FREE_HOST = 62,
+    ANA_API_CU_MEM_RELEASE = 63, /* ptr = the allocation handle */
+    /* (1.1) virtual-memory calls (VMM) */
+    ANA_API_CU_MEM_ADDRESS_RESERVE = 70,
+    ANA_API_CU_MEM_ADDRESS_FREE = 71,
+    ANA_API_CU_MEM_MAP = 72,
+    ANA_API_CU_MEM_UNMAP = 73,
+    ANA_API_CU_MEM_SET_ACCESS = 74,
+    /* (1.1) driver copies and sets seen through CUPTI callbacks */
+    ANA_API_CU_MEMCPY = 80,
+    ANA_API_CU_MEMCPY_ASYNC = 81,
+    ANA_API_CU_MEMCPY_HTOD = 82,
+    ANA_API_CU_MEMCPY_HTOD_ASYNC = 83,
+    ANA_API_CU_MEMCPY_DTOH = 84,
+    ANA_API_CU_MEMCPY_DTOH_ASYNC = 85,
+    ANA_API_CU_MEMCPY_DTOD = 86,
+    ANA_API_CU_MEMCPY_DTOD_ASYNC = 87,
+    ANA_API_CU_MEMSET_D8 = 90,
+    ANA_API_CU_MEMSET_D32 = 91,
+    ANA_API_CU_MEMSET_D8_ASYNC = 92,
+    ANA_API_CU_MEMSET_D32_ASYNC = 93,
+    ANA_API_COUNT = 128
 };
 
 enum ana_end_reason { ANA_END_EXIT = 1, ANA_END_DISABLED = 2 };
 enum ana_meminfo_reason { ANA_MEMINFO_FAILED_ALLOC = 1 };
+/* How an API record was captured (the `via` field, 1.1). */
+enum ana_via { ANA_VIA_HOOK = 0, ANA_VIA_CUPTI = 1 };
+/* GPU_MEMORY.op and GPU_MEMCPY/GPU_MEMSET.flags (1.1). */
+enum ana_gpu_memory_op { ANA_GPU_MEM_ALLOC = 1, ANA_GPU_MEM_RELEASE = 2 };
+enum { ANA_GPU_FLAG_ASYNC = 1 };
+/* Memory kinds of GPU_MEMCPY/GPU_MEMSET/GPU_MEMORY: CUPTI's CUpti_ActivityMemoryKind. */
+enum ana_mem_kind {
+    ANA_MEMKIND_UNKNOWN = 0, ANA_MEMKIND_PAGEABLE = 1, ANA_MEMKIND_PINNED = 2,
+    ANA_MEMKIND_DEVICE = 3, ANA_MEMKIND_ARRAY = 4, ANA_MEMKIND_MANAGED = 5,
+    ANA_MEMKIND_DEVICE_STATIC = 6, ANA_MEMKIND_MANAGED_STATIC = 7
+};
+/* GPU_MEMCPY.copy_kind: CUPTI's CUpti_ActivityMemcpyKind. */
+enum ana_copy_kind {
+    ANA_COPY_UNKNOWN = 0, ANA_COPY_HTOD = 1, ANA_COPY_DTOH = 2, ANA_COPY_HTOA = 3,
+    ANA_COPY_ATOH = 4, ANA_COPY_ATOA = 5, ANA_COPY_ATOD = 6, ANA_COPY_DTOA = 7,
+    ANA_COPY_DTOD = 8, ANA_COPY_HTOH = 9, ANA_COPY_PTOP = 10
+};
 
 /* Name of an api number ("cudaMalloc"), or NULL when unknown. */
 const char *ana_api_name(uint32_t api);
@@ -79,6 +143,8 @@ const char *ana_api_name(uint32_t api);
 const char *ana_kind_name(uint32_t kind);
 /* 1 when the api allocates device memory (counts against GPU capacity). */
 int ana_api_is_device_alloc(uint32_t api);
+/* 1 when the api allocates pinned host memory. */
+int ana_api_is_host_alloc(uint32_t api);
 
 typedef struct ana_str {
     const char *s; /* NUL-terminated when produced by the decoder */
@@ -110,23 +176,28 @@ typedef struct { uint64_t id, host_fn; ana_str name; } ana_rec_kernel;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t ptr, size; int64_t device;
     uint64_t stream, stack, dur_ns, flags;
+    uint64_t corr, via; /* (1.1) */
 } ana_rec_alloc;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t ptr; int64_t device;
     uint64_t stream, stack, dur_ns;
+    uint64_t corr, via; /* (1.1) */
 } ana_rec_free;
 typedef struct { int64_t device; uint64_t free, total, reason; } ana_rec_meminfo;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t kernel;
     uint64_t grid_x, grid_y, grid_z, block_x, block_y, block_z, shmem;
     uint64_t stream, stack, dur_ns;
+    uint64_t corr, via; /* (1.1) */
 } ana_rec_launch;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t dst, src, bytes, dir, stream, stack, dur_ns;
+    uint64_t corr, via; /* (1.1) */
 } ana_rec_memcpy;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t ptr; int64_t value;
     uint64_t bytes, stream, stack, dur_ns;
+    uint64_t corr, via; /* (1.1) */
 } ana_rec_memset;
 typedef struct {
     int64_t ordinal; ana_str name; uint64_t total_mem, sm_count, cc_major, cc_minor;
@@ -134,6 +205,34 @@ typedef struct {
 typedef struct { uint64_t tid, records, bytes; } ana_rec_dropped;
 typedef struct { uint64_t reason; ana_str detail; } ana_rec_end;
 typedef struct { ana_str key, value; } ana_rec_info;
+/* GPU records (1.1): time_ns is the start (GPU_KERNEL/GPU_MEMCPY/GPU_MEMSET) or the moment
+ * (GPU_MEMORY/GPU_POOL), on the same clock as every other record. */
+typedef struct {
+    uint64_t corr, dur_ns, kernel; int64_t device; uint64_t context, stream;
+    uint64_t grid_x, grid_y, grid_z, block_x, block_y, block_z;
+    uint64_t shmem_static, shmem_dynamic, regs, graph, graph_node;
+} ana_rec_gpu_kernel;
+typedef struct {
+    uint64_t corr, dur_ns, bytes, copy_kind, src_kind, dst_kind, flags; int64_t device;
+    uint64_t context, stream; int64_t src_device, dst_device; uint64_t graph, graph_node;
+} ana_rec_gpu_memcpy;
+typedef struct {
+    uint64_t corr, dur_ns, bytes, value, mem_kind, flags; int64_t device;
+    uint64_t context, stream, graph, graph_node;
+} ana_rec_gpu_memset;
+typedef struct {
+    uint64_t corr, op, mem_kind, address, bytes; int64_t device;
+    uint64_t context, stream, async, pool_type, pool_address, pc;
+} ana_rec_gpu_memory;
+typedef struct {
+    uint64_t corr, op, pool_type, address, size, release_threshold, utilized; int64_t device;
+} ana_rec_gpu_pool;
+typedef struct { uint64_t records, reason; } ana_rec_gpu_dropped;
+typedef struct {
+    uint64_t api; int64_t ret; uint64_t va, size, handle, offset; int64_t device;
+    uint64_t flags, stack, dur_ns, corr, via;
+} ana_rec_vmm;
+enum ana_gpu_dropped_reason { ANA_GPU_DROPPED_CUPTI = 1, ANA_GPU_DROPPED_DECODE = 2 };
 
 typedef struct ana_record {
     uint32_t kind;
@@ -156,12 +255,19 @@ typedef struct ana_record {
         ana_rec_dropped dropped;
         ana_rec_end end;
         ana_rec_info info;
+        ana_rec_gpu_kernel gpu_kernel;
+        ana_rec_gpu_memcpy gpu_memcpy;
+        ana_rec_gpu_memset gpu_memset;
+        ana_rec_gpu_memory gpu_memory;
+        ana_rec_gpu_pool gpu_pool;
+        ana_rec_gpu_dropped gpu_dropped;
+        ana_rec_vmm vmm;
     } u;
 } ana_record;
 
 /* Upper bound of an encoded record whose strings/frames total `var_bytes` bytes of content
  * (string lengths, 10 bytes per frame). Callers size their scratch with it. */
-#define ANA_RECORD_FIXED_MAX 192
+#define ANA_RECORD_FIXED_MAX 256
 static inline size_t ana_record_bound(size_t var_bytes) { return ANA_RECORD_FIXED_MAX + var_bytes; }
 
 /* Encodes rec (kind, u, and dt = rec->time_ns - prev_ns for non-SEGMENT kinds) as

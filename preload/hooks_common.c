@@ -59,6 +59,7 @@ static void measure(ana_call *c)
 {
     c->saved_errno = errno;
     c->dur = ana_now_ns() - c->t0;
+    c->corr = ana_tls_corr;
     c->stack = ana_stack_capture();
 }
 
@@ -119,7 +120,7 @@ void ana_rec_alloc_done(ana_call *c, uint32_t api, cudaError_t r, void **p, size
     ana_record rec = { .kind = ANA_K_ALLOC, .time_ns = c->t0 };
     rec.u.alloc = (ana_rec_alloc){ api, r, r == cudaSuccess && p ? (uint64_t)(uintptr_t)*p : 0, size,
                                    ana_current_device(), (uint64_t)(uintptr_t)stream,
-                                   c->stack, c->dur, flags };
+                                   c->stack, c->dur, flags, c->corr, ANA_VIA_HOOK };
     ana_emit(c->t, &rec);
     if (r != cudaSuccess && ana_api_is_device_alloc(api))
         after_failed_alloc(c);
@@ -133,7 +134,7 @@ void ana_rec_free_done(ana_call *c, uint32_t api, cudaError_t r, const void *ptr
     measure(c);
     ana_record rec = { .kind = ANA_K_FREE, .time_ns = c->t0 };
     rec.u.free = (ana_rec_free){ api, r, (uint64_t)(uintptr_t)ptr, ana_current_device(),
-                                 (uint64_t)(uintptr_t)stream, c->stack, c->dur };
+                                 (uint64_t)(uintptr_t)stream, c->stack, c->dur, c->corr, ANA_VIA_HOOK };
     finish(c, &rec);
 }
 
@@ -143,7 +144,8 @@ void ana_rec_launch_done(ana_call *c, uint32_t api, cudaError_t r, uint64_t kern
     measure(c);
     ana_record rec = { .kind = ANA_K_LAUNCH, .time_ns = c->t0 };
     rec.u.launch = (ana_rec_launch){ api, r, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                     shmem, (uint64_t)(uintptr_t)stream, c->stack, c->dur };
+                                     shmem, (uint64_t)(uintptr_t)stream, c->stack, c->dur, c->corr,
+                                     ANA_VIA_HOOK };
     finish(c, &rec);
 }
 
@@ -153,7 +155,8 @@ void ana_rec_memcpy_done(ana_call *c, uint32_t api, cudaError_t r, const void *d
     measure(c);
     ana_record rec = { .kind = ANA_K_MEMCPY, .time_ns = c->t0 };
     rec.u.memcpy = (ana_rec_memcpy){ api, r, (uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src, bytes,
-                                     (uint64_t)dir, (uint64_t)(uintptr_t)stream, c->stack, c->dur };
+                                     (uint64_t)dir, (uint64_t)(uintptr_t)stream, c->stack, c->dur, c->corr,
+                                     ANA_VIA_HOOK };
     finish(c, &rec);
 }
 
@@ -163,6 +166,7 @@ void ana_rec_memset_done(ana_call *c, uint32_t api, cudaError_t r, const void *p
     measure(c);
     ana_record rec = { .kind = ANA_K_MEMSET, .time_ns = c->t0 };
     rec.u.memset = (ana_rec_memset){ api, r, (uint64_t)(uintptr_t)ptr, value, bytes,
-                                     (uint64_t)(uintptr_t)stream, c->stack, c->dur };
+                                     (uint64_t)(uintptr_t)stream, c->stack, c->dur, c->corr,
+                                     ANA_VIA_HOOK };
     finish(c, &rec);
 }

@@ -28,6 +28,9 @@ static _Atomic int said_disabled;
 static _Atomic int warnings;
 static int forked_child;
 static __thread int tls_busy __attribute__((tls_model("initial-exec")));
+__thread uint32_t ana_tls_corr __attribute__((tls_model("initial-exec")));
+
+int ana_in_hook(void) { return tls_busy; }
 
 /* One line "anatomist: ..." on stderr in a single write (no stdio state touched);
  * errno is left as it was. */
@@ -126,6 +129,8 @@ int ana_enter(ana_call *c)
         return 0;
     }
     errno = e;
+    ana_tls_corr = 0;
+    c->corr = 0;
     c->t0 = ana_now_ns();
     return 1;
 }

@@ -114,11 +114,20 @@ typedef struct ana_call {
     uint64_t t0;     /* when the call started */
     uint64_t dur;    /* how long the real call took */
     uint64_t stack;  /* interned stack id, 0 = none */
+    uint64_t corr;   /* CUPTI correlation id of the call, 0 = unknown */
     int saved_errno; /* errno as the real call left it */
 } ana_call;
 
 /* Returns 1 when this call is to be recorded (then ana_leave must follow). */
 int ana_enter(ana_call *c);
 void ana_leave(ana_call *c);
+/* 1 while the calling thread is inside a hook's bracket (between ana_enter and ana_leave):
+ * CUPTI callbacks use it to tell calls a hook records from calls no hook saw. */
+int ana_in_hook(void);
+
+/* Correlation: the CUPTI callback of the outermost API call a hook is in stores the call's
+ * correlation id here at the call's entry (if it is still 0); ana_enter sets it to 0 and
+ * the record builders read it after the real call returned. */
+extern __thread uint32_t ana_tls_corr __attribute__((tls_model("initial-exec")));
 
 #endif
