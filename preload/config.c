@@ -30,6 +30,16 @@ static const ana_config_var VARS[] = {
     { "ANATOMIST_ROOT_PID", ANA_CFG_INT, "0", 0, 0x7fffffff, OFF(root_pid),
       "Set by `anatomist run`: the pid of the process it started, whose trace gets the name as "
       "given. Not for users." },
+    { "ANATOMIST_CUPTI", ANA_CFG_BOOL, "1", 0, 1, OFF(cupti),
+      "0 collects no GPU activity (kernels, copies, sets as the GPU ran them): API calls only." },
+    { "ANATOMIST_CUPTI_BUFFER_KB", ANA_CFG_INT, "4096", 64, 262144, OFF(cupti_buffer_kb),
+      "Size of one GPU activity buffer handed to CUPTI, KiB." },
+    { "ANATOMIST_CUPTI_BUFFERS", ANA_CFG_INT, "16", 2, 1024, OFF(cupti_buffers),
+      "Most GPU activity buffers in use at once (the pool's cap). When all are waiting to be "
+      "written CUPTI drops records and counts them." },
+    { "ANATOMIST_DRIVER_HOOKS", ANA_CFG_BOOL, "1", 0, 1, OFF(driver_hooks),
+      "0 leaves driver entry points obtained through dlsym, cuGetProcAddress or "
+      "cudaGetDriverEntryPoint unwrapped (CUPTI callbacks then record driver memory calls)." },
     { NULL, 0, NULL, 0, 0, 0, NULL },
 };
 

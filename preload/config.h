@@ -17,6 +17,10 @@ typedef struct ana_config {
     int buffer_kb;
     int zstd_level;
     long root_pid; /* 0 = not set */
+    int cupti;        /* collect GPU activity through CUPTI */
+    int cupti_buffer_kb;
+    int cupti_buffers; /* most activity buffers in use at once */
+    int driver_hooks; /* wrap driver entry points handed out by dlsym/cuGetProcAddress */
 } ana_config;
 
 enum ana_cfg_type { ANA_CFG_STR, ANA_CFG_BOOL, ANA_CFG_INT };
