@@ -58,3 +58,69 @@ ANASIM_PRIVATE_API void anasim_api_exit(anasim_api *call);
 ANASIM_PRIVATE_API uint64_t anasim_now_ns(void);
 
 #endif /* ANASIM_H */
+
+/* ---- the device model, for the sim's libcuda.so.1 (memory.c, device.c) -------------
+ *
+ * The driver library owns no device state: every allocation it makes is an entry of the
+ * runtime's one allocation table and is charged against the one capacity, so cuMemAlloc
+ * and cudaMalloc (which the runtime answers through cuMemAlloc) compete for the same
+ * bytes and cuMemGetInfo_v2 == cudaMemGetInfo. These functions take the device lock
+ * themselves, emit the CUPTI memory activity records (CUpti_ActivityMemory4, and
+ * CUpti_ActivityMemoryPool3 when the default pool is first used) with the correlation id
+ * of the API call in flight, and answer with driver return codes. */
+#ifndef ANASIM_H_DEVICE_MODEL
+#define ANASIM_H_DEVICE_MODEL
+
+typedef enum anasim_mem_kind {
+    ANASIM_MEM_DEVICE,   /* cuMemAlloc, cuMemAllocPitch, cuMemAllocAsync: charged */
+    ANASIM_MEM_MANAGED,  /* cuMemAllocManaged: charged */
+    ANASIM_MEM_PINNED,   /* cuMemAllocHost, cuMemHostAlloc: page-locked host, not charged */
+} anasim_mem_kind;
+
+/* One allocation request. */
+typedef struct anasim_alloc {
+    anasim_mem_kind kind;
+    size_t size;          /* bytes, > 0 */
+    unsigned flags;       /* CU_MEM_ATTACH_* (managed) or CU_MEMHOSTALLOC_* (pinned) */
+    int async;            /* stream-ordered: from a memory pool, ordered on `stream` */
+    CUstream stream;      /* async only: 0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a stream */
+    int ptsz;             /* async only: handle 0 means the per-thread default stream */
+    CUmemoryPool pool;    /* async only: NULL for the device's default pool */
+} anasim_alloc;
+
+/* Allocates; CUDA_ERROR_OUT_OF_MEMORY when a charged kind does not fit in capacity - used,
+ * CUDA_ERROR_INVALID_HANDLE for an unknown stream, CUDA_ERROR_INVALID_VALUE for an
+ * unknown pool. */
+ANASIM_PRIVATE_API CUresult anasim_mem_alloc(const anasim_alloc *req, void **out);
+/* Frees the allocation starting at p: device or managed memory (host = 0), or pinned host
+ * memory (host = 1); anything else is CUDA_ERROR_INVALID_VALUE. `async` with its stream
+ * and ptsz as in anasim_alloc. */
+ANASIM_PRIVATE_API CUresult anasim_mem_free(void *p, int host, int async, CUstream stream,
+                                            int ptsz);
+/* free = capacity - used, total = capacity. */
+ANASIM_PRIVATE_API void anasim_mem_info(size_t *free_bytes, size_t *total_bytes);
+/* The allocation (or mapped range) containing p: its base and size. */
+ANASIM_PRIVATE_API CUresult anasim_mem_range(const void *p, void **base, size_t *size);
+/* Copies n bytes in the given cudaMemcpyKind direction (1 H2D, 2 D2H, 3 D2D), or sets n
+ * bytes, on the legacy default stream; the device side must lie inside known device
+ * memory (CUDA_ERROR_INVALID_VALUE otherwise). */
+ANASIM_PRIVATE_API CUresult anasim_mem_copy(void *dst, const void *src, size_t n, int kind);
+ANASIM_PRIVATE_API CUresult anasim_mem_set(void *dst, unsigned char value, size_t n);
+
+/* Virtual memory management (cuMemCreate & co). Physical handles are charged when created
+ * and given back when released and unmapped; `epoch` ties a charge to the device lifetime
+ * so that a handle created before cudaDeviceReset (which zeroes the accounting) gives
+ * nothing back after it. Both emit a MEMORY2 record (memoryKind DEVICE, address 0). */
+ANASIM_PRIVATE_API CUresult anasim_vmm_charge(size_t bytes, uint64_t *epoch);
+ANASIM_PRIVATE_API void anasim_vmm_uncharge(size_t bytes, uint64_t epoch);
+/* Makes [va, va+size) known to the allocation table as device memory (copies, sets and
+ * pointer attributes accept it; adjacent mapped ranges merge so that a buffer may span
+ * two handles), or forgets it again. */
+ANASIM_PRIVATE_API CUresult anasim_vmm_map(void *va, size_t size);
+ANASIM_PRIVATE_API void anasim_vmm_unmap(void *va, size_t size);
+
+/* cuDeviceGetAttribute: CUdevice_attribute and cudaDeviceAttr share their numbers.
+ * CUDA_ERROR_INVALID_VALUE for an attribute out of range. */
+ANASIM_PRIVATE_API CUresult anasim_device_attribute(int attr, int *value);
+
+#endif /* ANASIM_H_DEVICE_MODEL */

@@ -202,8 +202,7 @@ static int extra_attribute(enum cudaDeviceAttr attr, int *value)
     }
 }
 
-ANA_SIM_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
-                                               int device)
+static cudaError_t device_attribute(int *value, enum cudaDeviceAttr attr, int device)
 {
     if (!value || attr < 1 || attr >= cudaDevAttrMax)
         return ana_sim_ret(cudaErrorInvalidValue);
@@ -271,6 +270,21 @@ ANA_SIM_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr a
     default: *value = 0; break; /* texture/surface limits and the like: not simulated */
     }
     return cudaSuccess;
+}
+
+ANA_SIM_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
+                                               int device)
+{
+    return device_attribute(value, attr, device);
+}
+
+/* The driver's cuDeviceGetAttribute (anasim.h): the same table, driver return codes. */
+ANASIM_PRIVATE_API CUresult anasim_device_attribute(int attr, int *value)
+{
+    if (!value || attr < 1 || attr >= cudaDevAttrMax)
+        return CUDA_ERROR_INVALID_VALUE;
+    device_attribute(value, (enum cudaDeviceAttr)attr, 0);
+    return CUDA_SUCCESS;
 }
 
 ANA_SIM_API cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority,
@@ -390,40 +404,3 @@ ANA_SIM_API cudaError_t cudaDeviceDisablePeerAccess(int peerDevice)
 
 ANA_SIM_API cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
 ANA_SIM_API cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
-
-/* There is no driver behind the sim: driver entry points cannot be provided. */
-static cudaError_t no_driver_entry(void **funcPtr,
-                                   enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-    if (funcPtr)
-        *funcPtr = NULL;
-    if (driverStatus)
-        *driverStatus = cudaDriverEntryPointSymbolNotFound;
-    return ana_sim_ret(funcPtr ? cudaErrorNotSupported : cudaErrorInvalidValue);
-}
-
-ANA_SIM_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
-        unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-    return no_driver_entry(funcPtr, driverStatus);
-}
-
-ANA_SIM_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol,
-        void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
-        enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-    return no_driver_entry(funcPtr, driverStatus);
-}
-
-ANA_SIM_API cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
-        unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-    return no_driver_entry(funcPtr, driverStatus);
-}
-
-ANA_SIM_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol,
-        void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
-        enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-    return no_driver_entry(funcPtr, driverStatus);
-}

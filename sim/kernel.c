@@ -9,8 +9,15 @@
  * function-local static; unregistering a module only marks its kernels unloaded.
  * Module variables get zero-filled storage (initialisers live in the device image,
  * which the sim does not parse) that survives cudaDeviceReset.
+ *
+ * Every public entry point is one API call for the sim's CUPTI (api.h); the nvcc stub
+ * launch __cudaLaunchKernel(_ptsz) is reported as cudaLaunchKernel(_ptsz) with the host
+ * stub as `func`, the registration calls are not reported. Each kernel that runs yields
+ * one CUpti_ActivityKernel10 when an observer wants it, handed over after the lock is
+ * released. On a capturing stream a launch becomes a graph node instead.
  */
 #include "sim.h"
+#include "api.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -235,30 +242,89 @@ static int valid_config(dim3 g, dim3 b)
     return (uint64_t)b.x * b.y * b.z <= 1024;
 }
 
-static cudaError_t launch_locked(struct sim_kernel *k, dim3 grid, dim3 block, size_t smem,
-                                 cudaStream_t stream, int ptsz)
+cudaError_t ana_sim_kernel_check_locked(const struct ana_sim_op *op)
 {
-    struct ana_sim_stream *s;
-    if (!k)
+    const struct sim_kernel *k = op->kernel;
+    if (!k || !k->loaded)
         return cudaErrorInvalidDeviceFunction;
-    if (!valid_config(grid, block))
+    if (!valid_config(op->grid, op->block))
         return cudaErrorInvalidConfiguration;
-    if (smem > (size_t)k->max_dynamic_smem)
+    if (op->smem > (size_t)k->max_dynamic_smem)
         return cudaErrorInvalidValue;
-    cudaError_t err = ana_sim_stream_resolve_locked(stream, ptsz, &s);
-    if (err != cudaSuccess)
-        return err;
-    ana_sim_stream_enqueue_locked(s, ana_sim_cost_kernel_ns(grid, block));
     return cudaSuccess;
 }
 
-static cudaError_t launch(const void *func, dim3 grid, dim3 block, size_t smem,
-                          cudaStream_t stream, int ptsz)
+static int64_t next_grid_id = 1;
+
+static void fill_kernel(CUpti_ActivityKernel10 *r, const struct ana_sim_op *op,
+                        const struct ana_sim_exec *x, uint64_t start, uint64_t end)
 {
+    const struct sim_kernel *k = op->kernel;
+    memset(r, 0, sizeof(*r));
+    r->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    r->registersPerThread = 32;
+    r->start = start;
+    r->end = end;
+    r->completed = end;
+    r->contextId = 1;
+    r->streamId = ana_sim_stream_id_locked(x->stream);
+    r->gridX = (int32_t)op->grid.x;
+    r->gridY = (int32_t)op->grid.y;
+    r->gridZ = (int32_t)op->grid.z;
+    r->blockX = (int32_t)op->block.x;
+    r->blockY = (int32_t)op->block.y;
+    r->blockZ = (int32_t)op->block.z;
+    r->dynamicSharedMemory = (int32_t)op->smem;
+    r->correlationId = ana_sim_correlation();
+    r->gridId = next_grid_id - 1;
+    r->name = k->name;
+    r->queued = CUPTI_TIMESTAMP_UNKNOWN;
+    r->submitted = CUPTI_TIMESTAMP_UNKNOWN;
+    r->launchType = op->launch_type;
+    r->graphNodeId = x->node_id;
+    r->shmemLimitConfig = k->max_dynamic_smem > ANA_SIM_SMEM_DEFAULT_MAX
+                          ? CUPTI_FUNC_SHMEM_LIMIT_OPTIN : CUPTI_FUNC_SHMEM_LIMIT_DEFAULT;
+    r->graphId = x->graph_id;
+}
+
+cudaError_t ana_sim_kernel_run_locked(const struct ana_sim_op *op,
+                                      const struct ana_sim_exec *x,
+                                      union ana_sim_record *rec)
+{
+    rec->base.kind = CUPTI_ACTIVITY_KIND_INVALID;
+    cudaError_t err = ana_sim_kernel_check_locked(op);
+    if (err != cudaSuccess)
+        return err;
+    uint64_t dur = ana_sim_cost_kernel_ns(op->grid, op->block);
+    uint64_t start = ana_sim_stream_enqueue_locked(x->stream, dur);
+    next_grid_id++;
+    if (x->want & ANA_SIM_WANT_KERNEL)
+        fill_kernel(&rec->kernel, op, x, start, start + dur);
+    return cudaSuccess;
+}
+
+/* Validates and runs a launch, or records it while the stream captures. */
+static cudaError_t launch(const void *func, dim3 grid, dim3 block, size_t smem,
+                          cudaStream_t stream, int ptsz, uint8_t launch_type)
+{
+    unsigned want = ana_sim_wanted_kinds();
+    union ana_sim_record rec = { .base.kind = CUPTI_ACTIVITY_KIND_INVALID };
+    struct ana_sim_stream *s = NULL;
     ana_sim_enter();
-    cudaError_t err = launch_locked(find_kernel_locked(func), grid, block, smem, stream,
-                                    ptsz);
+    struct ana_sim_op op = { .kind = ANA_SIM_OP_KERNEL, .async = 1,
+                             .kernel = find_kernel_locked(func), .grid = grid,
+                             .block = block, .smem = smem, .launch_type = launch_type };
+    cudaError_t err = ana_sim_kernel_check_locked(&op);
+    if (err == cudaSuccess)
+        err = ana_sim_stream_resolve_locked(stream, ptsz, &s);
+    if (err == cudaSuccess && ana_sim_capturing_locked(s)) {
+        err = ana_sim_capture_add_locked(s, &op);
+    } else if (err == cudaSuccess) {
+        struct ana_sim_exec x = { s, 0, 0, want };
+        err = ana_sim_kernel_run_locked(&op, &x, &rec);
+    }
     ana_sim_leave();
+    ana_sim_emit(&rec, 1);
     return ana_sim_ret(err);
 }
 
@@ -277,59 +343,91 @@ ANA_SIM_API cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFu
 
 ANA_SIM_API cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr)
 {
-    return __cudaGetKernel(kernelPtr, entryFuncAddr);
+    ANA_SIM_TRACED(cudaGetKernel, v12000, __cudaGetKernel(kernelPtr, entryFuncAddr),
+                   kernelPtr, entryFuncAddr);
+}
+
+/* The host stub a kernel handle belongs to (what CUPTI shows as `func`). */
+static const void *host_fun_of(cudaKernel_t kernel)
+{
+    ana_sim_enter();
+    const struct sim_kernel *k = ana_sim_map_get(&kernels_by_handle, kernel);
+    const void *fun = k ? k->host_fun : (const void *)kernel;
+    ana_sim_leave();
+    return fun;
 }
 
 ANA_SIM_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
                                void **args, size_t sharedMem, cudaStream_t stream)
 {
-    return launch(kernel, gridDim, blockDim, sharedMem, stream, 0);
+    ANA_SIM_TRACED(cudaLaunchKernel, v7000,
+                   launch(kernel, gridDim, blockDim, sharedMem, stream, 0, 0),
+                   host_fun_of(kernel), gridDim, blockDim, args, sharedMem, stream);
 }
 
 ANA_SIM_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
                                     void **args, size_t sharedMem, cudaStream_t stream)
 {
-    return launch(kernel, gridDim, blockDim, sharedMem, stream, 1);
+    ANA_SIM_TRACED(cudaLaunchKernel_ptsz, v7000,
+                   launch(kernel, gridDim, blockDim, sharedMem, stream, 1, 0),
+                   host_fun_of(kernel), gridDim, blockDim, args, sharedMem, stream);
 }
 
 ANA_SIM_API cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim,
                                          void **args, size_t sharedMem, cudaStream_t stream)
 {
-    return launch(func, gridDim, blockDim, sharedMem, stream, 0);
+    ANA_SIM_TRACED(cudaLaunchKernel, v7000,
+                   launch(func, gridDim, blockDim, sharedMem, stream, 0, 0),
+                   func, gridDim, blockDim, args, sharedMem, stream);
 }
 
 ANA_SIM_API cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
                                               dim3 blockDim, void **args, size_t sharedMem,
                                               cudaStream_t stream)
 {
-    return launch(func, gridDim, blockDim, sharedMem, stream, 1);
+    ANA_SIM_TRACED(cudaLaunchKernel_ptsz, v7000,
+                   launch(func, gridDim, blockDim, sharedMem, stream, 1, 0),
+                   func, gridDim, blockDim, args, sharedMem, stream);
 }
 
 /* Launch attributes (clusters, priorities, programmatic serialisation) do not change
- * the cost model and are accepted as given. */
-ANA_SIM_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
-                                            const void *func, void **args)
+ * the cost model and are accepted as given; cudaLaunchAttributeCooperative makes the
+ * launch cooperative. */
+static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func, int ptsz)
 {
     if (!config)
         return ana_sim_ret(cudaErrorInvalidValue);
+    uint8_t type = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
+    for (unsigned i = 0; config->attrs && i < config->numAttrs; i++)
+        if (config->attrs[i].id == cudaLaunchAttributeCooperative &&
+            config->attrs[i].val.cooperative)
+            type = CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE;
     return launch(func, config->gridDim, config->blockDim, config->dynamicSmemBytes,
-                  config->stream, 0);
+                  config->stream, ptsz, type);
+}
+
+ANA_SIM_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
+                                            const void *func, void **args)
+{
+    ANA_SIM_TRACED(cudaLaunchKernelExC, v11060, launch_ex(config, func, 0), config, func,
+                   args);
 }
 
 ANA_SIM_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config,
                                                  const void *func, void **args)
 {
-    if (!config)
-        return ana_sim_ret(cudaErrorInvalidValue);
-    return launch(func, config->gridDim, config->blockDim, config->dynamicSmemBytes,
-                  config->stream, 1);
+    ANA_SIM_TRACED(cudaLaunchKernelExC_ptsz, v11060, launch_ex(config, func, 1), config,
+                   func, args);
 }
 
 ANA_SIM_API cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim,
                                                     dim3 blockDim, void **args,
                                                     size_t sharedMem, cudaStream_t stream)
 {
-    return launch(func, gridDim, blockDim, sharedMem, stream, 0);
+    ANA_SIM_TRACED(cudaLaunchCooperativeKernel, v9000,
+                   launch(func, gridDim, blockDim, sharedMem, stream, 0,
+                          CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE),
+                   func, gridDim, blockDim, args, sharedMem, stream);
 }
 
 ANA_SIM_API cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim,
@@ -337,13 +435,15 @@ ANA_SIM_API cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 
                                                          size_t sharedMem,
                                                          cudaStream_t stream)
 {
-    return launch(func, gridDim, blockDim, sharedMem, stream, 1);
+    ANA_SIM_TRACED(cudaLaunchCooperativeKernel_ptsz, v9000,
+                   launch(func, gridDim, blockDim, sharedMem, stream, 1,
+                          CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE),
+                   func, gridDim, blockDim, args, sharedMem, stream);
 }
 
 /* ---- function attributes and occupancy ------------------------------------------- */
 
-ANA_SIM_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr,
-                                              const void *func)
+static cudaError_t func_get_attributes(struct cudaFuncAttributes *attr, const void *func)
 {
     if (!attr)
         return ana_sim_ret(cudaErrorInvalidValue);
@@ -363,8 +463,15 @@ ANA_SIM_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr,
     return ana_sim_ret(k ? cudaSuccess : cudaErrorInvalidDeviceFunction);
 }
 
-ANA_SIM_API cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr,
-                                             int value)
+ANA_SIM_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr,
+                                              const void *func)
+{
+    ANA_SIM_TRACED(cudaFuncGetAttributes, v3020, func_get_attributes(attr, func), attr,
+                   func);
+}
+
+static cudaError_t func_set_attribute(const void *func, enum cudaFuncAttribute attr,
+                                      int value)
 {
     cudaError_t err = cudaSuccess;
     ana_sim_enter();
@@ -388,7 +495,14 @@ ANA_SIM_API cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttr
     return ana_sim_ret(err);
 }
 
-ANA_SIM_API cudaError_t cudaFuncGetName(const char **name, const void *func)
+ANA_SIM_API cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr,
+                                             int value)
+{
+    ANA_SIM_TRACED(cudaFuncSetAttribute, v9000, func_set_attribute(func, attr, value), func,
+                   attr, value);
+}
+
+static cudaError_t func_get_name(const char **name, const void *func)
 {
     if (!name)
         return ana_sim_ret(cudaErrorInvalidValue);
@@ -398,6 +512,11 @@ ANA_SIM_API cudaError_t cudaFuncGetName(const char **name, const void *func)
         *name = k->name;
     ana_sim_leave();
     return ana_sim_ret(k ? cudaSuccess : cudaErrorInvalidDeviceFunction);
+}
+
+ANA_SIM_API cudaError_t cudaFuncGetName(const char **name, const void *func)
+{
+    ANA_SIM_TRACED(cudaFuncGetName, v12030, func_get_name(name, func), name, func);
 }
 
 /* Occupancy with the sim's fixed kernel resources (32 registers/thread, no static
@@ -430,14 +549,18 @@ static cudaError_t occupancy(int *numBlocks, const void *func, int blockSize, si
 ANA_SIM_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks,
         const void *func, int blockSize, size_t dynamicSMemSize)
 {
-    return ana_sim_ret(occupancy(numBlocks, func, blockSize, dynamicSMemSize));
+    ANA_SIM_TRACED(cudaOccupancyMaxActiveBlocksPerMultiprocessor, v6050,
+                   ana_sim_ret(occupancy(numBlocks, func, blockSize, dynamicSMemSize)),
+                   numBlocks, func, blockSize, dynamicSMemSize);
 }
 
 ANA_SIM_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
         int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize,
         unsigned int flags)
 {
-    if (flags & ~(unsigned)cudaOccupancyDisableCachingOverride)
-        return ana_sim_ret(cudaErrorInvalidValue);
-    return ana_sim_ret(occupancy(numBlocks, func, blockSize, dynamicSMemSize));
+    ANA_SIM_TRACED(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, v7000,
+                   ana_sim_ret((flags & ~(unsigned)cudaOccupancyDisableCachingOverride)
+                               ? cudaErrorInvalidValue
+                               : occupancy(numBlocks, func, blockSize, dynamicSMemSize)),
+                   numBlocks, func, blockSize, dynamicSMemSize, flags);
 }

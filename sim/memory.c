@@ -1,16 +1,24 @@
 /*
  * memory.c — simulated device memory: the allocation table, capacity accounting, the
- * allocation/free entry points, cudaMemGetInfo and cudaPointerGetAttributes.
+ * device-model side of every allocation and free (anasim_mem_*, called by the sim's
+ * libcuda.so.1, which the runtime's cudaMalloc & co call in turn: see malloc.c), the
+ * ranges cuMemMap makes device memory, the CUPTI memory activity records, host
+ * registration and cudaPointerGetAttributes.
  *
  * Every allocation is its own mmap(MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE) so that
  * untouched device memory costs no host RAM (an 80 GiB device works on a 24 GiB host).
  * Device and managed allocations are charged against the capacity in multiples of
  * ANA_SIM_ALLOC_GRANULE; pinned host memory, registered memory and module variables
- * are not. Freed mappings of up to 1 MiB are kept in a small cache and handed out again
+ * are not; cuMemCreate handles are charged by the driver through anasim_vmm_charge.
+ * Freed mappings of up to 1 MiB are kept in a small cache and handed out again
  * (a real cudaMalloc does not return zeroed memory either): an mmap/munmap pair per
  * allocation would make the sim's own cost, and its TLB shootdowns when the process has
- * several threads, swamp what it is used to measure. The table is an array sorted by base address: exact lookups for free and
- * range lookups (interior pointers) for copies and pointer attributes.
+ * several threads, swamp what it is used to measure. The table is an array sorted by
+ * base address: exact lookups for free and range lookups (interior pointers) for copies
+ * and pointer attributes.
+ *
+ * Activity records are built only when an observer wants them, after the device lock is
+ * dropped, with the correlation id of the API call in flight.
  */
 #include "sim.h"
 
@@ -21,7 +29,15 @@
 
 static struct ana_sim_mem *regions;
 static size_t nregions, cap_regions;
-static uint64_t used_bytes;                /* sum of `charged` */
+static uint64_t used_bytes;                /* sum of `charged`, plus cuMemCreate handles */
+static uint64_t epoch = 1;                 /* bumped by cudaDeviceReset */
+static uint64_t pool_used;                 /* bytes allocated from the default pool */
+static int pool_announced;                 /* MEMORY_POOL CREATED record sent */
+
+/* The device has one memory pool, its default pool; its handle is this address. */
+static char default_pool;
+
+int ana_sim_mem_pool_valid(const void *pool) { return pool == (const void *)&default_pool; }
 
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
@@ -90,6 +106,15 @@ static const struct ana_sim_mem *find_exact(const void *p)
     return m && m->base == p ? m : NULL;
 }
 
+int ana_sim_mem_overlaps_locked(const void *p, size_t n)
+{
+    size_t i = upper_bound((const char *)p + n - 1); /* regions[i-1]: last base < p+n */
+    if (i == 0)
+        return 0;
+    const struct ana_sim_mem *m = &regions[i - 1];
+    return m->base + (m->size ? m->size : 1) > (const char *)p;
+}
+
 cudaError_t ana_sim_mem_add_locked(const struct ana_sim_mem *m)
 {
     if (nregions == cap_regions) {
@@ -135,118 +160,352 @@ void ana_sim_mem_reset_locked(void)
     }
     nregions = kept;
     used_bytes = 0;
+    pool_used = 0;
+    pool_announced = 0;
+    epoch++;
 }
 
-/* Allocates and records a region; charged kinds fail when the device is full. */
-static cudaError_t alloc_region(void **out, size_t size, enum ana_sim_mem_kind kind,
-                                unsigned flags)
+
+/* ---- activity records --------------------------------------------------------------- */
+
+/* What a MEMORY2 record says; built under the lock, sent after it is dropped. */
+struct mem_event {
+    CUpti_ActivityMemoryOperationType op;
+    CUpti_ActivityMemoryKind kind;
+    uint64_t address, bytes;
+    int async;
+    uint32_t stream_id;
+    int from_pool;          /* fill memoryPoolConfig */
+    uint64_t pool_used;     /* after the operation */
+    int announce_pool;      /* first use of the default pool: MEMORY_POOL CREATED first */
+};
+
+#define FROM_POOL 0x80000000u   /* ana_sim_mem.flags: allocated from the default pool */
+
+static void announce_pool(uint32_t correlation)
 {
-    int charged = kind == ANA_SIM_MEM_DEVICE || kind == ANA_SIM_MEM_MANAGED;
-    size_t charge = charged ? round_up(size, ANA_SIM_ALLOC_GRANULE) : 0;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    if (size > SIZE_MAX - page - ANA_SIM_ALLOC_GRANULE)
-        return cudaErrorMemoryAllocation;
-    ana_sim_enter();
-    cudaError_t err = cudaSuccess;
-    if (charge > ana_sim_capacity_locked() - used_bytes) {
-        err = cudaErrorMemoryAllocation;
-        goto out;
+    if (!ana_sim_activity_wanted(CUPTI_ACTIVITY_KIND_MEMORY_POOL))
+        return;
+    CUpti_ActivityMemoryPool3 r;
+    memset(&r, 0, sizeof(r));
+    r.kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL;
+    r.memoryPoolOperationType = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED;
+    r.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+    r.correlationId = correlation;
+    r.processId = (uint32_t)getpid();
+    r.deviceId = 0;
+    r.address = (uint64_t)(uintptr_t)&default_pool;
+    r.timestamp = ana_sim_now_ns();
+    ana_sim_activity((const CUpti_Activity *)&r);
+}
+
+static void emit(const struct mem_event *e)
+{
+    uint32_t correlation = ana_sim_correlation();
+    if (e->announce_pool)
+        announce_pool(correlation);
+    if (!ana_sim_activity_wanted(CUPTI_ACTIVITY_KIND_MEMORY2))
+        return;
+    CUpti_ActivityMemory4 r;
+    memset(&r, 0, sizeof(r));
+    r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+    r.memoryOperationType = e->op;
+    r.memoryKind = e->kind;
+    r.correlationId = correlation;
+    r.address = e->address;
+    r.bytes = e->bytes;
+    r.timestamp = ana_sim_now_ns();
+    r.processId = (uint32_t)getpid();
+    r.deviceId = 0;
+    r.contextId = 1;
+    r.streamId = e->stream_id;
+    r.isAsync = (uint32_t)e->async;
+    if (e->from_pool) {
+        r.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+        r.memoryPoolConfig.address = (uint64_t)(uintptr_t)&default_pool;
+        r.memoryPoolConfig.releaseThreshold = 0;
+        r.memoryPoolConfig.pool.size = e->pool_used;
+        r.memoryPoolConfig.utilizedSize = e->pool_used;
     }
-    size_t len = round_up(size, page);
+    ana_sim_activity((const CUpti_Activity *)&r);
+}
+
+/* ---- the device model's allocations (anasim.h) ------------------------------------- */
+
+static const struct {
+    enum ana_sim_mem_kind kind;
+    CUpti_ActivityMemoryKind activity;
+    int charged;
+} kinds[] = {
+    [ANASIM_MEM_DEVICE] = { ANA_SIM_MEM_DEVICE, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 },
+    [ANASIM_MEM_MANAGED] = { ANA_SIM_MEM_MANAGED, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED, 1 },
+    [ANASIM_MEM_PINNED] = { ANA_SIM_MEM_HOST, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 0 },
+};
+
+/* Resolves the stream of a stream-ordered call; its id goes into the record. */
+static CUresult async_stream_locked(CUstream h, int ptsz, uint32_t *id)
+{
+    struct ana_sim_stream *s;
+    if (ana_sim_stream_resolve_locked((cudaStream_t)h, ptsz, &s) != cudaSuccess)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *id = ana_sim_stream_id_locked(s);
+    return CUDA_SUCCESS;
+}
+
+/* Maps and records a region; charged kinds fail when the device is full. */
+static CUresult add_allocation_locked(const anasim_alloc *req, size_t charge, void **out)
+{
+    if (charge > ana_sim_capacity_locked() - used_bytes)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t len = round_up(req->size, (size_t)sysconf(_SC_PAGESIZE));
     void *p = map_get(len);
-    if (!p) {
-        err = cudaErrorMemoryAllocation;
-        goto out;
-    }
-    struct ana_sim_mem m = { p, size, charge, len, kind, flags };
-    err = ana_sim_mem_add_locked(&m);
-    if (err != cudaSuccess) {
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    unsigned flags = req->flags | (req->async ? FROM_POOL : 0);
+    struct ana_sim_mem m = { p, req->size, charge, len, kinds[req->kind].kind, flags };
+    if (ana_sim_mem_add_locked(&m) != cudaSuccess) {
         map_put(p, len);
-        goto out;
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *out = p;
+    return CUDA_SUCCESS;
+}
+
+ANASIM_PRIVATE_API CUresult anasim_mem_alloc(const anasim_alloc *req, void **out)
+{
+    if (!req || !out || req->size == 0 || (unsigned)req->kind > ANASIM_MEM_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (req->size > SIZE_MAX - page - ANA_SIM_ALLOC_GRANULE)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t charge = kinds[req->kind].charged ? round_up(req->size, ANA_SIM_ALLOC_GRANULE) : 0;
+    struct mem_event ev = { CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+                            kinds[req->kind].activity, 0, req->size, req->async, 0,
+                            req->async, 0, 0 };
+    CUresult err = CUDA_SUCCESS;
+    void *p = NULL;
+    ana_sim_enter();
+    if (req->async && req->pool && !ana_sim_mem_pool_valid(req->pool))
+        err = CUDA_ERROR_INVALID_VALUE;
+    if (err == CUDA_SUCCESS && req->async)
+        err = async_stream_locked(req->stream, req->ptsz, &ev.stream_id);
+    if (err == CUDA_SUCCESS)
+        err = add_allocation_locked(req, charge, &p);
+    if (err == CUDA_SUCCESS && req->async) {
+        pool_used += charge;
+        ev.pool_used = pool_used;
+        ev.announce_pool = !pool_announced;
+        pool_announced = 1;
+    }
+    ana_sim_leave();
+    if (err != CUDA_SUCCESS)
+        return err;
+    *out = p;
+    ev.address = (uint64_t)(uintptr_t)p;
+    emit(&ev);
+    return CUDA_SUCCESS;
+}
+
+ANASIM_PRIVATE_API CUresult anasim_mem_free(void *p, int host, int async, CUstream stream,
+                                            int ptsz)
+{
+    struct mem_event ev = { CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE,
+                            CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, (uint64_t)(uintptr_t)p, 0,
+                            async, 0, 0, 0, 0 };
+    CUresult err = CUDA_SUCCESS;
+    ana_sim_enter();
+    if (async)
+        err = async_stream_locked(stream, ptsz, &ev.stream_id);
+    const struct ana_sim_mem *m = p ? find_exact(p) : NULL;
+    if (err == CUDA_SUCCESS && p) {
+        int ok = m && (host ? m->kind == ANA_SIM_MEM_HOST
+                            : m->kind == ANA_SIM_MEM_DEVICE || m->kind == ANA_SIM_MEM_MANAGED);
+        if (!ok)
+            err = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (err == CUDA_SUCCESS && m) {
+        ev.kind = m->kind == ANA_SIM_MEM_HOST      ? CUPTI_ACTIVITY_MEMORY_KIND_PINNED
+                  : m->kind == ANA_SIM_MEM_MANAGED ? CUPTI_ACTIVITY_MEMORY_KIND_MANAGED
+                                                   : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+        ev.bytes = m->size;
+        if (m->flags & FROM_POOL) {
+            pool_used -= m->charged;
+            ev.from_pool = 1;
+            ev.pool_used = pool_used;
+        }
+        ana_sim_mem_remove_locked(p);
+    }
+    ana_sim_leave();
+    if (err == CUDA_SUCCESS && p)
+        emit(&ev);
+    return err;
+}
+
+ANASIM_PRIVATE_API void anasim_mem_info(size_t *free_bytes, size_t *total_bytes)
+{
+    ana_sim_enter();
+    uint64_t cap = ana_sim_capacity_locked();
+    *total_bytes = (size_t)cap;
+    *free_bytes = (size_t)(cap > used_bytes ? cap - used_bytes : 0);
+    ana_sim_leave();
+}
+
+ANASIM_PRIVATE_API CUresult anasim_mem_range(const void *p, void **base, size_t *size)
+{
+    CUresult err = CUDA_ERROR_NOT_FOUND;
+    ana_sim_enter();
+    const struct ana_sim_mem *m = ana_sim_mem_find_locked(p);
+    if (m && m->kind != ANA_SIM_MEM_REGISTERED) {
+        if (base)
+            *base = m->base;
+        if (size)
+            *size = m->size;
+        err = CUDA_SUCCESS;
+    }
+    ana_sim_leave();
+    return err;
+}
+
+/* The driver's synchronous copies and sets: run like the runtime's (checked, timed and
+ * recorded by copy.c) on the legacy default stream. */
+static CUresult run_on_legacy_stream(const struct ana_sim_op *op)
+{
+    unsigned want = ana_sim_wanted_kinds();
+    union ana_sim_record rec = { .base.kind = CUPTI_ACTIVITY_KIND_INVALID };
+    struct ana_sim_stream *s;
+    ana_sim_enter();
+    ana_sim_stream_resolve_locked(cudaStreamLegacy, 0, &s);
+    struct ana_sim_exec x = { s, 0, 0, want };
+    cudaError_t err = ana_sim_copy_run_locked(op, &x, &rec);
+    ana_sim_leave();
+    if (err == cudaSuccess && rec.base.kind != CUPTI_ACTIVITY_KIND_INVALID)
+        ana_sim_activity(&rec.base);
+    return err == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+ANASIM_PRIVATE_API CUresult anasim_mem_copy(void *dst, const void *src, size_t n, int kind)
+{
+    if (kind < cudaMemcpyHostToDevice || kind > cudaMemcpyDeviceToDevice || !dst || !src)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    struct ana_sim_op op = { .kind = ANA_SIM_OP_COPY, .dst = dst, .src = src, .dpitch = n,
+                             .spitch = n, .width = n, .height = 1,
+                             .dir = (enum cudaMemcpyKind)kind };
+    return run_on_legacy_stream(&op);
+}
+
+ANASIM_PRIVATE_API CUresult anasim_mem_set(void *dst, unsigned char value, size_t n)
+{
+    if (n == 0)
+        return CUDA_SUCCESS;
+    struct ana_sim_op op = { .kind = ANA_SIM_OP_SET, .dst = dst, .dpitch = n, .width = n,
+                             .height = 1, .value = value };
+    return run_on_legacy_stream(&op);
+}
+
+/* ---- virtual memory management (cuMemCreate, cuMemMap) ------------------------------ */
+
+ANASIM_PRIVATE_API CUresult anasim_vmm_charge(size_t bytes, uint64_t *charge_epoch)
+{
+    CUresult err = CUDA_SUCCESS;
+    ana_sim_enter();
+    if (bytes > ana_sim_capacity_locked() - used_bytes) {
+        err = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        used_bytes += bytes;
+        *charge_epoch = epoch;
+    }
+    ana_sim_leave();
+    if (err == CUDA_SUCCESS) {
+        struct mem_event ev = { CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+                                CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0, bytes, 0, 0, 0, 0, 0 };
+        emit(&ev);
+    }
+    return err;
+}
+
+ANASIM_PRIVATE_API void anasim_vmm_uncharge(size_t bytes, uint64_t charge_epoch)
+{
+    ana_sim_enter();
+    int current = charge_epoch == epoch;
+    if (current)
+        used_bytes -= bytes < used_bytes ? bytes : used_bytes;
+    ana_sim_leave();
+    if (current) {
+        struct mem_event ev = { CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE,
+                                CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 0, bytes, 0, 0, 0, 0, 0 };
+        emit(&ev);
+    }
+}
+
+/* Index of the mapped range ending exactly at p, or nregions. */
+static size_t vmm_ending_at(const char *p)
+{
+    size_t i = upper_bound(p - 1);
+    if (i == 0)
+        return nregions;
+    struct ana_sim_mem *m = &regions[i - 1];
+    return m->kind == ANA_SIM_MEM_VMM && m->base + m->size == p ? i - 1 : nregions;
+}
+
+ANASIM_PRIVATE_API CUresult anasim_vmm_map(void *va, size_t size)
+{
+    char *lo = va, *hi = lo + size;
+    CUresult err = CUDA_SUCCESS;
+    ana_sim_enter();
+    if (ana_sim_mem_overlaps_locked(lo, size)) {
+        err = CUDA_ERROR_INVALID_VALUE;   /* overlaps something the table knows */
+        goto out;
+    }
+    size_t i = upper_bound(lo);           /* the first region above lo */
+    size_t prev = vmm_ending_at(lo);
+    int next = i < nregions && regions[i].base == hi && regions[i].kind == ANA_SIM_MEM_VMM;
+    if (prev < nregions) {                /* grow the range below, absorb the one above */
+        regions[prev].size += size;
+        if (next) {
+            regions[prev].size += regions[i].size;
+            ana_sim_mem_remove_locked(regions[i].base);
+        }
+    } else if (next) {                    /* grow the range above downwards */
+        regions[i].base = lo;
+        regions[i].size += size;
+    } else {
+        struct ana_sim_mem m = { lo, size, 0, 0, ANA_SIM_MEM_VMM, 0 };
+        if (ana_sim_mem_add_locked(&m) != cudaSuccess)
+            err = CUDA_ERROR_OUT_OF_MEMORY;
+    }
 out:
     ana_sim_leave();
     return err;
 }
 
-/* Frees a region of one of the two accepted kinds; NULL is a no-op success. */
-static cudaError_t free_region(void *p, enum ana_sim_mem_kind a, enum ana_sim_mem_kind b)
+ANASIM_PRIVATE_API void anasim_vmm_unmap(void *va, size_t size)
 {
-    if (!p)
-        return cudaSuccess;
-    cudaError_t err = cudaErrorInvalidValue;
+    char *lo = va, *hi = lo + size;
     ana_sim_enter();
-    const struct ana_sim_mem *m = find_exact(p);
-    if (m && (m->kind == a || m->kind == b)) {
-        ana_sim_mem_remove_locked(p);
-        err = cudaSuccess;
+    const struct ana_sim_mem *c = ana_sim_mem_find_locked(lo);
+    if (c && c->kind == ANA_SIM_MEM_VMM && hi <= c->base + c->size) {
+        struct ana_sim_mem *m = &regions[c - regions];
+        char *end = m->base + m->size;
+        if (m->base == lo && end == hi) {
+            ana_sim_mem_remove_locked(lo);
+        } else if (m->base == lo) {
+            m->base = hi;
+            m->size = (size_t)(end - hi);
+        } else {
+            m->size = (size_t)(lo - m->base);
+            if (hi < end) {
+                struct ana_sim_mem right = { hi, (size_t)(end - hi), 0, 0, ANA_SIM_MEM_VMM, 0 };
+                ana_sim_mem_add_locked(&right);
+            }
+        }
     }
+    /* Not found: cudaDeviceReset already forgot the range. */
     ana_sim_leave();
-    return err;
 }
 
-/* ---- device allocations --------------------------------------------------------- */
-
-static cudaError_t malloc_device(void **devPtr, size_t size)
-{
-    if (!devPtr)
-        return cudaErrorInvalidValue;
-    if (size == 0) {
-        *devPtr = NULL;
-        return cudaSuccess;
-    }
-    return alloc_region(devPtr, size, ANA_SIM_MEM_DEVICE, 0);
-}
-
-ANA_SIM_API cudaError_t cudaMalloc(void **devPtr, size_t size)
-{
-    return ana_sim_ret(malloc_device(devPtr, size));
-}
-
-ANA_SIM_API cudaError_t cudaFree(void *devPtr)
-{
-    return ana_sim_ret(free_region(devPtr, ANA_SIM_MEM_DEVICE, ANA_SIM_MEM_MANAGED));
-}
-
-static cudaError_t check_stream(cudaStream_t stream, int ptsz)
-{
-    struct ana_sim_stream *s;
-    ana_sim_enter();
-    cudaError_t err = ana_sim_stream_resolve_locked(stream, ptsz, &s);
-    ana_sim_leave();
-    return err;
-}
-
-/* Stream-ordered allocation: the memory is usable at once, so ordering is moot. */
-ANA_SIM_API cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream)
-{
-    cudaError_t err = check_stream(stream, 0);
-    return ana_sim_ret(err != cudaSuccess ? err : malloc_device(devPtr, size));
-}
-
-ANA_SIM_API cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t stream)
-{
-    cudaError_t err = check_stream(stream, 1);
-    return ana_sim_ret(err != cudaSuccess ? err : malloc_device(devPtr, size));
-}
-
-ANA_SIM_API cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream)
-{
-    cudaError_t err = check_stream(stream, 0);
-    return ana_sim_ret(err != cudaSuccess ? err
-                       : free_region(devPtr, ANA_SIM_MEM_DEVICE, ANA_SIM_MEM_MANAGED));
-}
-
-ANA_SIM_API cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t stream)
-{
-    cudaError_t err = check_stream(stream, 1);
-    return ana_sim_ret(err != cudaSuccess ? err
-                       : free_region(devPtr, ANA_SIM_MEM_DEVICE, ANA_SIM_MEM_MANAGED));
-}
-
-/* The device has one memory pool, its default pool; its handle is this address. */
-static char default_pool;
+/* ---- the default memory pool -------------------------------------------------------- */
 
 ANA_SIM_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
 {
@@ -261,220 +520,4 @@ ANA_SIM_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int 
 ANA_SIM_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device)
 {
     return cudaDeviceGetDefaultMemPool(memPool, device);
-}
-
-ANA_SIM_API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size,
-                                                cudaMemPool_t memPool, cudaStream_t stream)
-{
-    if (memPool != (cudaMemPool_t)(void *)&default_pool)
-        return ana_sim_ret(cudaErrorInvalidValue);
-    return cudaMallocAsync(ptr, size, stream);
-}
-
-ANA_SIM_API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size,
-                                                     cudaMemPool_t memPool,
-                                                     cudaStream_t stream)
-{
-    if (memPool != (cudaMemPool_t)(void *)&default_pool)
-        return ana_sim_ret(cudaErrorInvalidValue);
-    return cudaMallocAsync_ptsz(ptr, size, stream);
-}
-
-ANA_SIM_API cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width,
-                                        size_t height)
-{
-    if (!devPtr || !pitch)
-        return ana_sim_ret(cudaErrorInvalidValue);
-    size_t p = round_up(width, ANA_SIM_PITCH_ALIGN);
-    if (height && p > SIZE_MAX / height)
-        return ana_sim_ret(cudaErrorMemoryAllocation);
-    cudaError_t err = malloc_device(devPtr, p * height);
-    if (err == cudaSuccess)
-        *pitch = p;
-    return ana_sim_ret(err);
-}
-
-ANA_SIM_API cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
-{
-    if (!devPtr || size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost))
-        return ana_sim_ret(cudaErrorInvalidValue);
-    return ana_sim_ret(alloc_region(devPtr, size, ANA_SIM_MEM_MANAGED, flags));
-}
-
-/* ---- pinned and registered host memory ------------------------------------------ */
-
-ANA_SIM_API cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
-{
-    const unsigned known = cudaHostAllocPortable | cudaHostAllocMapped |
-                           cudaHostAllocWriteCombined;
-    if (!pHost || (flags & ~known))
-        return ana_sim_ret(cudaErrorInvalidValue);
-    if (size == 0) {
-        *pHost = NULL;
-        return cudaSuccess;
-    }
-    return ana_sim_ret(alloc_region(pHost, size, ANA_SIM_MEM_HOST, flags));
-}
-
-ANA_SIM_API cudaError_t cudaMallocHost(void **ptr, size_t size)
-{
-    return cudaHostAlloc(ptr, size, cudaHostAllocDefault);
-}
-
-ANA_SIM_API cudaError_t cudaFreeHost(void *ptr)
-{
-    return ana_sim_ret(free_region(ptr, ANA_SIM_MEM_HOST, ANA_SIM_MEM_HOST));
-}
-
-ANA_SIM_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
-{
-    const unsigned known = cudaHostRegisterPortable | cudaHostRegisterMapped |
-                           cudaHostRegisterIoMemory | cudaHostRegisterReadOnly;
-    if (!ptr || size == 0 || (flags & ~known))
-        return ana_sim_ret(cudaErrorInvalidValue);
-    cudaError_t err = cudaSuccess;
-    ana_sim_enter();
-    size_t i = upper_bound((const char *)ptr + size - 1);
-    if (i > 0 && regions[i - 1].base + regions[i - 1].size > (char *)ptr) {
-        err = cudaErrorHostMemoryAlreadyRegistered;
-    } else {
-        struct ana_sim_mem m = { ptr, size, 0, 0, ANA_SIM_MEM_REGISTERED, flags };
-        err = ana_sim_mem_add_locked(&m);
-    }
-    ana_sim_leave();
-    return ana_sim_ret(err);
-}
-
-ANA_SIM_API cudaError_t cudaHostUnregister(void *ptr)
-{
-    cudaError_t err = cudaErrorHostMemoryNotRegistered;
-    ana_sim_enter();
-    const struct ana_sim_mem *m = find_exact(ptr);
-    if (m && m->kind == ANA_SIM_MEM_REGISTERED) {
-        ana_sim_mem_remove_locked(ptr);
-        err = cudaSuccess;
-    }
-    ana_sim_leave();
-    return ana_sim_ret(err);
-}
-
-/* Unified addressing: the device address of pinned or registered memory is its host
- * address (canUseHostPointerForRegisteredMem = 1). */
-ANA_SIM_API cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost,
-                                                 unsigned int flags)
-{
-    if (!pDevice || flags != 0)
-        return ana_sim_ret(cudaErrorInvalidValue);
-    cudaError_t err = cudaErrorInvalidValue;
-    ana_sim_enter();
-    const struct ana_sim_mem *m = ana_sim_mem_find_locked(pHost);
-    if (m && (m->kind == ANA_SIM_MEM_HOST || m->kind == ANA_SIM_MEM_REGISTERED)) {
-        *pDevice = pHost;
-        err = cudaSuccess;
-    }
-    ana_sim_leave();
-    return ana_sim_ret(err);
-}
-
-ANA_SIM_API cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost)
-{
-    if (!pFlags)
-        return ana_sim_ret(cudaErrorInvalidValue);
-    cudaError_t err = cudaErrorInvalidValue;
-    ana_sim_enter();
-    const struct ana_sim_mem *m = ana_sim_mem_find_locked(pHost);
-    if (m && m->kind == ANA_SIM_MEM_HOST) {
-        *pFlags = m->flags;
-        err = cudaSuccess;
-    }
-    ana_sim_leave();
-    return ana_sim_ret(err);
-}
-
-/* ---- queries and hints ---------------------------------------------------------- */
-
-ANA_SIM_API cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
-{
-    if (!free || !total)
-        return ana_sim_ret(cudaErrorInvalidValue);
-    ana_sim_enter();
-    uint64_t cap = ana_sim_capacity_locked();
-    *total = (size_t)cap;
-    *free = (size_t)(cap > used_bytes ? cap - used_bytes : 0);
-    ana_sim_leave();
-    return cudaSuccess;
-}
-
-ANA_SIM_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes,
-                                                 const void *ptr)
-{
-    if (!attributes)
-        return ana_sim_ret(cudaErrorInvalidValue);
-    memset(attributes, 0, sizeof(*attributes));
-    attributes->type = cudaMemoryTypeUnregistered;
-    attributes->device = cudaInvalidDeviceId;
-    ana_sim_enter();
-    const struct ana_sim_mem *m = ana_sim_mem_find_locked(ptr);
-    if (m) {
-        void *p = (void *)ptr;
-        attributes->device = 0;
-        switch (m->kind) {
-        case ANA_SIM_MEM_DEVICE:
-        case ANA_SIM_MEM_SYMBOL:
-            attributes->type = cudaMemoryTypeDevice;
-            attributes->devicePointer = p;
-            break;
-        case ANA_SIM_MEM_MANAGED:
-        case ANA_SIM_MEM_SYMBOL_MANAGED:
-            attributes->type = cudaMemoryTypeManaged;
-            attributes->devicePointer = attributes->hostPointer = p;
-            break;
-        case ANA_SIM_MEM_HOST:
-        case ANA_SIM_MEM_REGISTERED:
-            attributes->type = cudaMemoryTypeHost;
-            attributes->devicePointer = attributes->hostPointer = p;
-            break;
-        }
-    }
-    ana_sim_leave();
-    return cudaSuccess;
-}
-
-static cudaError_t check_managed_range(const void *devPtr, size_t count)
-{
-    cudaError_t err = cudaErrorInvalidValue;
-    ana_sim_enter();
-    const struct ana_sim_mem *m = ana_sim_mem_find_locked(devPtr);
-    if (m && ana_sim_mem_device_range_locked(devPtr, count))
-        err = cudaSuccess;
-    ana_sim_leave();
-    return err;
-}
-
-/* Hints only: there is one memory, so nothing migrates. */
-ANA_SIM_API cudaError_t cudaMemAdvise(const void *devPtr, size_t count,
-                                      enum cudaMemoryAdvise advice,
-                                      struct cudaMemLocation location)
-{
-    return ana_sim_ret(check_managed_range(devPtr, count));
-}
-
-static cudaError_t prefetch(const void *devPtr, size_t count, cudaStream_t stream, int ptsz)
-{
-    cudaError_t err = check_stream(stream, ptsz);
-    return err != cudaSuccess ? err : check_managed_range(devPtr, count);
-}
-
-ANA_SIM_API cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count,
-                                             struct cudaMemLocation location,
-                                             unsigned int flags, cudaStream_t stream)
-{
-    return ana_sim_ret(prefetch(devPtr, count, stream, 0));
-}
-
-ANA_SIM_API cudaError_t cudaMemPrefetchAsync_ptsz(const void *devPtr, size_t count,
-                                                  struct cudaMemLocation location,
-                                                  unsigned int flags, cudaStream_t stream)
-{
-    return ana_sim_ret(prefetch(devPtr, count, stream, 1));
 }

@@ -43,11 +43,16 @@
 /* ---- cost model (docs/sim.md, "Cost model"); all results in nanoseconds ---------- */
 #define ANA_SIM_LAUNCH_NS         3000.0     /* fixed cost of a kernel */
 #define ANA_SIM_THREAD_NS         0.02       /* per launched thread */
-#define ANA_SIM_PCIE_BYTES_PER_NS 25.0       /* 25 GB/s, H2D and D2H */
+#define ANA_SIM_PCIE_BYTES_PER_NS 25.0       /* 25 GB/s, H2D and D2H with pinned memory */
+#define ANA_SIM_PAGEABLE_BYTES_PER_NS 12.0   /* 12 GB/s, H2D and D2H with pageable memory */
 #define ANA_SIM_HBM_BYTES_PER_NS  1500.0     /* 1.5 TB/s, D2D and memset */
 
 uint64_t ana_sim_cost_kernel_ns(dim3 grid, dim3 block);
+/* A copy whose host side is pinned (or absent: DeviceToDevice). */
 uint64_t ana_sim_cost_copy_ns(size_t bytes, enum cudaMemcpyKind kind);
+/* A copy in direction kind (not cudaMemcpyDefault); pageable: the host side of a
+ * HostToDevice/DeviceToHost copy is ordinary pageable memory. HostToHost costs 0. */
+uint64_t ana_sim_cost_memcpy_ns(size_t bytes, enum cudaMemcpyKind kind, int pageable);
 uint64_t ana_sim_cost_memset_ns(size_t bytes);
 
 /* ---- error.c: return codes and the per-thread last error ------------------------- */
@@ -83,6 +88,7 @@ enum ana_sim_mem_kind {
     ANA_SIM_MEM_REGISTERED,      /* cudaHostRegister: user memory, not owned */
     ANA_SIM_MEM_SYMBOL,          /* __device__/__constant__ variable storage */
     ANA_SIM_MEM_SYMBOL_MANAGED,  /* __managed__ variable storage */
+    ANA_SIM_MEM_VMM,             /* cuMemMap'd range: charged by its cuMemCreate handle */
 };
 
 struct ana_sim_mem {
@@ -98,6 +104,8 @@ struct ana_sim_mem {
 const struct ana_sim_mem *ana_sim_mem_find_locked(const void *p);
 /* Nonzero if [p, p+n) lies inside one region the device can address. */
 int ana_sim_mem_device_range_locked(const void *p, size_t n);
+/* Nonzero if [p, p+n) overlaps a region of the table (n > 0). */
+int ana_sim_mem_overlaps_locked(const void *p, size_t n);
 /* Adds a region the sim did not allocate itself (symbol storage). */
 cudaError_t ana_sim_mem_add_locked(const struct ana_sim_mem *m);
 void ana_sim_mem_remove_locked(const void *base);
@@ -112,11 +120,92 @@ cudaError_t ana_sim_stream_resolve_locked(cudaStream_t h, int ptsz,
                                           struct ana_sim_stream **out);
 /* Enqueues work of the given duration; returns its start time on the device clock. */
 uint64_t ana_sim_stream_enqueue_locked(struct ana_sim_stream *s, uint64_t duration_ns);
+/* The stream's CUPTI-style id: 7 for the legacy default stream; 13, 14, ... (never
+ * reused) for each per-thread default stream and created stream. */
+uint32_t ana_sim_stream_id_locked(const struct ana_sim_stream *s);
 void ana_sim_stream_reset_locked(void);
+int ana_sim_stream_is_legacy(const struct ana_sim_stream *s);
+/* The stream's capture state (graph.c); NULL while it is not capturing. */
+struct ana_sim_capture **ana_sim_stream_capture_slot_locked(struct ana_sim_stream *s);
+/* The calling thread has waited (without sleeping) until device time t: its later work
+ * on any stream starts no earlier (a copy that is synchronous for the host). */
+void ana_sim_host_wait_locked(uint64_t t);
+/* Host time as the calling thread sees it: max(now, the last time it waited for). */
+uint64_t ana_sim_host_now_locked(void);
 
 /* ---- kernel.c: registered module variables (used by the symbol copies) ------------ */
 /* Finds the device storage of a registered variable by its host shadow address. */
 int ana_sim_symbol_find_locked(const void *symbol, char **storage, size_t *size);
+
+/* ---- device work: kernels, copies, sets (kernel.c, copy.c), graphs (graph.c) ------- */
+/* One unit of device work, as submitted to a stream or captured into a graph node. */
+enum ana_sim_op_kind { ANA_SIM_OP_KERNEL, ANA_SIM_OP_COPY, ANA_SIM_OP_PEER, ANA_SIM_OP_SET };
+struct ana_sim_op {
+    enum ana_sim_op_kind kind;
+    int async;                   /* an ...Async entry point */
+    const void *kernel;          /* KERNEL: the sim's kernel record (a cudaKernel_t) */
+    dim3 grid, block;
+    size_t smem;
+    uint8_t launch_type;         /* KERNEL: CUpti_ActivityLaunchType */
+    void *dst;                   /* COPY, PEER, SET: rows of width bytes, height rows */
+    const void *src;
+    size_t dpitch, spitch, width, height;
+    enum cudaMemcpyKind dir;     /* COPY, PEER: never cudaMemcpyDefault */
+    int value;                   /* SET */
+};
+
+/* Bits of the activity kinds an observer wants, asked once per call (unlocked). */
+#define ANA_SIM_WANT_KERNEL  1u  /* CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL */
+#define ANA_SIM_WANT_MEMCPY  2u  /* CUPTI_ACTIVITY_KIND_MEMCPY */
+#define ANA_SIM_WANT_MEMCPY2 4u  /* CUPTI_ACTIVITY_KIND_MEMCPY2 (peer copies) */
+#define ANA_SIM_WANT_MEMSET  8u  /* CUPTI_ACTIVITY_KIND_MEMSET */
+unsigned ana_sim_wanted_kinds(void);
+
+/* Where an op runs: its stream, the graph launch it belongs to (ids 0 outside graphs)
+ * and which records to build. */
+struct ana_sim_exec {
+    struct ana_sim_stream *stream;
+    uint32_t graph_id;
+    uint64_t node_id;
+    unsigned want;
+};
+
+/* An activity record of any kind the device produces; base.kind is
+ * CUPTI_ACTIVITY_KIND_INVALID when none was built. */
+union ana_sim_record {
+    CUpti_Activity base;
+    CUpti_ActivityKernel10 kernel;
+    CUpti_ActivityMemcpy6 memcpy;
+    CUpti_ActivityMemcpyPtoP4 peer;
+    CUpti_ActivityMemset4 memset;
+};
+
+/* Validates op without running it (cudaErrorInvalidDeviceFunction, ...Configuration,
+ * ...Value as the eager launch would answer). */
+cudaError_t ana_sim_kernel_check_locked(const struct ana_sim_op *op);
+/* Runs a kernel op / a copy, peer copy or set op on x->stream: validates it, moves the
+ * bytes, advances the stream clock by the cost model and, when wanted, fills *rec with
+ * the correlation id of the API call in flight. */
+cudaError_t ana_sim_kernel_run_locked(const struct ana_sim_op *op,
+                                      const struct ana_sim_exec *x,
+                                      union ana_sim_record *rec);
+cudaError_t ana_sim_copy_run_locked(const struct ana_sim_op *op,
+                                    const struct ana_sim_exec *x,
+                                    union ana_sim_record *rec);
+/* The CUPTI memory kind of the memory at p (PAGEABLE when the sim does not know it). */
+CUpti_ActivityMemoryKind ana_sim_memory_kind_locked(const void *p);
+/* Hands the built records among recs[0..n) to the observer. Call unlocked. */
+void ana_sim_emit(const union ana_sim_record *recs, size_t n);
+
+/* Stream capture (graph.c). While s captures, ops submitted to it become graph nodes. */
+int ana_sim_capturing_locked(struct ana_sim_stream *s);
+/* Appends op as a node of the graph s is capturing into. */
+cudaError_t ana_sim_capture_add_locked(struct ana_sim_stream *s, const struct ana_sim_op *op);
+/* A synchronising call on s: cudaErrorStreamCaptureUnsupported (and the capture is
+ * invalidated) while s captures, else cudaSuccess. */
+cudaError_t ana_sim_capture_sync_locked(struct ana_sim_stream *s);
+/* Ends any capture on s, freeing what it captured (the stream is being destroyed). */
+void ana_sim_capture_drop_locked(struct ana_sim_stream *s);
 
 /* ---- table.c: pointer-keyed hash map (open addressing) ---------------------------- */
 struct ana_sim_map {
@@ -153,5 +242,52 @@ ANA_SIM_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, di
                                void **args, size_t sharedMem, cudaStream_t stream);
 ANA_SIM_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
                                     void **args, size_t sharedMem, cudaStream_t stream);
+
+/* ---- drvlink.c: the runtime's libcuda.so.1 ------------------------------------------
+ * The runtime answers its memory calls through the driver, as NVIDIA's does: on first
+ * use it dlopens libcuda.so.1, looks up cuGetProcAddress_v2 and resolves the entry points
+ * below by base name for CUDA 13000 (the async ones once more with
+ * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, for the _ptsz variants). */
+#include "anasim.h"
+
+struct ana_sim_driver {
+    CUresult (*get_proc_address)(const char *, void **, int, cuuint64_t,
+                                 CUdriverProcAddressQueryResult *);
+    CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+    CUresult (*mem_free)(CUdeviceptr);
+    CUresult (*mem_alloc_async[2])(CUdeviceptr *, size_t, CUstream);   /* [ptsz] */
+    CUresult (*mem_free_async[2])(CUdeviceptr, CUstream);
+    CUresult (*mem_alloc_from_pool_async[2])(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+    CUresult (*mem_alloc_managed)(CUdeviceptr *, size_t, unsigned int);
+    CUresult (*mem_alloc_host)(void **, size_t);
+    CUresult (*mem_host_alloc)(void **, size_t, unsigned int);
+    CUresult (*mem_free_host)(void *);
+    CUresult (*mem_alloc_pitch)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
+    CUresult (*mem_get_info)(size_t *, size_t *);
+};
+/* The loaded driver, or NULL (after one line on stderr) when libcuda.so.1 cannot be
+ * loaded or lacks an entry point. Thread-safe; call without the device lock held. */
+const struct ana_sim_driver *ana_sim_driver(void);
+/* A driver return code as the runtime reports it (the codes share their numbers). */
+cudaError_t ana_sim_from_cu(CUresult r);
+
+/* Brackets one runtime API call for the observer (anasim.h) and returns `expr`, which is
+ * evaluated between entry and exit. `fn`/`ver` name the cbid
+ * (CUPTI_RUNTIME_TRACE_CBID_<fn>_<ver>); params points to its <fn>_<ver>_params. */
+#define ANA_SIM_RT_RETURN(fn, ver, params, expr)                                         \
+    do {                                                                                 \
+        cudaError_t ana_rt_ret_ = cudaSuccess;                                           \
+        anasim_api ana_rt_call_ = { CUPTI_CB_DOMAIN_RUNTIME_API,                         \
+                                    CUPTI_RUNTIME_TRACE_CBID_##fn##_##ver, #fn, (params), \
+                                    &ana_rt_ret_, 0, 0, 0 };                             \
+        anasim_api_enter(&ana_rt_call_);                                                 \
+        ana_rt_ret_ = (expr);                                                            \
+        anasim_api_exit(&ana_rt_call_);                                                  \
+        return ana_rt_ret_;                                                              \
+    } while (0)
+
+/* ---- memory.c: the default memory pool -------------------------------------------- */
+/* Nonzero if pool is the device's default pool (the only one). */
+int ana_sim_mem_pool_valid(const void *pool);
 
 #endif /* ANA_SIM_H */

@@ -31,7 +31,7 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
 
 /* Cost model of docs/sim.md. */
 static double kernel_ms(double threads) { return (3000.0 + threads * 0.02) / 1e6; }
-static double pcie_ms(double bytes) { return bytes / 25e9 * 1e3; }
+static double pageable_ms(double bytes) { return bytes / 12e9 * 1e3; }
 static double hbm_ms(double bytes) { return bytes / 1.5e12 * 1e3; }
 
 static char fatbin_stand_in[16];
@@ -145,11 +145,20 @@ Test(sim_runtime, device_queries)
     cr_assert_eq(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 1 << 24), cudaSuccess);
     cr_assert_eq(cudaDeviceGetLimit(&lim, cudaLimitMallocHeapSize), cudaSuccess);
     cr_assert_eq(lim, 1 << 24);
-    void *fn = (void *)1;
+    /* Driver entry points come from the sim's libcuda.so.1 (docs/sim.md, "Driver"). */
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult st = cudaDriverEntryPointSymbolNotFound;
     cr_assert_eq(cudaGetDriverEntryPointByVersion("cuMemAlloc", &fn, 13000, cudaEnableDefault,
-                                                  NULL),
-                 cudaErrorNotSupported);
+                                                  &st),
+                 cudaSuccess);
+    cr_assert_not_null(fn);
+    cr_assert_eq(st, cudaDriverEntryPointSuccess);
+    fn = (void *)1;
+    cr_assert_eq(cudaGetDriverEntryPointByVersion("cuNoSuchEntryPoint", &fn, 13000,
+                                                  cudaEnableDefault, &st),
+                 cudaErrorSymbolNotFound);
     cr_assert_null(fn);
+    cr_assert_eq(st, cudaDriverEntryPointSymbolNotFound);
     cr_assert_eq(cudaDeviceEnablePeerAccess(0, 0), cudaErrorInvalidDevice);
 }
 
@@ -196,7 +205,7 @@ Test(sim_runtime, copy_and_set_elapsed_time_match_cost_model)
     cr_assert_eq(cudaEventRecord(a, s), cudaSuccess);
     cr_assert_eq(cudaMemcpyAsync(d, host, 1 << 20, cudaMemcpyHostToDevice, s), cudaSuccess);
     cr_assert_eq(cudaEventRecord(b, s), cudaSuccess);
-    cr_assert_float_eq(elapsed(a, b), pcie_ms(1 << 20), 1e-6);
+    cr_assert_float_eq(elapsed(a, b), pageable_ms(1 << 20), 1e-6); /* static host buffer: pageable */
 
     cr_assert_eq(cudaEventRecord(a, s), cudaSuccess);
     cr_assert_eq(cudaMemcpyAsync(d + 3000000, d, 1000000, cudaMemcpyDeviceToDevice, s),

@@ -1,0 +1,62 @@
+/*
+ * driver.h — internal contract of the sim's libcuda.so.1 (the CUDA driver API).
+ *
+ * What it does: answers the driver entry points NVIDIA's libcuda.so.1 exports (unversioned
+ * symbols, like NVIDIA's) on the simulated device. It owns no device state: memory,
+ * capacity, streams and clocks live in the sim's libcudart.so.13, reached through the
+ * private anasim_* interface (../anasim.h); this library only keeps what is the driver's
+ * alone — the initialised flag, the current context, and the virtual-memory objects
+ * (physical handles and reserved address ranges, vmm.c).
+ *
+ * Every exported entry point is bracketed by anasim_api_enter/exit (domain
+ * CUPTI_CB_DOMAIN_DRIVER_API, the cbid of cupti_driver_cbid.h, the params struct of
+ * generated_cuda_meta.h), so a CUPTI client sees driver calls — the application's own and
+ * those the runtime makes inside its calls, which share the runtime call's correlation id.
+ *
+ * Thread-safety: every entry point is thread-safe; vmm.c has its own mutex and never holds
+ * it across a call into libcudart that could call back.
+ *
+ * cuda.h renames many entry points with macros (cuMemAlloc is cuMemAlloc_v2); the
+ * sources define the real names (cuMemAlloc_v2) and #undef a macro where NVIDIA's library
+ * also exports the older name (cuGetProcAddress, cuDevicePrimaryCtxRelease).
+ */
+#ifndef ANA_DRV_H
+#define ANA_DRV_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "anasim.h"
+
+#define ANA_DRV_API __attribute__((visibility("default")))
+
+#define ANA_DRV_VERSION      13000
+#define ANA_DRV_DEVICE_NAME  "Anatomist Simulated H100"   /* = ANA_SIM_DEVICE_NAME */
+#define ANA_DRV_GRANULARITY  (2u << 20)                   /* VMM granularity, bytes */
+
+/* Brackets one driver API call for the observer and returns `expr`, evaluated between
+ * entry and exit. `fn` names the cbid (CUPTI_DRIVER_TRACE_CBID_<fn>) and the reported name;
+ * params points to its <fn>_params struct, or is NULL for a call without parameters. */
+#define ANA_DRV_RETURN(fn, params, expr)                                                   \
+    do {                                                                                   \
+        CUresult ana_drv_ret_ = CUDA_SUCCESS;                                              \
+        anasim_api ana_drv_call_ = { CUPTI_CB_DOMAIN_DRIVER_API,                           \
+                                     CUPTI_DRIVER_TRACE_CBID_##fn, #fn, (params),          \
+                                     &ana_drv_ret_, 0, 0, 0 };                             \
+        anasim_api_enter(&ana_drv_call_);                                                  \
+        ana_drv_ret_ = (expr);                                                             \
+        anasim_api_exit(&ana_drv_call_);                                                   \
+        return ana_drv_ret_;                                                               \
+    } while (0)
+
+/* init.c: CUDA_SUCCESS once cuInit has succeeded, CUDA_ERROR_NOT_INITIALIZED before. */
+CUresult ana_drv_initialised(void);
+
+/* errors.c: "CUDA_ERROR_OUT_OF_MEMORY" for 2, NULL for a code CUDA 13.0 does not have. */
+const char *ana_drv_error_name(CUresult r);
+
+static inline void *ana_drv_ptr(CUdeviceptr d) { return (void *)(uintptr_t)d; }
+static inline CUdeviceptr ana_drv_dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
+
+#endif /* ANA_DRV_H */
