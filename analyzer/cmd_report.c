@@ -1,13 +1,14 @@
-/* cmd_report.c — `anatomist report TRACE [--json] [--top N] [--no-symbols]`. */
+/* cmd_report.c — `anatomist report TRACE [--json] [--top N] [--min-gap TIME] [--no-symbols]`. */
 #include "cli.h"
 #include "report.h"
 #include "util.h"
 
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 static const char ana_report_usage[] =
-    "Usage: anatomist report TRACE [--json] [--top N] [--no-symbols]\n"
+    "Usage: anatomist report TRACE [--json] [--top N] [--min-gap TIME] [--no-symbols]\n"
     "\n"
     "Reports what a trace says about the program:\n"
     "  * the program, process, devices, duration and how the trace ended;\n"
@@ -17,12 +18,17 @@ static const char ana_report_usage[] =
     "  * the allocation sites (call stacks) holding the most memory at the peak;\n"
     "  * every failed allocation: size, CUDA error, free/total memory the device reported,\n"
     "    what was allocated at that moment, and its call stack;\n"
-    "  * kernels by launch count; memcpy and memset calls and bytes by direction.\n"
+    "  * kernels by launch count; memcpy and memset calls and bytes by direction;\n"
+    "  * what the GPU ran (when CUPTI recorded it): busy and idle time, kernels by GPU\n"
+    "    time, copies by direction and pageable/pinned host memory with GB/s, streams,\n"
+    "    and the longest idle gaps with the API calls before and after each.\n"
     "\n"
     "Options:\n"
     "  --json          print JSON (schema anatomist.report/1, see docs/report-schema.md)\n"
-    "  --top N         rows per ranked list (sites, leaks, failures, kernels in text);\n"
-    "                  0 = all (default 10)\n"
+    "  --top N         rows per ranked list (sites, leaks, failures, kernels in text,\n"
+    "                  kernels by GPU time, idle gaps); 0 = all (default 10)\n"
+    "  --min-gap TIME  GPU idle gaps shorter than TIME are not listed: a number with\n"
+    "                  ns, us, ms or s (default 10us)\n"
     "  --no-symbols    do not open the program's ELF files: frames show module+offset only\n"
     "  -h, --help      show this help\n"
     "\n"
@@ -33,7 +39,29 @@ static const char ana_report_usage[] =
     "\n"
     "Exit status: 0 success, 2 usage error or unreadable/corrupt trace.\n";
 
-enum { ANA_OPT_TOP = 256, ANA_OPT_JSON, ANA_OPT_NO_SYMBOLS };
+enum { ANA_OPT_TOP = 256, ANA_OPT_JSON, ANA_OPT_NO_SYMBOLS, ANA_OPT_MIN_GAP };
+
+/* "250us" -> 250000; a unit is required so that a bare number is not misread. */
+static int ana_parse_duration(const char *text, uint64_t *ns)
+{
+    static const struct { const char *unit; uint64_t mul; } units[] = {
+        { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
+    };
+    size_t digits = strspn(text, "0123456789");
+    char num[24];
+    uint64_t v;
+    if (digits == 0 || digits >= sizeof(num))
+        return -1;
+    memcpy(num, text, digits);
+    num[digits] = 0;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (strcmp(text + digits, units[i].unit) == 0 &&
+            ana_parse_uint(num, UINT64_MAX / units[i].mul, &v) == 0) {
+            *ns = v * units[i].mul;
+            return 0;
+        }
+    return -1;
+}
 
 int ana_cmd_report(int argc, char **argv)
 {
@@ -41,10 +69,11 @@ int ana_cmd_report(int argc, char **argv)
         { "json", no_argument, NULL, ANA_OPT_JSON },
         { "top", required_argument, NULL, ANA_OPT_TOP },
         { "no-symbols", no_argument, NULL, ANA_OPT_NO_SYMBOLS },
+        { "min-gap", required_argument, NULL, ANA_OPT_MIN_GAP },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
-    ana_report_opts ro = { .top = 10, .symbols = 1 };
+    ana_report_opts ro = { .top = 10, .symbols = 1, .min_gap_ns = ANA_GPU_MIN_GAP_NS };
     int json = 0, c;
     uint64_t top;
     opterr = 0;
@@ -57,6 +86,11 @@ int ana_cmd_report(int argc, char **argv)
                 return ana_cli_usage_error("report", "report: --top wants a number of rows "
                                                      "(0 = all), not '%s'", optarg);
             ro.top = (size_t)top;
+            break;
+        case ANA_OPT_MIN_GAP:
+            if (ana_parse_duration(optarg, &ro.min_gap_ns) != 0)
+                return ana_cli_usage_error("report", "report: --min-gap wants a time such as "
+                                                     "10us or 2ms, not '%s'", optarg);
             break;
         case 'h': fputs(ana_report_usage, stdout); return ANA_EXIT_OK;
         default: return ana_cli_bad_option("report", argv, c);

@@ -4,6 +4,7 @@
  * stops at the peak to group what was live then. Both are O(n) with hash tables. */
 #include "memory.h"
 
+#include "records.h"
 #include "u64map.h"
 #include "util.h"
 
@@ -12,17 +13,26 @@
 
 typedef struct ana_mem_slot {
     uint64_t size, stack;
+    uint32_t maps;    /* cuMemCreate: live mappings of the handle */
     uint8_t cls;
+    uint8_t live;     /* charged: the slot is not on the free list */
+    uint8_t vmm;      /* made by cuMemCreate */
+    uint8_t released; /* cuMemCreate: cuMemRelease seen, waiting for the last unmap */
 } ana_mem_slot;
 
 typedef struct ana_mem_state {
-    ana_u64map live; /* ptr -> slot index */
+    ana_u64map live;    /* ptr -> slot index */
+    ana_u64map handles; /* cuMemCreate handle not yet released -> slot index */
+    ana_u64map vas;     /* mapped va -> slot index of the handle mapped there */
+    ana_u64map va_size; /* mapped va -> bytes mapped there */
+    const ana_u64map *dup_corrs; /* corrs of traced calls (GPU_MEMORY de-duplication) */
     ana_mem_slot *slots;
     size_t n_slots, cap_slots;
     uint64_t *free_slots;
     size_t n_free, cap_free;
     uint64_t bytes[3], count[3]; /* by class */
-    uint64_t unknown_frees, reused_ptrs;
+    uint64_t vmm_bytes;
+    uint64_t unknown_frees, reused_ptrs, vmm_late, gpu_dup, gpu_replayed, gpu_ignored;
 } ana_mem_state;
 
 static int ana_mev_cmp(const void *a, const void *b)
@@ -35,17 +45,43 @@ static int ana_mev_cmp(const void *a, const void *b)
 
 void ana_mem_sort(ana_mev *ev, size_t n) { qsort(ev, n, sizeof(*ev), ana_mev_cmp); }
 
-static void ana_mem_state_init(ana_mem_state *st)
+static void ana_mem_state_init(ana_mem_state *st, const ana_u64map *dup_corrs)
 {
     memset(st, 0, sizeof(*st));
     ana_u64map_init(&st->live);
+    ana_u64map_init(&st->handles);
+    ana_u64map_init(&st->vas);
+    ana_u64map_init(&st->va_size);
+    st->dup_corrs = dup_corrs;
 }
 
 static void ana_mem_state_free(ana_mem_state *st)
 {
     ana_u64map_free(&st->live);
+    ana_u64map_free(&st->handles);
+    ana_u64map_free(&st->vas);
+    ana_u64map_free(&st->va_size);
     free(st->slots);
     free(st->free_slots);
+}
+
+static uint64_t ana_mem_charge(ana_mem_state *st, uint64_t size, uint64_t stack, uint8_t cls,
+                               uint8_t vmm)
+{
+    uint64_t slot;
+    if (st->n_free) {
+        slot = st->free_slots[--st->n_free];
+    } else {
+        ANA_GROW(st->slots, st->cap_slots, st->n_slots + 1);
+        slot = st->n_slots++;
+    }
+    st->slots[slot] = (ana_mem_slot){ .size = size, .stack = stack, .cls = cls, .live = 1,
+                                      .vmm = vmm };
+    st->bytes[cls] += size;
+    st->count[cls]++;
+    if (vmm)
+        st->vmm_bytes += size;
+    return slot;
 }
 
 static void ana_mem_release(ana_mem_state *st, uint64_t slot)
@@ -53,8 +89,25 @@ static void ana_mem_release(ana_mem_state *st, uint64_t slot)
     ana_mem_slot *s = &st->slots[slot];
     st->bytes[s->cls] -= s->size;
     st->count[s->cls]--;
+    if (s->vmm)
+        st->vmm_bytes -= s->size;
+    s->live = 0;
     ANA_GROW(st->free_slots, st->cap_free, st->n_free + 1);
     st->free_slots[st->n_free++] = slot;
+}
+
+static void ana_mem_on_create(ana_mem_state *st, const ana_mev *e)
+{
+    uint64_t slot;
+    if (ana_u64map_del(&st->handles, e->ptr, &slot)) {
+        st->reused_ptrs++; /* its release was lost: trust the newer call */
+        if (st->slots[slot].maps)
+            st->slots[slot].released = 1;
+        else
+            ana_mem_release(st, slot);
+    }
+    slot = ana_mem_charge(st, e->size, e->stack, e->cls, 1);
+    ana_u64map_put(&st->handles, e->ptr, slot);
 }
 
 static void ana_mem_on_alloc(ana_mem_state *st, const ana_mev *e)
@@ -62,21 +115,32 @@ static void ana_mem_on_alloc(ana_mem_state *st, const ana_mev *e)
     uint64_t slot;
     if (e->ret != 0 || e->ptr == 0 || e->cls == ANA_MEM_OTHER)
         return;
+    if (e->api == ANA_API_CU_MEM_CREATE) {
+        ana_mem_on_create(st, e);
+        return;
+    }
     if (ana_u64map_del(&st->live, e->ptr, &slot)) {
         /* The free of this pointer was lost (dropped records): trust the newer call. */
         st->reused_ptrs++;
         ana_mem_release(st, slot);
     }
-    if (st->n_free) {
-        slot = st->free_slots[--st->n_free];
-    } else {
-        ANA_GROW(st->slots, st->cap_slots, st->n_slots + 1);
-        slot = st->n_slots++;
+    ana_u64map_put(&st->live, e->ptr, ana_mem_charge(st, e->size, e->stack, e->cls, 0));
+}
+
+/* NVIDIA frees the physical memory of a handle once it is released and unmapped. */
+static void ana_mem_on_release(ana_mem_state *st, const ana_mev *e)
+{
+    uint64_t slot;
+    if (!ana_u64map_del(&st->handles, e->ptr, &slot)) {
+        st->unknown_frees++;
+        return;
     }
-    st->slots[slot] = (ana_mem_slot){ .size = e->size, .stack = e->stack, .cls = e->cls };
-    st->bytes[e->cls] += e->size;
-    st->count[e->cls]++;
-    ana_u64map_put(&st->live, e->ptr, slot);
+    if (st->slots[slot].maps) {
+        st->slots[slot].released = 1;
+        st->vmm_late++;
+    } else {
+        ana_mem_release(st, slot);
+    }
 }
 
 static void ana_mem_on_free(ana_mem_state *st, const ana_mev *e)
@@ -84,18 +148,97 @@ static void ana_mem_on_free(ana_mem_state *st, const ana_mev *e)
     uint64_t slot;
     if (e->ret != 0 || e->ptr == 0) /* freeing NULL is a legal no-op */
         return;
-    if (ana_u64map_del(&st->live, e->ptr, &slot))
+    if (e->api == ANA_API_CU_MEM_RELEASE)
+        ana_mem_on_release(st, e);
+    else if (ana_u64map_del(&st->live, e->ptr, &slot))
         ana_mem_release(st, slot);
     else
         st->unknown_frees++;
 }
 
+static void ana_mem_on_map(ana_mem_state *st, const ana_mev *e)
+{
+    uint64_t slot;
+    if (e->ret != 0 || !ana_u64map_get(&st->handles, e->handle, &slot))
+        return; /* a handle created before the trace began: its bytes were never counted */
+    if (ana_u64map_get(&st->vas, e->ptr, &slot))
+        return; /* mapping over a live mapping fails in CUDA; keep the first */
+    st->slots[slot].maps++;
+    ana_u64map_put(&st->vas, e->ptr, slot);
+    ana_u64map_put(&st->va_size, e->ptr, e->size);
+}
+
+/* Removes the mapping at va (which must be present). */
+static void ana_mem_unmap_at(ana_mem_state *st, uint64_t va)
+{
+    uint64_t slot;
+    ana_u64map_del(&st->vas, va, &slot);
+    ana_u64map_del(&st->va_size, va, NULL);
+    ana_mem_slot *s = &st->slots[slot];
+    if (s->maps && --s->maps == 0 && s->released)
+        ana_mem_release(st, slot);
+}
+
+/* cuMemUnmap takes a range, which may cover several mappings: the common case (one
+ * mapping, unmapped whole) is one lookup; otherwise every mapping is looked at. */
+static void ana_mem_on_unmap(ana_mem_state *st, const ana_mev *e)
+{
+    uint64_t mapped;
+    if (e->ret != 0)
+        return;
+    if (ana_u64map_get(&st->va_size, e->ptr, &mapped)) {
+        ana_mem_unmap_at(st, e->ptr);
+        if (mapped >= e->size)
+            return;
+    }
+    for (size_t i = 0; i < st->vas.cap; i++) {
+        if (!st->vas.used[i] || st->vas.keys[i] < e->ptr || st->vas.keys[i] - e->ptr >= e->size)
+            continue;
+        ana_mem_unmap_at(st, st->vas.keys[i]);
+        i--; /* backward-shift deletion may have moved another entry here */
+    }
+}
+
+static int ana_mem_is_dup(const ana_mem_state *st, const ana_mev *e)
+{
+    uint64_t v;
+    return e->corr && st->dup_corrs && ana_u64map_get(st->dup_corrs, e->corr, &v);
+}
+
+static void ana_mem_on_gpu(ana_mem_state *st, const ana_mev *e)
+{
+    uint64_t slot;
+    if (ana_mem_is_dup(st, e)) {
+        st->gpu_dup++;
+        return;
+    }
+    st->gpu_replayed++;
+    if (e->type == ANA_MEV_GPU_FREE) {
+        if (ana_u64map_del(&st->live, e->ptr, &slot))
+            ana_mem_release(st, slot);
+        else
+            st->gpu_ignored++; /* freed through a traced call already, or never seen */
+        return;
+    }
+    if (e->cls == ANA_MEM_OTHER || ana_u64map_get(&st->live, e->ptr, &slot)) {
+        st->gpu_ignored++; /* not device/pinned memory, or a traced call made it live */
+        return;
+    }
+    ana_u64map_put(&st->live, e->ptr,
+                   ana_mem_charge(st, e->size, ANA_MEM_STACK_DRIVER, e->cls, 0));
+}
+
 static void ana_mem_apply(ana_mem_state *st, const ana_mev *e)
 {
-    if (e->type == ANA_MEV_ALLOC)
-        ana_mem_on_alloc(st, e);
-    else if (e->type == ANA_MEV_FREE)
-        ana_mem_on_free(st, e);
+    switch (e->type) {
+    case ANA_MEV_ALLOC: ana_mem_on_alloc(st, e); break;
+    case ANA_MEV_FREE: ana_mem_on_free(st, e); break;
+    case ANA_MEV_MAP: ana_mem_on_map(st, e); break;
+    case ANA_MEV_UNMAP: ana_mem_on_unmap(st, e); break;
+    case ANA_MEV_GPU_ALLOC:
+    case ANA_MEV_GPU_FREE: ana_mem_on_gpu(st, e); break;
+    default: break;
+    }
 }
 
 static int ana_mem_group_cmp(const void *a, const void *b)
@@ -115,12 +258,10 @@ static ana_mem_group *ana_mem_group_live(const ana_mem_state *st, size_t *n_out)
     ana_mem_group *g = NULL;
     size_t n = 0, cap = 0;
     ana_u64map_init(&idx);
-    for (size_t i = 0; i < st->live.cap; i++) {
-        if (!st->live.used[i])
-            continue;
-        const ana_mem_slot *s = &st->slots[st->live.vals[i]];
+    for (size_t i = 0; i < st->n_slots; i++) {
+        const ana_mem_slot *s = &st->slots[i];
         uint64_t k;
-        if (s->cls != ANA_MEM_DEVICE)
+        if (!s->live || s->cls != ANA_MEM_DEVICE)
             continue;
         if (!ana_u64map_get(&idx, s->stack, &k)) {
             ANA_GROW(g, cap, n + 1);
@@ -172,6 +313,7 @@ static void ana_mem_track_peaks(ana_mem_result *res, const ana_mem_state *st, co
         res->peak_bytes = st->bytes[ANA_MEM_DEVICE];
         res->peak_time_ns = e->time_ns;
         res->peak_count = st->count[ANA_MEM_DEVICE];
+        res->vmm_peak_bytes = st->vmm_bytes;
         *peak_idx = i;
     }
     if (st->bytes[ANA_MEM_HOST_PINNED] > res->host_peak_bytes) {
@@ -180,24 +322,37 @@ static void ana_mem_track_peaks(ana_mem_result *res, const ana_mem_state *st, co
     }
 }
 
-static void ana_mem_sites_at_peak(const ana_mev *ev, size_t peak_idx, ana_mem_result *res)
+static void ana_mem_sites_at_peak(const ana_mev *ev, size_t peak_idx, const ana_u64map *dup,
+                                  ana_mem_result *res)
 {
     ana_mem_state st;
-    ana_mem_state_init(&st);
+    ana_mem_state_init(&st, dup);
     for (size_t i = 0; i <= peak_idx; i++)
         ana_mem_apply(&st, &ev[i]);
     res->peak_sites = ana_mem_group_live(&st, &res->n_peak_sites);
     ana_mem_state_free(&st);
 }
 
+/* The correlation ids of the calls the hooks saw, for GPU_MEMORY de-duplication; the
+ * GPU_MEMORY record may come before or after its call, so this is a pass of its own. */
+static void ana_mem_dup_corrs(const ana_mev *ev, size_t n, ana_u64map *dup)
+{
+    ana_u64map_init(dup);
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].corr && (ev[i].type == ANA_MEV_ALLOC || ev[i].type == ANA_MEV_FREE ||
+                           ev[i].type == ANA_MEV_MAP || ev[i].type == ANA_MEV_UNMAP))
+            ana_u64map_put(dup, ev[i].corr, 1);
+}
+
 void ana_mem_replay(const ana_mev *ev, size_t n, ana_mem_result *res)
 {
     ana_mem_state st;
-    ana_u64map pending;
+    ana_u64map pending, dup;
     size_t peak_idx = 0;
     memset(res, 0, sizeof(*res));
     res->failures = ana_xcalloc(ANA_MEM_MAX_FAILURES, sizeof(ana_mem_failure));
-    ana_mem_state_init(&st);
+    ana_mem_dup_corrs(ev, n, &dup);
+    ana_mem_state_init(&st, &dup);
     ana_u64map_init(&pending);
     for (size_t i = 0; i < n; i++) {
         const ana_mev *e = &ev[i];
@@ -214,11 +369,16 @@ void ana_mem_replay(const ana_mev *ev, size_t n, ana_mem_result *res)
     res->host_live_end_count = st.count[ANA_MEM_HOST_PINNED];
     res->unknown_frees = st.unknown_frees;
     res->reused_ptrs = st.reused_ptrs;
+    res->vmm_late_releases = st.vmm_late;
+    res->gpu_mem_duplicates = st.gpu_dup;
+    res->gpu_mem_replayed = st.gpu_replayed;
+    res->gpu_mem_ignored = st.gpu_ignored;
     res->leaks = ana_mem_group_live(&st, &res->n_leaks);
     ana_mem_state_free(&st);
     ana_u64map_free(&pending);
     if (res->peak_bytes > 0)
-        ana_mem_sites_at_peak(ev, peak_idx, res);
+        ana_mem_sites_at_peak(ev, peak_idx, &dup, res);
+    ana_u64map_free(&dup);
 }
 
 void ana_mem_result_free(ana_mem_result *res)

@@ -1,6 +1,16 @@
 /* memory.h — replay of allocation and free events: peak, live set at the peak, live set
  * at the end (leaks), and the state at each failed allocation.
  *
+ * Rules beyond "an ALLOC makes size bytes live at ptr, a FREE of ptr releases them"
+ * (docs/report-schema.md, `memory`):
+ *  - cuMemCreate (api 57) makes size bytes live under its handle (a namespace apart from
+ *    addresses); the bytes go only when the handle was released (cuMemRelease, api 63)
+ *    AND every mapping of it unmapped (ANA_MEV_MAP/ANA_MEV_UNMAP), at the later of the two;
+ *  - ANA_MEV_GPU_ALLOC/ANA_MEV_GPU_FREE (GPU_MEMORY records) whose corr equals the corr of
+ *    an ALLOC, FREE, MAP or UNMAP event are duplicates of a call the hooks saw: ignored.
+ *    Others are replayed by address with stack ANA_MEM_STACK_DRIVER; an allocation at an
+ *    address already live, or a release of one that is not, is ignored.
+ *
  * Pure logic over an event array, independent of the trace reader, so it is unit-tested
  * on hand-built events. The caller sorts events with ana_mem_sort() (time, then file
  * order), classifies each ALLOC (device / pinned host / other) and canonicalizes stack
@@ -12,7 +22,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum ana_mev_type { ANA_MEV_ALLOC = 1, ANA_MEV_FREE = 2, ANA_MEV_MEMINFO = 3 };
+enum ana_mev_type {
+    ANA_MEV_ALLOC = 1, ANA_MEV_FREE = 2, ANA_MEV_MEMINFO = 3,
+    ANA_MEV_MAP = 4,       /* cuMemMap: ptr = va, size, handle */
+    ANA_MEV_UNMAP = 5,     /* cuMemUnmap: ptr = va, size (handle when recorded) */
+    ANA_MEV_GPU_ALLOC = 6, /* GPU_MEMORY allocation: ptr = address, size, cls from mem_kind */
+    ANA_MEV_GPU_FREE = 7,  /* GPU_MEMORY release: ptr = address */
+};
+/* The "stack" of allocations only the driver saw (GPU_MEMORY records). */
+#define ANA_MEM_STACK_DRIVER UINT64_MAX
 enum ana_mem_class { ANA_MEM_OTHER = 0, ANA_MEM_DEVICE = 1, ANA_MEM_HOST_PINNED = 2 };
 
 typedef struct ana_mev {
@@ -22,6 +40,8 @@ typedef struct ana_mev {
     uint64_t ptr;     /* ALLOC, FREE; for MEMINFO: free bytes */
     uint64_t size;    /* ALLOC: bytes requested; for MEMINFO: total bytes */
     uint64_t stack;   /* canonical stack id, 0 = none */
+    uint64_t corr;    /* CUPTI correlation id, 0 = none */
+    uint64_t handle;  /* MAP/UNMAP: the allocation handle (cuMemCreate's ptr) */
     int64_t ret;      /* CUDA error code the call returned */
     int32_t device;
     uint16_t api;     /* for MEMINFO: reason */
@@ -29,7 +49,8 @@ typedef struct ana_mev {
     uint8_t cls;      /* ALLOC: enum ana_mem_class */
 } ana_mev;
 
-/* Bytes and allocation count that share one canonical stack. */
+/* Bytes and allocation count that share one canonical stack (ANA_MEM_STACK_DRIVER:
+ * allocations seen by the driver only). */
 typedef struct ana_mem_group {
     uint64_t stack, bytes, count;
 } ana_mem_group;
@@ -53,6 +74,11 @@ typedef struct ana_mem_result {
     uint64_t host_live_end_bytes, host_live_end_count;
     uint64_t unknown_frees;   /* successful frees of pointers not live in the trace */
     uint64_t reused_ptrs;     /* successful allocations of a pointer already live */
+    uint64_t vmm_peak_bytes;  /* cuMemCreate bytes live at the device peak */
+    uint64_t vmm_late_releases; /* handles released while mapped, freed at their unmap */
+    uint64_t gpu_mem_duplicates; /* GPU_MEMORY events ignored: corr of a traced call */
+    uint64_t gpu_mem_replayed;   /* GPU_MEMORY events replayed (driver only) */
+    uint64_t gpu_mem_ignored;    /* replayed ones that changed nothing (see the rules) */
     ana_mem_group *leaks;     /* device allocations live at the end, by bytes desc */
     size_t n_leaks;
     ana_mem_group *peak_sites; /* device allocations live at the peak, by bytes desc */

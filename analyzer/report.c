@@ -27,6 +27,7 @@ void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *
     r->t = t;
     r->opt = *opt;
     ana_mem_replay(t->mev, t->n_mev, &r->mem);
+    ana_gpu_analyze(t, opt->min_gap_ns, opt->top, &r->gpu);
     r->sym = ana_sym_new(t, opt->symbols);
     r->kernel_order = ana_xcalloc(t->n_kernels + 1, sizeof(size_t));
     for (size_t i = 0; i < t->n_kernels; i++)
@@ -39,6 +40,7 @@ void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *
 void ana_report_free(ana_report *r)
 {
     ana_mem_result_free(&r->mem);
+    ana_gpu_result_free(&r->gpu);
     ana_sym_free(r->sym);
     free(r->kernel_order);
     memset(r, 0, sizeof(*r));

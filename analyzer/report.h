@@ -1,13 +1,15 @@
 /* report.h — the v1 report (`anatomist report`): what is computed from a loaded trace and
  * how it is written as text or as JSON (schema in docs/report-schema.md).
  *
- * ana_report_build runs the memory replay and orders kernels; the writers only format.
+ * ana_report_build runs the memory replay, the GPU analysis (gpu.h) and orders kernels;
+ * the writers only format (the GPU section: report_gpu_text.c, report_gpu_json.c).
  * The report borrows the trace, which must outlive it. Not thread-safe. */
 #ifndef ANA_REPORT_H
 #define ANA_REPORT_H
 
 #include <stdio.h>
 
+#include "gpu.h"
 #include "json.h"
 #include "memory.h"
 #include "symbolize.h"
@@ -16,12 +18,14 @@
 typedef struct ana_report_opts {
     size_t top;  /* rows per ranked list; 0 = all */
     int symbols; /* 0: do not open ELF files */
+    uint64_t min_gap_ns; /* GPU idle gaps shorter than this are not listed */
 } ana_report_opts;
 
 typedef struct ana_report {
     const ana_trace *t;
     ana_report_opts opt;
     ana_mem_result mem;
+    ana_gpu_result gpu;
     ana_symbolizer *sym;
     size_t *kernel_order; /* indices into t->kernels, most launched first */
 } ana_report;
@@ -30,6 +34,12 @@ void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *
 void ana_report_free(ana_report *r);
 void ana_report_write_text(const ana_report *r, FILE *f);
 void ana_report_write_json(const ana_report *r, FILE *f);
+/* The GPU section of each. */
+void ana_report_gpu_text(const ana_report *r, FILE *f);
+void ana_report_gpu_json(const ana_report *r, ana_json *j);
+/* A call stack as each writer prints it. */
+void ana_report_text_stack(FILE *f, const ana_report *r, uint64_t stack);
+void ana_report_json_stack(ana_json *j, const ana_report *r, uint64_t stack);
 
 /* Helpers shared by the writers and `anatomist info`. */
 const char *ana_report_api_name(uint64_t api, char *buf, size_t cap); /* or "api N" */

@@ -23,11 +23,11 @@ static void ana_rj_frame(ana_json *j, const ana_frame *f)
     ana_json_obj_end(j);
 }
 
-static void ana_rj_stack(ana_json *j, const ana_report *r, uint64_t stack)
+void ana_report_json_stack(ana_json *j, const ana_report *r, uint64_t stack)
 {
     const uint64_t *ip;
     size_t n = ana_stacks_frames(&r->t->stacks, stack, &ip);
-    ana_json_ku64(j, "stack_id", stack);
+    ana_json_ku64(j, "stack_id", stack == ANA_MEM_STACK_DRIVER ? 0 : stack);
     ana_json_key(j, "stack");
     ana_json_arr_begin(j);
     for (size_t i = 0; i < n; i++)
@@ -87,7 +87,9 @@ static void ana_rj_groups(ana_json *j, const ana_report *r, const char *key,
             ana_json_kdbl(j, "share", r->mem.peak_bytes
                                           ? (double)g[i].bytes / (double)r->mem.peak_bytes
                                           : 0.0);
-        ana_rj_stack(j, r, g[i].stack);
+        ana_json_key(j, "driver_only");
+        ana_json_bool(j, g[i].stack == ANA_MEM_STACK_DRIVER);
+        ana_report_json_stack(j, r, g[i].stack);
         ana_json_obj_end(j);
     }
     ana_json_arr_end(j);
@@ -110,6 +112,11 @@ static void ana_rj_memory(ana_json *j, const ana_report *r)
     ana_json_ku64(j, "host_pinned_live_at_end_count", m->host_live_end_count);
     ana_json_ku64(j, "unknown_frees", m->unknown_frees);
     ana_json_ku64(j, "reused_pointers", m->reused_ptrs);
+    ana_json_ku64(j, "vmm_at_peak_bytes", m->vmm_peak_bytes);
+    ana_json_ku64(j, "vmm_released_while_mapped", m->vmm_late_releases);
+    ana_json_ku64(j, "gpu_memory_duplicates", m->gpu_mem_duplicates);
+    ana_json_ku64(j, "gpu_memory_replayed", m->gpu_mem_replayed);
+    ana_json_ku64(j, "gpu_memory_ignored", m->gpu_mem_ignored);
     ana_json_ku64(j, "leak_sites", m->n_leaks);
     ana_rj_groups(j, r, "leaks", m->leaks, m->n_leaks, 0);
     ana_json_ku64(j, "peak_sites", m->n_peak_sites);
@@ -154,7 +161,7 @@ static void ana_rj_failure(ana_json *j, const ana_report *r, const ana_mem_failu
     f->has_meminfo ? ana_json_u64(j, f->total_bytes) : ana_json_null(j);
     ana_json_ku64(j, "live_bytes", f->live_bytes);
     ana_json_ku64(j, "host_pinned_live_bytes", f->host_live_bytes);
-    ana_rj_stack(j, r, f->ev.stack);
+    ana_report_json_stack(j, r, f->ev.stack);
     ana_json_obj_end(j);
 }
 
@@ -233,6 +240,7 @@ void ana_report_write_json(const ana_report *r, FILE *f)
     ana_json_arr_end(&j);
     ana_rj_kernels(&j, r);
     ana_rj_copies(&j, r->t);
+    ana_report_gpu_json(r, &j);
     ana_json_obj_end(&j);
     ana_json_finish(&j);
 }

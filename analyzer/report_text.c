@@ -36,11 +36,15 @@ static void ana_rt_frame(FILE *o, int idx, const ana_frame *f)
         fprintf(o, " (0x%llx)\n", (unsigned long long)f->address);
 }
 
-static void ana_rt_stack(FILE *o, const ana_report *r, uint64_t stack)
+void ana_report_text_stack(FILE *o, const ana_report *r, uint64_t stack)
 {
     const uint64_t *ip;
     size_t n = ana_stacks_frames(&r->t->stacks, stack, &ip);
     int shown = 0;
+    if (stack == ANA_MEM_STACK_DRIVER) {
+        fprintf(o, "        (seen by the driver only: GPU_MEMORY records, no call stack)\n");
+        return;
+    }
     if (n == 0) {
         if (stack)
             fprintf(o, "        (stack %llu: definition missing from the trace)\n",
@@ -117,9 +121,17 @@ static void ana_rt_memory(FILE *o, const ana_report *r)
     fprintf(o, "  pinned host peak   %s (%llu bytes)", b, (unsigned long long)m->host_peak_bytes);
     ana_fmt_bytes(m->host_live_end_bytes, b, sizeof(b));
     fprintf(o, ", %s live at the end\n", b);
+    if (m->vmm_peak_bytes) {
+        ana_fmt_bytes(m->vmm_peak_bytes, b, sizeof(b));
+        fprintf(o, "  of the peak        %s created by cuMemCreate (virtual memory management)\n", b);
+    }
     if (m->unknown_frees)
         fprintf(o, "  note               %llu frees of pointers not allocated in the trace\n",
                 (unsigned long long)m->unknown_frees);
+    if (m->gpu_mem_replayed || m->gpu_mem_duplicates)
+        fprintf(o, "  driver records     %llu GPU_MEMORY records of traced calls ignored, %llu "
+                   "replayed (seen by the driver only)\n",
+                (unsigned long long)m->gpu_mem_duplicates, (unsigned long long)m->gpu_mem_replayed);
 }
 
 static void ana_rt_apis(FILE *o, const char *title, const ana_api_stats *s, int bytes)
@@ -156,7 +168,7 @@ static void ana_rt_groups(FILE *o, const ana_report *r, const ana_mem_group *g, 
         if (with_share && r->mem.peak_bytes)
             fprintf(o, " (%.1f%% of the peak)", 100.0 * (double)g[i].bytes / (double)r->mem.peak_bytes);
         fputc('\n', o);
-        ana_rt_stack(o, r, g[i].stack);
+        ana_report_text_stack(o, r, g[i].stack);
     }
     if (ana_report_limit(r, n) < n)
         fprintf(o, "  ... %zu more (use --top)\n", n - ana_report_limit(r, n));
@@ -196,7 +208,7 @@ static void ana_rt_failure(FILE *o, const ana_report *r, const ana_mem_failure *
     } else {
         fprintf(o, "      %s allocated through traced calls (no memory info recorded)\n", live);
     }
-    ana_rt_stack(o, r, f->ev.stack);
+    ana_report_text_stack(o, r, f->ev.stack);
 }
 
 static void ana_rt_failures(FILE *o, const ana_report *r)
@@ -267,4 +279,5 @@ void ana_report_write_text(const ana_report *r, FILE *o)
     ana_rt_failures(o, r);
     ana_rt_kernels(o, r);
     ana_rt_copies(o, r->t);
+    ana_report_gpu_text(r, o);
 }

@@ -8,10 +8,19 @@
 
 int ana_trace_alloc_class(uint64_t api)
 {
-    if (api == ANA_API_MALLOC_HOST || api == ANA_API_HOST_ALLOC)
+    if (api >= UINT32_MAX)
+        return ANA_MEM_OTHER;
+    if (ana_api_is_host_alloc((uint32_t)api))
         return ANA_MEM_HOST_PINNED;
-    return api < UINT32_MAX && ana_api_is_device_alloc((uint32_t)api) ? ANA_MEM_DEVICE
-                                                                       : ANA_MEM_OTHER;
+    return ana_api_is_device_alloc((uint32_t)api) ? ANA_MEM_DEVICE : ANA_MEM_OTHER;
+}
+
+/* Memory class of a GPU_MEMORY record's mem_kind. */
+static uint8_t ana_trace_memkind_class(uint64_t kind)
+{
+    if (kind == ANA_MEMKIND_DEVICE || kind == ANA_MEMKIND_MANAGED)
+        return ANA_MEM_DEVICE;
+    return kind == ANA_MEMKIND_PINNED ? ANA_MEM_HOST_PINNED : ANA_MEM_OTHER;
 }
 
 static char *ana_str_dup(ana_str s) { return ana_xstrndup(s.s ? s.s : "", s.s ? s.len : 0); }
@@ -93,8 +102,31 @@ static void ana_trace_on_kernel(ana_trace *t, const ana_rec_kernel *kr)
     k->host_fn = kr->host_fn;
 }
 
-static void ana_trace_on_launch(ana_trace *t, const ana_rec_launch *l)
+static uint16_t ana_u16(uint64_t v) { return (uint16_t)(v < 0xffff ? v : 0xffff); }
+static uint8_t ana_u8(uint64_t v) { return (uint8_t)(v < 0xff ? v : 0); }
+
+static int32_t ana_i32(int64_t v)
 {
+    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+
+/* Keeps a LAUNCH/MEMCPY/MEMSET call for the GPU analysis (not in summary mode). */
+static void ana_trace_add_call(ana_trace *t, const ana_record *r, uint64_t api, int64_t ret,
+                               uint64_t stack, uint64_t corr, uint64_t via, uint64_t arg)
+{
+    if (t->flags & ANA_LOAD_SUMMARY)
+        return;
+    ANA_GROW(t->calls, t->cap_calls, t->n_calls + 1);
+    t->calls[t->n_calls++] = (ana_api_call){
+        .time_ns = r->time_ns, .corr = corr, .tid = r->tid, .stack = stack, .arg = arg,
+        .ret = ana_i32(ret), .api = ana_u16(api), .kind = (uint8_t)r->kind, .via = ana_u8(via),
+    };
+}
+
+static void ana_trace_on_launch(ana_trace *t, const ana_record *r)
+{
+    const ana_rec_launch *l = &r->u.launch;
+    ana_trace_add_call(t, r, l->api, l->ret, l->stack, l->corr, l->via, l->kernel);
     ana_trace_kernel *k = ana_trace_kernel_get(t, l->kernel);
     t->launches++;
     k->launches++;
@@ -141,12 +173,13 @@ static void ana_trace_on_alloc(ana_trace *t, const ana_record *r)
         s->failed++;
     }
     ana_mev *e = ana_trace_new_mev(t, r, ANA_MEV_ALLOC);
-    e->api = (uint16_t)(a->api < 0xffff ? a->api : 0xffff);
+    e->api = ana_u16(a->api);
     e->cls = (uint8_t)ana_trace_alloc_class(a->api);
     e->ret = a->ret;
     e->ptr = a->ptr;
     e->size = a->size;
     e->stack = a->stack;
+    e->corr = a->corr;
     e->device = (int32_t)a->device;
 }
 
@@ -160,11 +193,94 @@ static void ana_trace_on_free(ana_trace *t, const ana_record *r)
     else
         s->failed++;
     ana_mev *e = ana_trace_new_mev(t, r, ANA_MEV_FREE);
-    e->api = (uint16_t)(f->api < 0xffff ? f->api : 0xffff);
+    e->api = ana_u16(f->api);
     e->ret = f->ret;
     e->ptr = f->ptr;
     e->stack = f->stack;
+    e->corr = f->corr;
     e->device = (int32_t)f->device;
+}
+
+/* Only mapping and unmapping change what is live; reserving address space does not. */
+static void ana_trace_on_vmm(ana_trace *t, const ana_record *r)
+{
+    const ana_rec_vmm *v = &r->u.vmm;
+    if (v->api != ANA_API_CU_MEM_MAP && v->api != ANA_API_CU_MEM_UNMAP)
+        return;
+    ana_mev *e = ana_trace_new_mev(t, r, v->api == ANA_API_CU_MEM_MAP ? ANA_MEV_MAP
+                                                                      : ANA_MEV_UNMAP);
+    e->api = ana_u16(v->api);
+    e->ret = v->ret;
+    e->ptr = v->va;
+    e->size = v->size;
+    e->handle = v->handle;
+    e->stack = v->stack;
+    e->corr = v->corr;
+    e->device = (int32_t)v->device;
+}
+
+static void ana_trace_on_gpu_memory(ana_trace *t, const ana_record *r)
+{
+    const ana_rec_gpu_memory *m = &r->u.gpu_memory;
+    if (m->op != ANA_GPU_MEM_ALLOC && m->op != ANA_GPU_MEM_RELEASE)
+        return;
+    ana_mev *e = ana_trace_new_mev(t, r, m->op == ANA_GPU_MEM_ALLOC ? ANA_MEV_GPU_ALLOC
+                                                                    : ANA_MEV_GPU_FREE);
+    e->cls = ana_trace_memkind_class(m->mem_kind);
+    e->ptr = m->address;
+    e->size = m->bytes;
+    e->corr = m->corr;
+    e->device = (int32_t)m->device;
+}
+
+static void ana_trace_add_act(ana_trace *t, const ana_record *r, uint8_t type, uint64_t corr,
+                              uint64_t dur, uint64_t arg, int64_t device, uint64_t stream)
+{
+    if (t->flags & ANA_LOAD_SUMMARY)
+        return;
+    ANA_GROW(t->gpu, t->cap_gpu, t->n_gpu + 1);
+    t->gpu[t->n_gpu++] = (ana_gpu_act){
+        .start_ns = r->time_ns, .dur_ns = dur, .corr = corr, .arg = arg,
+        .stream = (uint32_t)stream, .device = ana_i32(device), .type = type,
+    };
+}
+
+static void ana_trace_on_gpu_kernel(ana_trace *t, const ana_record *r)
+{
+    const ana_rec_gpu_kernel *g = &r->u.gpu_kernel;
+    ana_trace_kernel *k = ana_trace_kernel_get(t, g->kernel);
+    if (!k->gpu_count || g->dur_ns < k->gpu_min_ns)
+        k->gpu_min_ns = g->dur_ns;
+    if (g->dur_ns > k->gpu_max_ns)
+        k->gpu_max_ns = g->dur_ns;
+    k->gpu_count++;
+    k->gpu_ns += g->dur_ns;
+    ana_trace_add_act(t, r, ANA_GPU_KERNEL, g->corr, g->dur_ns, g->kernel, g->device, g->stream);
+}
+
+static void ana_trace_on_gpu_copy(ana_trace *t, const ana_record *r)
+{
+    if (r->kind == ANA_K_GPU_MEMSET) {
+        const ana_rec_gpu_memset *m = &r->u.gpu_memset;
+        ana_trace_add_act(t, r, ANA_GPU_MEMSET, m->corr, m->dur_ns, m->bytes, m->device, m->stream);
+        if (!(t->flags & ANA_LOAD_SUMMARY))
+            t->gpu[t->n_gpu - 1].dst_kind = ana_u8(m->mem_kind);
+        return;
+    }
+    const ana_rec_gpu_memcpy *m = &r->u.gpu_memcpy;
+    ana_trace_add_act(t, r, ANA_GPU_MEMCPY, m->corr, m->dur_ns, m->bytes, m->device, m->stream);
+    if (t->flags & ANA_LOAD_SUMMARY)
+        return;
+    ana_gpu_act *a = &t->gpu[t->n_gpu - 1];
+    a->copy_kind = ana_u8(m->copy_kind);
+    a->src_kind = ana_u8(m->src_kind);
+    a->dst_kind = ana_u8(m->dst_kind);
+}
+
+static void ana_trace_on_gpu_dropped(ana_trace *t, const ana_rec_gpu_dropped *d)
+{
+    t->gpu_dropped_records += d->records;
+    t->gpu_dropped_by_reason[d->reason <= 2 ? d->reason : 0] += d->records;
 }
 
 static void ana_trace_on_meminfo(ana_trace *t, const ana_record *r)
@@ -207,14 +323,26 @@ static void ana_trace_on_record(ana_trace *t, const ana_record *r)
     case ANA_K_ALLOC: ana_trace_on_alloc(t, r); break;
     case ANA_K_FREE: ana_trace_on_free(t, r); break;
     case ANA_K_MEMINFO: ana_trace_on_meminfo(t, r); break;
-    case ANA_K_LAUNCH: ana_trace_on_launch(t, &r->u.launch); break;
+    case ANA_K_LAUNCH: ana_trace_on_launch(t, r); break;
     case ANA_K_MEMCPY: {
         const ana_rec_memcpy *m = &r->u.memcpy;
         ana_copy_count(&t->memcpy_total, m->ret, m->bytes);
         ana_copy_count(&t->memcpy_by_dir[m->dir < 5 ? m->dir : 5], m->ret, m->bytes);
+        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->via, m->bytes);
         break;
     }
-    case ANA_K_MEMSET: ana_copy_count(&t->memset_total, r->u.memset.ret, r->u.memset.bytes); break;
+    case ANA_K_MEMSET: {
+        const ana_rec_memset *m = &r->u.memset;
+        ana_copy_count(&t->memset_total, m->ret, m->bytes);
+        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->via, m->bytes);
+        break;
+    }
+    case ANA_K_GPU_KERNEL: ana_trace_on_gpu_kernel(t, r); break;
+    case ANA_K_GPU_MEMCPY:
+    case ANA_K_GPU_MEMSET: ana_trace_on_gpu_copy(t, r); break;
+    case ANA_K_GPU_MEMORY: ana_trace_on_gpu_memory(t, r); break;
+    case ANA_K_GPU_DROPPED: ana_trace_on_gpu_dropped(t, &r->u.gpu_dropped); break;
+    case ANA_K_VMM: ana_trace_on_vmm(t, r); break;
     case ANA_K_DEVICE: ana_trace_on_device(t, &r->u.device); break;
     case ANA_K_DROPPED:
         t->dropped_records += r->u.dropped.records;
@@ -241,12 +369,41 @@ static void ana_trace_note_time(ana_trace *t, uint64_t time_ns)
 
 /* Stack ids are resolved only now: a segment may use an id that a later segment of
  * another thread defines (docs/trace-format.md, "Interning"). */
+static int ana_gpu_act_cmp(const void *a, const void *b)
+{
+    const ana_gpu_act *x = a, *y = b;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    if (x->start_ns != y->start_ns)
+        return x->start_ns < y->start_ns ? -1 : 1;
+    return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+static int ana_api_call_cmp(const void *a, const void *b)
+{
+    const ana_api_call *x = a, *y = b;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? -1 : 1;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
 static void ana_trace_finish(ana_trace *t)
 {
     ana_stacks_resolve(&t->stacks);
     for (size_t i = 0; i < t->n_mev; i++)
-        t->mev[i].stack = ana_stacks_canon(&t->stacks, t->mev[i].stack);
+        if (t->mev[i].stack != ANA_MEM_STACK_DRIVER)
+            t->mev[i].stack = ana_stacks_canon(&t->stacks, t->mev[i].stack);
     ana_mem_sort(t->mev, t->n_mev);
+    qsort(t->gpu, t->n_gpu, sizeof(*t->gpu), ana_gpu_act_cmp);
+    qsort(t->calls, t->n_calls, sizeof(*t->calls), ana_api_call_cmp);
+    for (size_t i = 0; i < t->n_calls; i++) {
+        t->calls[i].stack = ana_stacks_canon(&t->stacks, t->calls[i].stack);
+        if (t->calls[i].corr) /* ids are unique per process; the first call keeps one */
+            if (!ana_u64map_get(&t->call_by_corr, t->calls[i].corr, &(uint64_t){ 0 }))
+                ana_u64map_put(&t->call_by_corr, t->calls[i].corr, i);
+    }
 }
 
 int ana_trace_load(const char *path, unsigned flags, ana_trace **out, ana_error *err)
@@ -261,6 +418,7 @@ int ana_trace_load(const char *path, unsigned flags, ana_trace **out, ana_error 
     t->path = ana_xstrdup(path);
     t->flags = flags;
     ana_u64map_init(&t->kernel_idx);
+    ana_u64map_init(&t->call_by_corr);
     ana_stacks_init(&t->stacks);
     while ((rc = ana_reader_next(rd, &rec, err)) == 1) {
         if (rec.kind < ANA_K_COUNT)
@@ -310,6 +468,9 @@ void ana_trace_free(ana_trace *t)
     free(t->kernels);
     free(t->info);
     free(t->mev);
+    free(t->gpu);
+    free(t->calls);
+    ana_u64map_free(&t->call_by_corr);
     free(t->end_detail);
     free(t->path);
     ana_u64map_free(&t->kernel_idx);
@@ -330,4 +491,18 @@ const ana_trace_module *ana_trace_module_at(const ana_trace *t, uint64_t addr)
         if (addr >= t->modules[i].lo && addr < t->modules[i].hi)
             return &t->modules[i];
     return NULL;
+}
+
+const char *ana_trace_info(const ana_trace *t, const char *key)
+{
+    for (size_t i = t->n_info; i-- > 0;)
+        if (strcmp(t->info[i].key, key) == 0)
+            return t->info[i].value;
+    return NULL;
+}
+
+const ana_api_call *ana_trace_call_by_corr(const ana_trace *t, uint64_t corr)
+{
+    uint64_t i;
+    return corr && ana_u64map_get(&t->call_by_corr, corr, &i) ? &t->calls[i] : NULL;
 }

@@ -1,8 +1,11 @@
 /* trace.h — loads a whole .anat trace into the analyzer's in-memory model.
  *
  * Reads only through format/reader.h. Keeps counts and aggregates for every record, the
- * interned tables (stacks, kernels, modules, devices), and one compact ana_mev per
- * ALLOC/FREE/MEMINFO record for the memory replay (sorted by time, stacks canonical).
+ * interned tables (stacks, kernels, modules, devices), one compact ana_mev per
+ * ALLOC/FREE/MEMINFO/VMM map-unmap/GPU_MEMORY record for the memory replay (sorted by
+ * time, stacks canonical), one ana_gpu_act per GPU_KERNEL/GPU_MEMCPY/GPU_MEMSET record
+ * (sorted by device, then start) and one ana_api_call per LAUNCH/MEMCPY/MEMSET record
+ * (sorted by time, indexed by correlation id) for the GPU analysis (gpu.h).
  * Strings are copied; the model owns everything and ana_trace_free releases it. */
 #ifndef ANA_TRACE_H
 #define ANA_TRACE_H
@@ -32,7 +35,33 @@ typedef struct ana_trace_kernel {
     uint64_t id, host_fn; /* id 0: launches whose function the profiler did not know */
     char *name;           /* mangled as registered; NULL when never defined */
     uint64_t launches, failed;
+    uint64_t gpu_count, gpu_ns, gpu_min_ns, gpu_max_ns; /* GPU_KERNEL records of this id */
 } ana_trace_kernel;
+
+/* What the GPU ran (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET): 48 bytes each, as a trace may
+ * hold millions. */
+enum ana_gpu_type { ANA_GPU_KERNEL = 0, ANA_GPU_MEMCPY = 1, ANA_GPU_MEMSET = 2 };
+typedef struct ana_gpu_act {
+    uint64_t start_ns, dur_ns; /* start: absolute, the clock of every record */
+    uint64_t corr;             /* CUPTI correlation id, 0 = none */
+    uint64_t arg;              /* GPU_KERNEL: KERNEL id; GPU_MEMCPY/GPU_MEMSET: bytes */
+    uint32_t stream;           /* CUPTI stream id */
+    int32_t device;
+    uint8_t type;              /* enum ana_gpu_type */
+    uint8_t copy_kind;         /* GPU_MEMCPY: enum ana_copy_kind (0 when above 255) */
+    uint8_t src_kind, dst_kind; /* GPU_MEMCPY: enum ana_mem_kind; GPU_MEMSET: mem_kind in dst */
+} ana_gpu_act;
+
+/* An API call that makes the GPU work (LAUNCH, MEMCPY, MEMSET records). */
+typedef struct ana_api_call {
+    uint64_t time_ns, corr, tid;
+    uint64_t stack; /* canonical */
+    uint64_t arg;   /* LAUNCH: KERNEL id; MEMCPY/MEMSET: bytes */
+    int32_t ret;    /* clamped to int32 */
+    uint16_t api;
+    uint8_t kind;   /* ANA_K_LAUNCH, ANA_K_MEMCPY or ANA_K_MEMSET */
+    uint8_t via;
+} ana_api_call;
 
 typedef struct ana_api_stats {
     uint64_t calls, ok, failed, bytes; /* bytes: requested by successful calls */
@@ -86,6 +115,12 @@ typedef struct ana_trace {
     ana_copy_stats memcpy_total, memcpy_by_dir[ANA_MEMCPY_DIRS], memset_total;
     ana_kv *info;
     size_t n_info, cap_info;
+    ana_gpu_act *gpu;         /* sorted by device, start, corr */
+    size_t n_gpu, cap_gpu;
+    ana_api_call *calls;      /* sorted by time */
+    size_t n_calls, cap_calls;
+    ana_u64map call_by_corr;  /* corr (≠ 0) -> index into calls */
+    uint64_t gpu_dropped_records, gpu_dropped_by_reason[3]; /* GPU_DROPPED: [0] other reasons */
 } ana_trace;
 
 enum ana_load_flags {
@@ -106,5 +141,11 @@ const ana_trace_module *ana_trace_module_at(const ana_trace *t, uint64_t addr);
 
 /* Memory class of an allocation api (device / pinned host / other). */
 int ana_trace_alloc_class(uint64_t api);
+
+/* Value of the last INFO record with this key (the latest state), or NULL. */
+const char *ana_trace_info(const ana_trace *t, const char *key);
+
+/* The API call with this correlation id, or NULL (corr 0 matches nothing). */
+const ana_api_call *ana_trace_call_by_corr(const ana_trace *t, uint64_t corr);
 
 #endif

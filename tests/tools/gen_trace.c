@@ -301,6 +301,197 @@ static void gen_churn_body(gen *g, uint64_t n)
     }
 }
 
+/* "gpu" (format 1.1): GPU activity, driver and virtual-memory allocations. The tables
+ * below are mirrored in tests/cli/test_gpu.py, which computes the expected numbers from
+ * them on its own; keep both in step.
+ * Memory: cudaMalloc 1 MiB @+1000 (corr 41) and its GPU_MEMORY twin (same corr: ignored);
+ * a GPU_MEMORY allocation of 2 MiB no call explains (corr 777: replayed, driver only) and a
+ * pinned one of 4 KiB (corr 0); cuMemCreate 4 MiB @+3000 under handle 0xA000000 (the same
+ * number as the live cudaMalloc pointer: handles are not addresses), mapped @+3200,
+ * released @+4000 while mapped, unmapped @+5000 (its bytes go then); cuMemCreate 2 MiB
+ * @+4500 released unmapped @+4600 -> device peak 9 MiB at +4500 (6 MiB of it cuMemCreate);
+ * then two 1 MiB handles mapped side by side, released while mapped, and unmapped by one
+ * cuMemUnmap of both @+7300 -> 2 MiB (the driver-only one) live at the end. */
+struct gen_call { uint64_t t, tid; uint32_t kind; uint64_t api; int64_t ret; uint64_t corr, arg, dir, stack; };
+struct gen_act {
+    uint32_t kind; int64_t device; uint64_t stream, corr, start, dur, arg, copy_kind, src, dst;
+};
+#define L_ ANA_K_LAUNCH
+#define M_ ANA_K_MEMCPY
+#define S_ ANA_K_MEMSET
+static const struct gen_call gen_gpu_calls[] = {
+    { 10000, TID_A, L_, ANA_API_LAUNCH_KERNEL, 0, 11, 1, 0, 1 },
+    { 11000, TID_A, L_, ANA_API_LAUNCH_KERNEL, 0, 12, 2, 0, 1 },
+    { 12000, TID_A, L_, ANA_API_LAUNCH_KERNEL, 0, 13, 3, 0, 1 },
+    { 12500, TID_A, L_, ANA_API_LAUNCH_KERNEL, 0, 17, 2, 0, 1 },
+    { 13000, TID_A, M_, ANA_API_MEMCPY_ASYNC, 0, 21, 1 << 20, 1, 1 },
+    { 14000, TID_A, M_, ANA_API_MEMCPY_ASYNC, 0, 22, 1 << 20, 1, 1 },
+    { 30000, TID_A, L_, ANA_API_LAUNCH_KERNEL, 98, 16, 1, 0, 1 },
+    { 45000, TID_B, L_, ANA_API_LAUNCH_KERNEL, 0, 15, 2, 0, 3 },
+    { 95000, TID_A, L_, ANA_API_LAUNCH_KERNEL, 0, 14, 1, 0, 3 },
+    { 110000, TID_A, S_, ANA_API_MEMSET_ASYNC, 0, 31, 4096, 0, 1 },
+    { 118000, TID_A, M_, ANA_API_MEMCPY, 0, 23, 2 << 20, 2, 3 },
+    { 119000, TID_A, M_, ANA_API_MEMCPY, 0, 24, 1 << 20, 2, 1 },
+    { 120000, TID_A, M_, ANA_API_MEMCPY_ASYNC, 0, 25, 8 << 20, 3, 1 },
+};
+#define GK ANA_K_GPU_KERNEL
+#define GC ANA_K_GPU_MEMCPY
+#define GS ANA_K_GPU_MEMSET
+static const struct gen_act gen_gpu_acts[] = {
+    { GK, 0, 7, 11, 20000, 10000, 1, 0, 0, 0 },
+    { GK, 0, 7, 13, 30000, 5000, 3, 0, 0, 0 },
+    { GK, 0, 8, 12, 25000, 15000, 2, 0, 0, 0 },
+    { GK, 1, 20, 17, 30000, 9000, 2, 0, 0, 0 },
+    { GC, 0, 8, 21, 40000, 10000, 1 << 20, ANA_COPY_HTOD, ANA_MEMKIND_PAGEABLE, ANA_MEMKIND_DEVICE },
+    { GC, 0, 8, 22, 52000, 2000, 1 << 20, ANA_COPY_HTOD, ANA_MEMKIND_PINNED, ANA_MEMKIND_DEVICE },
+    { GK, 0, 7, 14, 100000, 12000, 1, 0, 0, 0 },
+    { GS, 0, 8, 31, 112000, 1000, 4096, 0, 0, ANA_MEMKIND_DEVICE },
+    { GC, 0, 7, 23, 125000, 1000, 2 << 20, ANA_COPY_DTOH, ANA_MEMKIND_DEVICE, ANA_MEMKIND_PINNED },
+    { GC, 0, 7, 24, 126000, 10000, 1 << 20, ANA_COPY_DTOH, ANA_MEMKIND_DEVICE, ANA_MEMKIND_PAGEABLE },
+    { GC, 0, 8, 25, 136000, 1000, 8 << 20, ANA_COPY_DTOD, ANA_MEMKIND_DEVICE, ANA_MEMKIND_DEVICE },
+    { GK, 0, 9, 999, 140000, 1000, 2, 0, 0, 0 },
+    { GK, 0, 9, 0, 141000, 1000, 2, 0, 0, 0 },
+};
+
+static void gen_gpu_call(gen *g, const struct gen_call *c)
+{
+    ana_record r = { .kind = c->kind, .tid = c->tid, .time_ns = T0 + c->t };
+    if (c->kind == ANA_K_LAUNCH)
+        r.u.launch = (ana_rec_launch){ .api = c->api, .ret = c->ret, .kernel = c->arg,
+                                       .grid_x = 1, .grid_y = 1, .grid_z = 1, .block_x = 256,
+                                       .block_y = 1, .block_z = 1, .stack = c->stack,
+                                       .dur_ns = 300, .corr = c->corr };
+    else if (c->kind == ANA_K_MEMCPY)
+        r.u.memcpy = (ana_rec_memcpy){ .api = c->api, .ret = c->ret, .bytes = c->arg,
+                                       .dir = c->dir, .stack = c->stack, .dur_ns = 300,
+                                       .corr = c->corr };
+    else
+        r.u.memset = (ana_rec_memset){ .api = c->api, .ret = c->ret, .ptr = 0xA000000,
+                                       .bytes = c->arg, .stack = c->stack, .dur_ns = 300,
+                                       .corr = c->corr };
+    gen_add(g, &r);
+}
+
+static void gen_gpu_act(gen *g, const struct gen_act *a)
+{
+    ana_record r = { .kind = a->kind, .tid = 0, .time_ns = T0 + a->start };
+    if (a->kind == ANA_K_GPU_KERNEL)
+        r.u.gpu_kernel = (ana_rec_gpu_kernel){ .corr = a->corr, .dur_ns = a->dur,
+                                               .kernel = a->arg, .device = a->device,
+                                               .context = 1, .stream = a->stream,
+                                               .grid_x = 1, .grid_y = 1, .grid_z = 1,
+                                               .block_x = 256, .block_y = 1, .block_z = 1 };
+    else if (a->kind == ANA_K_GPU_MEMCPY)
+        r.u.gpu_memcpy = (ana_rec_gpu_memcpy){ .corr = a->corr, .dur_ns = a->dur,
+                                               .bytes = a->arg, .copy_kind = a->copy_kind,
+                                               .src_kind = a->src, .dst_kind = a->dst,
+                                               .flags = ANA_GPU_FLAG_ASYNC, .device = a->device,
+                                               .context = 1, .stream = a->stream,
+                                               .src_device = -1, .dst_device = -1 };
+    else
+        r.u.gpu_memset = (ana_rec_gpu_memset){ .corr = a->corr, .dur_ns = a->dur,
+                                               .bytes = a->arg, .mem_kind = a->dst,
+                                               .device = a->device, .context = 1,
+                                               .stream = a->stream };
+    gen_add(g, &r);
+}
+
+static void gen_gpu_memory(gen *g, uint64_t t, uint64_t corr, uint64_t op, uint64_t kind,
+                           uint64_t addr, uint64_t bytes)
+{
+    ana_record r = { .kind = ANA_K_GPU_MEMORY, .tid = 0, .time_ns = T0 + t };
+    r.u.gpu_memory = (ana_rec_gpu_memory){ .corr = corr, .op = op, .mem_kind = kind,
+                                           .address = addr, .bytes = bytes, .context = 1 };
+    gen_add(g, &r);
+}
+
+static void gen_vmm(gen *g, uint64_t t, uint64_t api, uint64_t va, uint64_t size,
+                    uint64_t handle, uint64_t corr)
+{
+    ana_record r = { .kind = ANA_K_VMM, .tid = TID_A, .time_ns = T0 + t };
+    r.u.vmm = (ana_rec_vmm){ .api = api, .va = va, .size = size, .handle = handle,
+                             .dur_ns = 200, .corr = corr };
+    gen_add(g, &r);
+}
+
+static void gen_info(gen *g, const char *key, const char *value)
+{
+    ana_record r = { .kind = ANA_K_INFO, .tid = 0, .time_ns = T0 };
+    r.u.info = (ana_rec_info){ { key, (uint32_t)strlen(key) }, { value, (uint32_t)strlen(value) } };
+    gen_add(g, &r);
+}
+
+static void gen_corr_alloc(gen *g, uint64_t t, uint64_t api, uint64_t ptr, uint64_t size,
+                           uint64_t stack, uint64_t corr)
+{
+    ana_record r = { .kind = ANA_K_ALLOC, .tid = TID_A, .time_ns = T0 + t };
+    r.u.alloc = (ana_rec_alloc){ .api = api, .ptr = ptr, .size = size, .stack = stack,
+                                 .dur_ns = 100, .corr = corr };
+    gen_add(g, &r);
+}
+
+static void gen_corr_free(gen *g, uint64_t t, uint64_t api, uint64_t ptr, uint64_t corr)
+{
+    ana_record r = { .kind = ANA_K_FREE, .tid = TID_A, .time_ns = T0 + t };
+    r.u.free = (ana_rec_free){ .api = api, .ptr = ptr, .dur_ns = 50, .corr = corr };
+    gen_add(g, &r);
+}
+
+static void gen_gpu_memory_body(gen *g)
+{
+    const uint64_t MiB = 1 << 20, va = 0x7f0000000000ull, h1 = 0xA000000, h2 = 6;
+    gen_corr_alloc(g, 1000, ANA_API_MALLOC, 0xA000000, MiB, 1, 41);
+    gen_gpu_memory(g, 1050, 41, ANA_GPU_MEM_ALLOC, ANA_MEMKIND_DEVICE, 0xA000000, MiB);
+    gen_gpu_memory(g, 2000, 777, ANA_GPU_MEM_ALLOC, ANA_MEMKIND_DEVICE, 0xB000000, 2 * MiB);
+    gen_gpu_memory(g, 2100, 0, ANA_GPU_MEM_ALLOC, ANA_MEMKIND_PINNED, 0xC000000, 4096);
+    gen_corr_alloc(g, 3000, ANA_API_CU_MEM_CREATE, h1, 4 * MiB, 3, 51);
+    gen_vmm(g, 3100, ANA_API_CU_MEM_ADDRESS_RESERVE, va, 8 * MiB, 0, 52);
+    gen_vmm(g, 3200, ANA_API_CU_MEM_MAP, va, 4 * MiB, h1, 53);
+    gen_vmm(g, 3300, ANA_API_CU_MEM_SET_ACCESS, va, 4 * MiB, 0, 54);
+    gen_corr_free(g, 4000, ANA_API_CU_MEM_RELEASE, h1, 55);
+    gen_corr_alloc(g, 4500, ANA_API_CU_MEM_CREATE, h2, 2 * MiB, 1, 56);
+    gen_corr_free(g, 4600, ANA_API_CU_MEM_RELEASE, h2, 57);
+    gen_vmm(g, 5000, ANA_API_CU_MEM_UNMAP, va, 4 * MiB, 0, 58);
+    gen_vmm(g, 5100, ANA_API_CU_MEM_ADDRESS_FREE, va, 8 * MiB, 0, 59);
+    gen_corr_free(g, 6000, ANA_API_FREE, 0xA000000, 42);
+    gen_gpu_memory(g, 6010, 42, ANA_GPU_MEM_RELEASE, ANA_MEMKIND_DEVICE, 0xA000000, MiB);
+    gen_gpu_memory(g, 6100, 0, ANA_GPU_MEM_RELEASE, ANA_MEMKIND_PINNED, 0xC000000, 4096);
+    /* Two handles mapped side by side, released while mapped, unmapped by one call. */
+    gen_corr_alloc(g, 7000, ANA_API_CU_MEM_CREATE, 7, MiB, 1, 60);
+    gen_corr_alloc(g, 7010, ANA_API_CU_MEM_CREATE, 8, MiB, 1, 61);
+    gen_vmm(g, 7100, ANA_API_CU_MEM_MAP, va + 8 * MiB, MiB, 7, 62);
+    gen_vmm(g, 7110, ANA_API_CU_MEM_MAP, va + 9 * MiB, MiB, 8, 63);
+    gen_corr_free(g, 7200, ANA_API_CU_MEM_RELEASE, 7, 64);
+    gen_corr_free(g, 7210, ANA_API_CU_MEM_RELEASE, 8, 65);
+    gen_vmm(g, 7300, ANA_API_CU_MEM_UNMAP, va + 8 * MiB, 2 * MiB, 0, 66);
+}
+
+static void gen_gpu_body(gen *g)
+{
+    uint64_t site = (uint64_t)(uintptr_t)&gen_marker_site + 1;
+    uint64_t other = (uint64_t)(uintptr_t)&gen_marker_other + 1;
+    uint64_t s1[2] = { site, 0x10 }, s3[1] = { other };
+    ana_record r = { .kind = ANA_K_GPU_DROPPED, .tid = 0, .time_ns = T0 + 150000 };
+
+    gen_info(g, "cupti", "on");
+    gen_thread(g, TID_A, "main");
+    gen_stack(g, TID_A, T0 + 900, 1, s1, 2);
+    gen_stack(g, TID_A, T0 + 900, 3, s3, 1);
+    gen_kernel(g, 1, "_Z6matmulPKfS0_Pfi");
+    gen_kernel(g, 2, "relu_kernel");
+    gen_kernel(g, 3, "_Z6matmulPKfS0_Pfi"); /* the same kernel from a second module */
+    gen_gpu_memory_body(g);
+    for (size_t i = 0; i < sizeof(gen_gpu_calls) / sizeof(gen_gpu_calls[0]); i++)
+        gen_gpu_call(g, &gen_gpu_calls[i]);
+    gen_flush(g); /* the GPU records come in a later chunk, as CUPTI delivers them late */
+    for (size_t i = 0; i < sizeof(gen_gpu_acts) / sizeof(gen_gpu_acts[0]); i++)
+        gen_gpu_act(g, &gen_gpu_acts[i]);
+    r.u.gpu_dropped = (ana_rec_gpu_dropped){ 5, ANA_GPU_DROPPED_CUPTI };
+    gen_add(g, &r);
+    r.u.gpu_dropped = (ana_rec_gpu_dropped){ 2, ANA_GPU_DROPPED_DECODE };
+    gen_add(g, &r);
+}
+
 static gen gen_open(const char *path)
 {
     gen g = { .path = path };
@@ -376,6 +567,19 @@ static int gen_scenario(const char *name, const char *out, uint64_t n)
         gen_close(&g);
         return 0;
     }
+    if (!strcmp(name, "gpu")) {
+        gen_gpu_body(&g);
+        gen_end(&g, T0 + 200000);
+        gen_close(&g);
+        return 0;
+    }
+    if (!strcmp(name, "cupti-off")) { /* "basic" with the collector's state recorded */
+        gen_info(&g, "cupti", "unavailable: libcupti.so.13 not found");
+        gen_basic_body(&g);
+        gen_end(&g, T0 + 10000);
+        gen_close(&g);
+        return 0;
+    }
     if (!strcmp(name, "failed")) {
         gen_failed_body(&g);
         gen_end(&g, T0 + 10000);
@@ -417,7 +621,7 @@ static int gen_scenario(const char *name, const char *out, uint64_t n)
 
 static const char *const gen_scenarios[] = {
     "basic", "failed", "empty", "truncated", "torn", "torn-header", "unknown-kind",
-    "newer-major", "corrupt", "churn",
+    "newer-major", "corrupt", "churn", "gpu", "cupti-off",
 };
 
 int main(int argc, char **argv)
