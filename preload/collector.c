@@ -4,7 +4,11 @@
  * records may use: modules, kernels, stacks, thread names, drop counts; (3) copy each
  * ring's bytes up to the noted head into the chunk behind a SEGMENT; (4) compress and
  * write the chunk. Because definitions are published before any record that uses them is
- * appended, and (2) runs after (1), a definition always precedes its uses in the file. */
+ * appended, and (2) runs after (1), a definition always precedes its uses in the file.
+ * Between (3) and (4) GPU activity is collected (cupti.c): its records carry their own
+ * (GPU) times and go to the process segment, each GPU_KERNEL after its KERNEL definition.
+ * A pass asked for by ana_collector_flush_now, and the last pass, force CUPTI to hand
+ * over every buffer it holds. */
 #define _GNU_SOURCE
 #include "preload.h"
 
@@ -29,6 +33,7 @@ static char trace_path[1024];
 static pthread_t thr;
 static sem_t wake;
 static _Atomic int stop_req;
+static _Atomic int force_req; /* the next pass forces a CUPTI flush */
 static _Atomic uint64_t passes_started, passes_done;
 static uint8_t *chunk;
 static size_t chunk_len, chunk_cap;
@@ -58,10 +63,10 @@ static int room(size_t n)
     return chunk_cap - chunk_len >= n;
 }
 
-/* Appends a record made by the collector itself, in the process segment (tid 0). */
-static void wrec(ana_record *r)
+/* Appends a record made by the collector itself, in the process segment (tid 0), at
+ * r->time_ns (deltas may be negative: GPU records keep their own times). */
+static void wrec_at(ana_record *r)
 {
-    r->time_ns = ana_now_ns();
     if (!room(ANA_RECORD_FIXED_MAX + 2 * 4096 + 64 * 1024))
         return;
     if (!in_wseg) {
@@ -78,6 +83,12 @@ static void wrec(ana_record *r)
     }
 }
 
+static void wrec(ana_record *r)
+{
+    r->time_ns = ana_now_ns();
+    wrec_at(r);
+}
+
 static void on_module(const ana_rec_module *m, void *arg)
 {
     ana_record r = { .kind = ANA_K_MODULE };
@@ -91,6 +102,14 @@ static void on_kernel(uint64_t id, uint64_t host_fn, const char *name, void *arg
     size_t len = strlen(name);
     r.u.kernel = (ana_rec_kernel){ id, host_fn, { name, (uint32_t)(len > 8192 ? 8192 : len) } };
     wrec(&r);
+}
+
+/* A decoded GPU record; the KERNEL records of names interned while decoding go first. */
+static void on_gpu(ana_record *r, void *arg)
+{
+    if (r->kind == ANA_K_GPU_KERNEL)
+        ana_kernels_emit_new(on_kernel, NULL);
+    wrec_at(r);
 }
 
 static void on_stack(uint64_t id, const uint64_t *ips, uint32_t n, void *arg)
@@ -161,7 +180,7 @@ static void drain(ana_thread *t)
     atomic_store_explicit(&t->kicked, 0, memory_order_relaxed);
 }
 
-static void pass(void)
+static void pass(int forced)
 {
     atomic_fetch_add(&passes_started, 1);
     ana_thread *list = ana_thread_list();
@@ -182,13 +201,14 @@ static void pass(void)
         if (t->c_state == ANA_T_DEAD && atomic_load(&t->tail) == t->c_snap)
             atomic_store_explicit(&t->state, ANA_T_FREE, memory_order_release);
     }
+    ana_cupti_collect(forced || atomic_exchange(&force_req, 0), on_gpu, NULL);
     flush_chunk();
     atomic_fetch_add(&passes_done, 1);
 }
 
 static void finish(void)
 {
-    pass();
+    pass(1); /* every GPU record CUPTI still holds lands before END */
     ana_record e = { .kind = ANA_K_END };
     e.u.end = (ana_rec_end){ end_reason, { end_detail, (uint32_t)strlen(end_detail) } };
     wrec(&e);
@@ -209,7 +229,7 @@ static void *run(void *arg)
             ;
         if (atomic_load(&stop_req))
             break;
-        pass();
+        pass(0);
     }
     finish();
     return NULL;
@@ -291,6 +311,7 @@ void ana_collector_flush_now(int timeout_ms)
     if (!tw)
         return;
     uint64_t target = atomic_load(&passes_started) + 1;
+    atomic_store(&force_req, 1);
     sem_post(&wake);
     for (int i = 0; i < timeout_ms && atomic_load(&passes_done) < target; i++) {
         struct timespec d = { 0, 1000000 };
@@ -331,6 +352,7 @@ void ana_collector_atfork_child(void)
     chunk_len = chunk_cap = 0;
     in_wseg = write_failed = 0;
     atomic_store(&stop_req, 0);
+    atomic_store(&force_req, 0);
     atomic_store(&passes_started, 0);
     atomic_store(&passes_done, 0);
 }

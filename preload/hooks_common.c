@@ -170,3 +170,39 @@ void ana_rec_memset_done(ana_call *c, uint32_t api, cudaError_t r, const void *p
                                      ANA_VIA_HOOK };
     finish(c, &rec);
 }
+
+/* ---- driver calls (hooks_driver.c): the same records with CUresult codes ---- */
+
+void ana_rec_drv_alloc_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t size,
+                            int64_t device, uint64_t stream, uint64_t flags)
+{
+    measure(c);
+    ana_record rec = { .kind = ANA_K_ALLOC, .time_ns = c->t0 };
+    rec.u.alloc = (ana_rec_alloc){ api, r, r == 0 ? ptr : 0, size, device, stream, c->stack, c->dur,
+                                   flags, c->corr, ANA_VIA_HOOK };
+    ana_emit(c->t, &rec);
+    if (r != 0 && ana_api_is_device_alloc(api))
+        after_failed_alloc(c);
+    else if (r == 0)
+        maybe_record_device();
+    ana_leave(c);
+}
+
+void ana_rec_drv_free_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t stream)
+{
+    measure(c);
+    ana_record rec = { .kind = ANA_K_FREE, .time_ns = c->t0 };
+    rec.u.free = (ana_rec_free){ api, r, ptr, ana_current_device(), stream, c->stack, c->dur, c->corr,
+                                 ANA_VIA_HOOK };
+    finish(c, &rec);
+}
+
+void ana_rec_vmm_done(ana_call *c, uint32_t api, int r, uint64_t va, uint64_t size,
+                      uint64_t handle, uint64_t offset, int64_t device, uint64_t flags)
+{
+    measure(c);
+    ana_record rec = { .kind = ANA_K_VMM, .time_ns = c->t0 };
+    rec.u.vmm = (ana_rec_vmm){ api, r, va, size, handle, offset, device, flags, c->stack, c->dur, c->corr,
+                               ANA_VIA_HOOK };
+    finish(c, &rec);
+}

@@ -64,3 +64,17 @@ LAUNCH_HOOK(__cudaLaunchKernel_ptsz, ANA_API_STUB_LAUNCH_KERNEL_PTSZ, STUB_PARAM
 
 EXC_HOOK(cudaLaunchKernelExC, ANA_API_LAUNCH_KERNEL_EXC)
 EXC_HOOK(cudaLaunchKernelExC_ptsz, ANA_API_LAUNCH_KERNEL_EXC_PTSZ)
+
+/* Cooperative launches: the same record as cudaLaunchKernel, both variants api 18. */
+LAUNCH_HOOK(cudaLaunchCooperativeKernel, ANA_API_LAUNCH_COOPERATIVE, LAUNCH_PARAMS, f, ana_kernel_id_of_fn(f))
+LAUNCH_HOOK(cudaLaunchCooperativeKernel_ptsz, ANA_API_LAUNCH_COOPERATIVE, LAUNCH_PARAMS, f, ana_kernel_id_of_fn(f))
+
+/* Graph launches: which kernels a graph runs is not known here (kernel 0, no dimensions);
+ * GPU activity records carry them when CUPTI runs. */
+static const dim3 no_dims = { 0, 0, 0 };
+#define GRAPH_HOOK(name, api)                                                               \
+    ANA_HOOK(name, (cudaGraphExec_t g, cudaStream_t s), (g, s),                             \
+             ana_rec_launch_done(&c, api, r, 0, no_dims, no_dims, 0, s))
+
+GRAPH_HOOK(cudaGraphLaunch, ANA_API_GRAPH_LAUNCH)
+GRAPH_HOOK(cudaGraphLaunch_ptsz, ANA_API_GRAPH_LAUNCH_PTSZ)

@@ -3,7 +3,12 @@
  * Registration (__cudaRegisterFunction, __cudaGetKernel) is rare and takes a mutex;
  * lookups on the launch path are lock-free reads of open-addressing tables whose keys are
  * published with release stores after their values. The collector writes KERNEL records
- * for new entries before draining the rings, so a KERNEL record precedes its launches. */
+ * for new entries before draining the rings, so a KERNEL record precedes its launches.
+ *
+ * Names that arrive only with GPU activity (CUPTI kernel records) are interned by the
+ * collector thread alone (ana_kernel_intern_name): a registered kernel of the same name
+ * keeps its id, any other name becomes a new entry with host_fn 0. The name index that
+ * serves this is the collector's own; it catches up with registrations on each call. */
 #define _GNU_SOURCE
 #include "preload.h"
 
@@ -31,6 +36,8 @@ static char *names;
 static uint32_t names_used;
 static _Atomic uint32_t kcount = 1; /* next id; ids start at 1 */
 static uint32_t kemitted = 1;       /* collector-owned */
+static uint32_t *name_index;        /* collector-owned: name hash -> id (0 = empty) */
+static uint32_t name_indexed = 1;   /* collector-owned: entries below this are indexed */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int ensure_tables(void)
@@ -78,22 +85,31 @@ static void insert(struct kslot *map, uintptr_t key, uint32_t id)
     }
 }
 
-void ana_kernel_register(const void *host_fn, const char *name)
+/* Adds an entry (host_fn may be 0: known by name only); returns its id, 0 when full. */
+static uint32_t add_entry(uintptr_t host_fn, const char *name)
 {
-    if (!host_fn || !name)
-        return;
     pthread_mutex_lock(&reg_lock);
     uint32_t id = atomic_load_explicit(&kcount, memory_order_relaxed);
     size_t len = strlen(name);
     if (ensure_tables() == 0 && id < MAX_KERNELS && names_used + len + 1 <= NAMES_BYTES) {
         memcpy(names + names_used, name, len + 1);
-        kentries[id].host_fn = (uintptr_t)host_fn;
+        kentries[id].host_fn = host_fn;
         kentries[id].name_off = names_used;
         names_used += (uint32_t)len + 1;
-        insert(fn_map, (uintptr_t)host_fn, id);
+        if (host_fn)
+            insert(fn_map, host_fn, id);
         atomic_store_explicit(&kcount, id + 1, memory_order_release);
+    } else {
+        id = 0;
     }
     pthread_mutex_unlock(&reg_lock);
+    return id;
+}
+
+void ana_kernel_register(const void *host_fn, const char *name)
+{
+    if (host_fn && name)
+        add_entry((uintptr_t)host_fn, name);
 }
 
 void ana_kernel_map_handle(const void *handle, const void *host_fn)
@@ -108,6 +124,58 @@ void ana_kernel_map_handle(const void *handle, const void *host_fn)
 
 uint64_t ana_kernel_id_of_fn(const void *host_fn) { return lookup(fn_map, (uintptr_t)host_fn); }
 uint64_t ana_kernel_id_of_handle(const void *handle) { return lookup(handle_map, (uintptr_t)handle); }
+
+/* ---- names (collector thread only) ---- */
+
+#define NAME_INDEX_SIZE (2 * MAX_KERNELS) /* power of two, at most half full */
+
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+/* The index slot holding `name`, or the empty slot where it belongs. */
+static uint32_t *name_slot(const char *name)
+{
+    uint32_t i = name_hash(name) & (NAME_INDEX_SIZE - 1);
+    while (name_index[i] && strcmp(names + kentries[name_index[i]].name_off, name) != 0)
+        i = (i + 1) & (NAME_INDEX_SIZE - 1);
+    return &name_index[i];
+}
+
+/* Indexes entries registered since the last call; the first of equal names wins. */
+static void index_catch_up(void)
+{
+    uint32_t end = atomic_load_explicit(&kcount, memory_order_acquire);
+    for (; name_indexed < end; name_indexed++) {
+        uint32_t *slot = name_slot(names + kentries[name_indexed].name_off);
+        if (!*slot)
+            *slot = name_indexed;
+    }
+}
+
+uint64_t ana_kernel_intern_name(const char *name)
+{
+    if (!name || !*name)
+        return 0;
+    if (!name_index) {
+        void *p = mmap(NULL, sizeof(uint32_t) * NAME_INDEX_SIZE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED)
+            return 0;
+        name_index = p;
+    }
+    index_catch_up();
+    uint32_t *slot = name_slot(name);
+    if (*slot)
+        return *slot;
+    uint32_t id = add_entry(0, name);
+    index_catch_up(); /* indexes the new entry (and any registered meanwhile) */
+    return id;
+}
 
 void ana_kernels_emit_new(void (*fn)(uint64_t id, uint64_t host_fn, const char *name, void *arg), void *arg)
 {

@@ -106,6 +106,7 @@ int ana_session_ensure(void)
                 return 0; /* ana_disable set OFF */
             atomic_store(&ana_active, 1);
             atomic_store_explicit(&session, S_RUNNING, memory_order_release);
+            ana_cupti_start(); /* before the first call goes on: its GPU work is seen */
             return 1;
         }
     }
@@ -149,6 +150,7 @@ static void atfork_child(void)
     ana_stacks_atfork_child();
     ana_kernels_atfork_child();
     ana_modules_reset();
+    ana_cupti_atfork_child();
     ana_collector_atfork_child();
     atomic_store(&ana_active, 0);
     atomic_store(&session, (ana_cfg.disable || said_disabled) ? S_OFF : S_NONE);

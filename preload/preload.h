@@ -89,6 +89,10 @@ uint64_t ana_kernel_id_of_fn(const void *host_fn);
 uint64_t ana_kernel_id_of_handle(const void *handle);
 void ana_kernels_emit_new(void (*fn)(uint64_t id, uint64_t host_fn, const char *name, void *arg), void *arg);
 void ana_kernels_atfork_child(void);
+/* Collector thread only: the id of the kernel called `name` (a GPU activity record's
+ * kernel): a registered kernel's id if one has that name, else a new entry with host_fn 0
+ * (written as a KERNEL record by the next ana_kernels_emit_new). 0 when the tables are full. */
+uint64_t ana_kernel_intern_name(const char *name);
 
 /* ---- modules.c ---- */
 /* Collector: calls fn for each loaded module not reported yet (all of them after reset). */
@@ -107,6 +111,24 @@ void ana_collector_kick(void);
 /* Final drain, END record, close. Bounded wait. */
 void ana_collector_stop(uint64_t reason, const char *detail);
 void ana_collector_atfork_child(void);
+
+/* ---- cupti: GPU activity and correlation (cupti.c, cupti_decode.c, cupti_calls.c) ----
+ * libcupti.so.13 is loaded with dlopen, never linked; without it the preload records API
+ * calls only. Activity buffers come from a capped pool; CUPTI's buffer callbacks only move
+ * them; the collector decodes them. Docs: docs/trace-format.md, "GPU activity and
+ * correlation". */
+/* Where decoded GPU records go: the collector writes r (its time_ns as given) in the
+ * process segment. */
+typedef void (*ana_cupti_put)(ana_record *r, void *arg);
+/* Session start, on the thread of the first CUDA call (before that call is forwarded):
+ * loads CUPTI, subscribes, enables the activity kinds. Never fails the session. */
+void ana_cupti_start(void);
+/* Collector, every pass: writes INFO "cupti" when its state changed, flushes CUPTI
+ * (forced when `forced`, or when CUPTI is being handed over), decodes every completed
+ * buffer through `put`, and notes records CUPTI dropped (GPU_DROPPED). */
+void ana_cupti_collect(int forced, ana_cupti_put put, void *arg);
+/* After fork in the child: CUPTI does not survive fork; GPU activity stays off there. */
+void ana_cupti_atfork_child(void);
 
 /* ---- hooks: the bracket every hook uses ---- */
 typedef struct ana_call {

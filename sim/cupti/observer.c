@@ -57,8 +57,14 @@ ANA_CUPTI_API CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_Timestamp
 {
     if (!fn)
         return ana_cupti_ret(CUPTI_ERROR_INVALID_PARAMETER);
+    /* Both clocks are read once first (a first call can be slow: lazy binding), then the
+     * device clock before the client's, so converted times are never earlier than the
+     * client's clock at the same moment. */
+    (void)anasim_now_ns();
+    (void)fn();
+    uint64_t device = anasim_now_ns();
     uint64_t client = fn();
-    atomic_store(&time_offset, client - anasim_now_ns()); /* modulo 2^64: may be "negative" */
+    atomic_store(&time_offset, client - device); /* modulo 2^64: may be "negative" */
     return CUPTI_SUCCESS;
 }
 

@@ -17,7 +17,13 @@ class Transparency(unittest.TestCase):
         traced = run(cmd, env=clean_env(LD_LIBRARY_PATH=libdir, LD_PRELOAD=PRELOAD,
                                         ANATOMIST_OUTPUT=trace))
         self.assertEqual(traced.stdout, plain.stdout)
-        self.assertEqual(traced.stderr, plain.stderr)
+        # Without a GPU driver, NVIDIA's CUPTI cannot start: the preload says so in one line
+        # and changes nothing else.
+        warn = "anatomist: GPU activity is not recorded (CUPTI unavailable"
+        lines = traced.stderr.splitlines(True)
+        kept = [l for l in lines if not l.startswith(warn)]
+        self.assertLessEqual(len(lines) - len(kept), 1)
+        self.assertEqual("".join(kept), plain.stderr)
         self.assertEqual(traced.returncode, plain.returncode)
         self.assertTrue(os.path.exists(trace), "the traced run wrote a trace")
         self.assertEqual(info_json(trace)["ended"], "exit")

@@ -1,0 +1,146 @@
+/* hooks_driver.c — the CUDA driver's memory entry points: allocations and frees (ALLOC,
+ * FREE with driver api numbers) and the virtual-memory calls (VMM records).
+ *
+ * Programs reach these wrappers two ways. Linked against libcuda (-lcuda), they bind to the
+ * preload's exports by name; the real function is then found by name on the first call.
+ * Obtaining entry points at run time (dlsym of libcuda, cuGetProcAddress,
+ * cudaGetDriverEntryPoint — what the CUDA runtime, PyTorch and NCCL do), they get a wrapper
+ * from hooks_dl.c, which has set its slot's real function. Either way a wrapper is the
+ * usual bracket: ana_enter, the real call, a record, the result unchanged, errno preserved.
+ * A driver call made inside another hook's bracket (the runtime's cudaMalloc calling
+ * cuMemAlloc_v2) passes straight through unrecorded: one call of the program, one record.
+ *
+ * Exported names are the current ABI's (cuMemAlloc_v2, ...); libcuda's unsuffixed legacy
+ * names (cuMemAlloc, cuMemFree, cuMemAllocHost, cuMemAllocPitch) take 32-bit sizes and
+ * pointers and are neither exported nor wrapped. With ANATOMIST_DRIVER_HOOKS=0 the
+ * wrappers only forward. */
+#include "hooks.h"
+
+#include <cuda.h>
+
+/* Declared by cuda.h only when a program is compiled for per-thread default streams. */
+CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
+CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                              CUstream hStream);
+/* hooks_dl.c: the legacy four-argument cuGetProcAddress, defined under its exported name. */
+CUresult ana_cu_get_proc_address_legacy(const char *symbol, void **pfn, int version, cuuint64_t flags)
+    __asm__("cuGetProcAddress");
+
+#define U64(x) ((uint64_t)(uintptr_t)(x))
+
+/* DRV_HOOK(slot, name, params, args, record): the exported wrapper `name`; `record` may use
+ * `c` (the bracket) and `r` (the CUresult). */
+#define DRV_HOOK(slot, name, params, args, record)                         \
+    ANA_EXPORT CUresult CUDAAPI name params                                 \
+    {                                                                       \
+        CUresult(CUDAAPI * real) params = (CUresult(CUDAAPI *) params)ana_drv_real(slot); \
+        if (ANA_UNLIKELY(!real))                                            \
+            return (CUresult)ana_drv_missing(slot);                         \
+        ana_call c;                                                         \
+        if (!ana_drv_hooks_on() || !ana_enter(&c))                          \
+            return real args;                                               \
+        CUresult r = real args;                                             \
+        record;                                                             \
+        return r;                                                           \
+    }
+
+#define DEV ana_current_device()
+#define ALLOC(api, ptr, size, stream, flags) \
+    ana_rec_drv_alloc_done(&c, api, r, r == CUDA_SUCCESS && (ptr) ? U64(*(ptr)) : 0, size, DEV, U64(stream), flags)
+#define FREE(api, ptr, stream) ana_rec_drv_free_done(&c, api, r, U64(ptr), U64(stream))
+
+DRV_HOOK(ANA_DFN_MEM_ALLOC, cuMemAlloc_v2, (CUdeviceptr *p, size_t n), (p, n),
+         ALLOC(ANA_API_CU_MEM_ALLOC, p, n, 0, 0))
+DRV_HOOK(ANA_DFN_MEM_ALLOC_ASYNC, cuMemAllocAsync, (CUdeviceptr *p, size_t n, CUstream s), (p, n, s),
+         ALLOC(ANA_API_CU_MEM_ALLOC_ASYNC, p, n, s, 0))
+DRV_HOOK(ANA_DFN_MEM_ALLOC_ASYNC_PTSZ, cuMemAllocAsync_ptsz, (CUdeviceptr *p, size_t n, CUstream s), (p, n, s),
+         ALLOC(ANA_API_CU_MEM_ALLOC_ASYNC, p, n, s, 0))
+DRV_HOOK(ANA_DFN_MEM_ALLOC_FROM_POOL_ASYNC, cuMemAllocFromPoolAsync,
+         (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s),
+         ALLOC(ANA_API_CU_MEM_ALLOC_FROM_POOL_ASYNC, p, n, s, 0))
+DRV_HOOK(ANA_DFN_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ, cuMemAllocFromPoolAsync_ptsz,
+         (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s), (p, n, pool, s),
+         ALLOC(ANA_API_CU_MEM_ALLOC_FROM_POOL_ASYNC, p, n, s, 0))
+DRV_HOOK(ANA_DFN_MEM_ALLOC_MANAGED, cuMemAllocManaged, (CUdeviceptr *p, size_t n, unsigned int f), (p, n, f),
+         ALLOC(ANA_API_CU_MEM_ALLOC_MANAGED, p, n, 0, f))
+DRV_HOOK(ANA_DFN_MEM_ALLOC_HOST, cuMemAllocHost_v2, (void **p, size_t n), (p, n),
+         ALLOC(ANA_API_CU_MEM_ALLOC_HOST, p, n, 0, 0))
+DRV_HOOK(ANA_DFN_MEM_HOST_ALLOC, cuMemHostAlloc, (void **p, size_t n, unsigned int f), (p, n, f),
+         ALLOC(ANA_API_CU_MEM_HOST_ALLOC, p, n, 0, f))
+/* Pitched: the bytes are pitch × height, as for cudaMallocPitch. */
+DRV_HOOK(ANA_DFN_MEM_ALLOC_PITCH, cuMemAllocPitch_v2,
+         (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned int elem), (p, pitch, w, h, elem),
+         ALLOC(ANA_API_CU_MEM_ALLOC_PITCH, p, r == CUDA_SUCCESS && pitch ? *pitch * h : w * h, 0, 0))
+
+DRV_HOOK(ANA_DFN_MEM_FREE, cuMemFree_v2, (CUdeviceptr p), (p), FREE(ANA_API_CU_MEM_FREE, p, 0))
+DRV_HOOK(ANA_DFN_MEM_FREE_ASYNC, cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s),
+         FREE(ANA_API_CU_MEM_FREE_ASYNC, p, s))
+DRV_HOOK(ANA_DFN_MEM_FREE_ASYNC_PTSZ, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), (p, s),
+         FREE(ANA_API_CU_MEM_FREE_ASYNC, p, s))
+DRV_HOOK(ANA_DFN_MEM_FREE_HOST, cuMemFreeHost, (void *p), (p), FREE(ANA_API_CU_MEM_FREE_HOST, p, 0))
+
+/* Physical allocations: ALLOC/FREE whose ptr is the allocation handle. */
+static int64_t prop_device(const CUmemAllocationProp *prop)
+{
+    return prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : DEV;
+}
+
+DRV_HOOK(ANA_DFN_MEM_CREATE, cuMemCreate,
+         (CUmemGenericAllocationHandle * h, size_t n, const CUmemAllocationProp *prop, unsigned long long f),
+         (h, n, prop, f),
+         ana_rec_drv_alloc_done(&c, ANA_API_CU_MEM_CREATE, r, r == CUDA_SUCCESS && h ? (uint64_t)*h : 0, n,
+                                prop_device(prop), 0, f))
+DRV_HOOK(ANA_DFN_MEM_RELEASE, cuMemRelease, (CUmemGenericAllocationHandle h), (h),
+         ana_rec_drv_free_done(&c, ANA_API_CU_MEM_RELEASE, r, (uint64_t)h, 0))
+
+/* Virtual memory: VMM records (va, size, handle, offset, flags). */
+#define VMM(api, va, size, handle, offset, device, flags) \
+    ana_rec_vmm_done(&c, api, r, U64(va), size, (uint64_t)(handle), offset, device, flags)
+
+DRV_HOOK(ANA_DFN_MEM_ADDRESS_RESERVE, cuMemAddressReserve,
+         (CUdeviceptr * p, size_t n, size_t align, CUdeviceptr addr, unsigned long long f), (p, n, align, addr, f),
+         VMM(ANA_API_CU_MEM_ADDRESS_RESERVE, r == CUDA_SUCCESS && p ? *p : 0, n, 0, 0, DEV, f))
+DRV_HOOK(ANA_DFN_MEM_ADDRESS_FREE, cuMemAddressFree, (CUdeviceptr p, size_t n), (p, n),
+         VMM(ANA_API_CU_MEM_ADDRESS_FREE, p, n, 0, 0, DEV, 0))
+DRV_HOOK(ANA_DFN_MEM_MAP, cuMemMap,
+         (CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h, unsigned long long f),
+         (p, n, off, h, f), VMM(ANA_API_CU_MEM_MAP, p, n, h, off, DEV, f))
+DRV_HOOK(ANA_DFN_MEM_UNMAP, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n),
+         VMM(ANA_API_CU_MEM_UNMAP, p, n, 0, 0, DEV, 0))
+/* Access: device and flags of the first descriptor (the usual single one). */
+DRV_HOOK(ANA_DFN_MEM_SET_ACCESS, cuMemSetAccess,
+         (CUdeviceptr p, size_t n, const CUmemAccessDesc *d, size_t count), (p, n, d, count),
+         VMM(ANA_API_CU_MEM_SET_ACCESS, p, n, 0, 0,
+             d && count && d->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? d->location.id : DEV,
+             d && count ? (uint64_t)d->flags : 0))
+
+/* The slots. Versions: the CUDA version that introduced the function under its base name
+ * (cudaTypedefs.h, PFN_<name>_v<version>). */
+#define SLOT(name, base, version, ptsz) { #name, base, version, ptsz, (void *)name, NULL }
+ana_drv_fn ana_drv_fns[ANA_DFN_COUNT] = {
+    [ANA_DFN_MEM_ALLOC] = SLOT(cuMemAlloc_v2, "cuMemAlloc", 3020, 0),
+    [ANA_DFN_MEM_FREE] = SLOT(cuMemFree_v2, "cuMemFree", 3020, 0),
+    [ANA_DFN_MEM_ALLOC_ASYNC] = SLOT(cuMemAllocAsync, "cuMemAllocAsync", 11020, 0),
+    [ANA_DFN_MEM_ALLOC_ASYNC_PTSZ] = SLOT(cuMemAllocAsync_ptsz, "cuMemAllocAsync", 11020, 1),
+    [ANA_DFN_MEM_FREE_ASYNC] = SLOT(cuMemFreeAsync, "cuMemFreeAsync", 11020, 0),
+    [ANA_DFN_MEM_FREE_ASYNC_PTSZ] = SLOT(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 1),
+    [ANA_DFN_MEM_ALLOC_FROM_POOL_ASYNC] = SLOT(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, 0),
+    [ANA_DFN_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ] =
+        SLOT(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 11020, 1),
+    [ANA_DFN_MEM_ALLOC_MANAGED] = SLOT(cuMemAllocManaged, "cuMemAllocManaged", 6000, 0),
+    [ANA_DFN_MEM_ALLOC_HOST] = SLOT(cuMemAllocHost_v2, "cuMemAllocHost", 3020, 0),
+    [ANA_DFN_MEM_HOST_ALLOC] = SLOT(cuMemHostAlloc, "cuMemHostAlloc", 2020, 0),
+    [ANA_DFN_MEM_FREE_HOST] = SLOT(cuMemFreeHost, "cuMemFreeHost", 2000, 0),
+    [ANA_DFN_MEM_ALLOC_PITCH] = SLOT(cuMemAllocPitch_v2, "cuMemAllocPitch", 3020, 0),
+    [ANA_DFN_MEM_CREATE] = SLOT(cuMemCreate, "cuMemCreate", 10020, 0),
+    [ANA_DFN_MEM_RELEASE] = SLOT(cuMemRelease, "cuMemRelease", 10020, 0),
+    [ANA_DFN_MEM_ADDRESS_RESERVE] = SLOT(cuMemAddressReserve, "cuMemAddressReserve", 10020, 0),
+    [ANA_DFN_MEM_ADDRESS_FREE] = SLOT(cuMemAddressFree, "cuMemAddressFree", 10020, 0),
+    [ANA_DFN_MEM_MAP] = SLOT(cuMemMap, "cuMemMap", 10020, 0),
+    [ANA_DFN_MEM_UNMAP] = SLOT(cuMemUnmap, "cuMemUnmap", 10020, 0),
+    [ANA_DFN_MEM_SET_ACCESS] = SLOT(cuMemSetAccess, "cuMemSetAccess", 10020, 0),
+    [ANA_DFN_GET_PROC_ADDRESS] = { "cuGetProcAddress", "cuGetProcAddress", 11030, 0,
+                                   (void *)ana_cu_get_proc_address_legacy, NULL },
+    [ANA_DFN_GET_PROC_ADDRESS_V2] = SLOT(cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0),
+};
