@@ -241,8 +241,8 @@ static void ana_rgt_gaps(FILE *o, const ana_report *r)
 void ana_report_gpu_text(const ana_report *r, FILE *o)
 {
     if (!r->gpu.n_acts) {
-        fprintf(o, "\nGPU activity\n  no GPU activity recorded (CUPTI off or unavailable: %s)\n",
-                r->gpu.cupti ? r->gpu.cupti : "the trace does not say");
+        fprintf(o, "\nGPU activity\n  no GPU activity recorded (CUPTI: %s)\n",
+                r->gpu.cupti ? r->gpu.cupti : "the trace does not say whether it ran");
         if (r->t->gpu_dropped_records)
             ana_rgt_health(o, r);
         return;

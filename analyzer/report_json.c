@@ -170,6 +170,8 @@ static void ana_rj_kernels(ana_json *j, const ana_report *r)
     const ana_trace *t = r->t;
     ana_json_ku64(j, "launches", t->launches);
     ana_json_ku64(j, "failed_launches", t->failed_launches);
+    ana_json_ku64(j, "graph_launches", t->graph_launches);
+    ana_json_ku64(j, "failed_graph_launches", t->failed_graph_launches);
     ana_json_key(j, "kernels");
     ana_json_arr_begin(j);
     for (size_t i = 0; i < t->n_kernels; i++) {

@@ -250,6 +250,9 @@ static void ana_rt_kernels(FILE *o, const ana_report *r)
     }
     if (shown < n)
         fprintf(o, "  ... %zu more (use --top)\n", n - shown);
+    if (t->graph_launches)
+        fprintf(o, "  graph launches: %llu (%llu failed); their kernels are in the GPU tables\n",
+                (unsigned long long)t->graph_launches, (unsigned long long)t->failed_graph_launches);
 }
 
 static void ana_rt_copies(FILE *o, const ana_trace *t)

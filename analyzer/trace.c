@@ -127,6 +127,13 @@ static void ana_trace_on_launch(ana_trace *t, const ana_record *r)
 {
     const ana_rec_launch *l = &r->u.launch;
     ana_trace_add_call(t, r, l->api, l->ret, l->stack, l->corr, l->via, l->kernel);
+    if (l->api == ANA_API_GRAPH_LAUNCH || l->api == ANA_API_GRAPH_LAUNCH_PTSZ ||
+        l->api == ANA_API_CU_GRAPH_LAUNCH) {
+        /* A graph launch runs a graph's kernels, not one kernel: counted apart. */
+        t->graph_launches++;
+        t->failed_graph_launches += l->ret != 0;
+        return;
+    }
     ana_trace_kernel *k = ana_trace_kernel_get(t, l->kernel);
     t->launches++;
     k->launches++;

@@ -112,6 +112,7 @@ typedef struct ana_trace {
     ana_api_stats alloc_by_api[ANA_API_COUNT]; /* api >= ANA_API_COUNT counts in [0] */
     ana_api_stats free_by_api[ANA_API_COUNT];
     uint64_t launches, failed_launches;
+    uint64_t graph_launches, failed_graph_launches; /* LAUNCH records of graph launches */
     ana_copy_stats memcpy_total, memcpy_by_dir[ANA_MEMCPY_DIRS], memset_total;
     ana_kv *info;
     size_t n_info, cap_info;

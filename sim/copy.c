@@ -144,11 +144,13 @@ static cudaError_t set_run_locked(const struct ana_sim_op *op, const struct ana_
 {
     if (!device_addressable(op->dst, op->dpitch * (op->height - 1) + op->width))
         return cudaErrorInvalidValue;
-    for (size_t row = 0; row < op->height; row++)
-        memset((char *)op->dst + row * op->dpitch, op->value, op->width);
+    /* Timed when issued, before the host does the work (which takes host time the
+     * device model does not have). */
     size_t bytes = op->width * op->height;
     uint64_t dur = ana_sim_cost_memset_ns(bytes);
     uint64_t start = ana_sim_stream_enqueue_locked(x->stream, dur);
+    for (size_t row = 0; row < op->height; row++)
+        memset((char *)op->dst + row * op->dpitch, op->value, op->width);
     if (!(x->want & ANA_SIM_WANT_MEMSET))
         return cudaSuccess;
     CUpti_ActivityMemset4 *r = &rec->memset;
@@ -181,9 +183,6 @@ cudaError_t ana_sim_copy_run_locked(const struct ana_sim_op *op,
                                         &dir);
     if (err != cudaSuccess)
         return err;
-    for (size_t row = 0; row < op->height; row++)
-        memmove((char *)op->dst + row * op->dpitch,
-                (const char *)op->src + row * op->spitch, op->width);
     struct span t = { 0, 0, op->width * op->height, ana_sim_memory_kind_locked(op->src),
                       ana_sim_memory_kind_locked(op->dst) };
     CUpti_ActivityMemoryKind host = dir == cudaMemcpyHostToDevice ? t.src_kind : t.dst_kind;
@@ -198,6 +197,10 @@ cudaError_t ana_sim_copy_run_locked(const struct ana_sim_op *op,
         if (dir != cudaMemcpyDeviceToDevice && (!op->async || pageable))
             ana_sim_host_wait_locked(t.end);
     }
+    /* Moved after the timing: the host's copying is not device time (see set_run_locked). */
+    for (size_t row = 0; row < op->height; row++)
+        memmove((char *)op->dst + row * op->dpitch,
+                (const char *)op->src + row * op->spitch, op->width);
     if (op->kind == ANA_SIM_OP_PEER && (x->want & ANA_SIM_WANT_MEMCPY2))
         fill_peer(&rec->peer, op, x, &t);
     else if (op->kind == ANA_SIM_OP_COPY && (x->want & ANA_SIM_WANT_MEMCPY))
