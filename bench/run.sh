@@ -4,13 +4,15 @@
 #
 #   bench/run.sh BUILD_DIR [ROUNDS]        (ROUNDS defaults to 5)
 #
-# Each round runs BUILD_DIR/bench/bench_hooks three ways, interleaved so that drift in
-# the machine's speed hits all three alike:
+# Each round runs BUILD_DIR/bench/bench_hooks four ways, interleaved so that drift in
+# the machine's speed hits all alike:
 #   a) baseline, no preload
-#   b) LD_PRELOAD=BUILD_DIR/lib/libanatomist.so, ANATOMIST_STACKS=0
-#   c) the preload with stack capture on (its default)
-# all with LD_LIBRARY_PATH=BUILD_DIR/sim. Prints the medians over the rounds and the
-# added ns per operation (b-a, c-a) as a markdown table, with the machine it ran on.
+#   b) LD_PRELOAD=BUILD_DIR/lib/libanatomist.so, ANATOMIST_STACKS=0 ANATOMIST_CUPTI=0
+#   c) the preload, stacks off, GPU activity collection (CUPTI) on
+#   d) the preload with its defaults: stacks on, CUPTI on
+# all with LD_LIBRARY_PATH=BUILD_DIR/sim (the simulated libcudart, libcuda, libcupti). Prints
+# the medians over the rounds and the added ns per operation (against a) as a markdown
+# table, with the machine it ran on.
 # Extra arguments for bench_hooks can be given in BENCH_ARGS (e.g. "--reps 3").
 set -euo pipefail
 
@@ -37,8 +39,9 @@ run() {
     local -a env=(LD_LIBRARY_PATH="$sim")
     case $mode in
         a) ;;
-        b) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
-        c) env+=(LD_PRELOAD="$preload" ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
+        b) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_CUPTI=0 ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
+        c) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
+        d) env+=(LD_PRELOAD="$preload" ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
     esac
     rm -rf "$out/traces" && mkdir "$out/traces"
     # shellcheck disable=SC2086  # BENCH_ARGS is split on purpose
@@ -52,13 +55,18 @@ run() {
     [[ -n $alloc && -n $launch ]] || { cat "$log" >&2; die "no results from mode $mode"; }
     # With the preload, the trace must exist and say how many records had to be dropped:
     # a measurement that took the drop path would flatter the hooks.
-    local dropped=0
+    local dropped=0 gpu_dropped=0 kernels=0
     if [[ $mode != a ]]; then
         [[ -s $out/traces/t.anat ]] || die "mode $mode wrote no trace: the preload did not run"
-        dropped=$("$build/bin/anatomist" info --json "$out/traces/t.anat" |
+        local t=$out/traces/t.anat
+        dropped=$("$build/bin/anatomist" info --json "$t" |
                   python3 -c 'import json,sys; print(json.load(sys.stdin)["dropped"])')
+        read -r gpu_dropped kernels < <("$build/bin/anatomist" report --json "$t" |
+            python3 -c 'import json,sys
+g = json.load(sys.stdin).get("gpu") or {}
+print((g.get("dropped") or {}).get("records", 0), sum(k["count"] for k in g.get("kernels_by_time") or []))')
     fi
-    echo "$alloc $launch $dropped" >>"$out/$mode.txt"
+    echo "$alloc $launch $dropped $gpu_dropped $kernels" >>"$out/$mode.txt"
 }
 
 # median FILE COLUMN
@@ -69,12 +77,12 @@ median() {
 
 for ((r = 1; r <= rounds; r++)); do
     echo "round $r/$rounds" >&2
-    for mode in a b c; do run "$mode"; done
+    for mode in a b c d; do run "$mode"; done
 done
 
 cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 declare -A med
-for mode in a b c; do
+for mode in a b c d; do
     med[$mode,1]=$(median "$out/$mode.txt" 1)
     med[$mode,2]=$(median "$out/$mode.txt" 2)
 done
@@ -82,13 +90,15 @@ added() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%+.1f", x - y }'; }
 
 echo "Hook overhead, median of $rounds rounds (each: best of the bench's repetitions), ns per operation"
 echo
-echo "| operation | baseline | preload, stacks off | preload, stacks on | added, stacks off | added, stacks on |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| operation | baseline | stacks off, CUPTI off | stacks off, CUPTI on | stacks on, CUPTI on (default) | added: b | added: c | added: d |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for i in 1 2; do
     name=$([[ $i == 1 ]] && echo "cudaMalloc+cudaFree pair (64 KiB)" || echo "kernel launch (empty kernel)")
-    echo "| $name | ${med[a,$i]} | ${med[b,$i]} | ${med[c,$i]} | $(added "${med[b,$i]}" "${med[a,$i]}") | $(added "${med[c,$i]}" "${med[a,$i]}") |"
+    echo "| $name | ${med[a,$i]} | ${med[b,$i]} | ${med[c,$i]} | ${med[d,$i]} | $(added "${med[b,$i]}" "${med[a,$i]}") | $(added "${med[c,$i]}" "${med[a,$i]}") | $(added "${med[d,$i]}" "${med[a,$i]}") |"
 done
 echo
-echo "Records dropped (max over rounds): stacks off $(sort -g -k3 "$out/b.txt" | tail -1 | awk '{print $3}'), stacks on $(sort -g -k3 "$out/c.txt" | tail -1 | awk '{print $3}')."
+maxcol() { sort -g -k"$2" "$out/$1.txt" | tail -1 | awk -v c="$2" '{ print $c }'; }
+echo "Records dropped (max over rounds): b $(maxcol b 3), c $(maxcol c 3), d $(maxcol d 3)."
+echo "GPU activity records dropped (max): c $(maxcol c 4), d $(maxcol d 4); GPU kernel records per run (min..max): c $(sort -g -k5 "$out/c.txt" | head -1 | awk '{print $5}')..$(maxcol c 5), d $(sort -g -k5 "$out/d.txt" | head -1 | awk '{print $5}')..$(maxcol d 5)."
 echo "Machine: $(nproc) CPUs, ${cpu:-unknown CPU}; $(uname -sr); $(date -u '+%Y-%m-%d %H:%M UTC')."
 echo "Device: simulated (LD_LIBRARY_PATH=$sim); calls made ~30 frames deep; bench args: ${BENCH_ARGS:-defaults}."

@@ -123,7 +123,12 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         free_bufs[n_free++] = buffer;
     else
         done_bufs[(done_head + n_done++) % pool_cap] = (filled){ buffer, valid };
+    int kick = valid != 0 && done_bufs;
     pthread_mutex_unlock(&pool_lock);
+    /* A full buffer is worth writing now: the pool is capped, and a pool with no free
+     * buffer makes CUPTI drop records. (Buffers are large, so this is rare.) */
+    if (kick)
+        ana_collector_kick();
 }
 
 static int pool_init(void)

@@ -10,9 +10,13 @@
 #include "anasim.h"
 
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stddef.h>
+#include <unistd.h>
 
 static _Atomic(const anasim_observer *) observer;
+static void forget_pid(void);
+static void register_forget(void) { pthread_atfork(NULL, NULL, forget_pid); }
 static _Atomic uint32_t next_correlation = 1;
 static __thread uint32_t tls_depth, tls_correlation;
 
@@ -44,6 +48,23 @@ ANASIM_PRIVATE_API void anasim_api_exit(anasim_api *call)
 }
 
 uint32_t ana_sim_correlation(void) { return tls_correlation; }
+
+/* getpid() is a system call; activity records carry the pid, so it is cached (and
+ * forgotten in a forked child). */
+static _Atomic int cached_pid;
+static void forget_pid(void) { atomic_store(&cached_pid, 0); }
+
+uint32_t ana_sim_pid(void)
+{
+    int p = atomic_load_explicit(&cached_pid, memory_order_relaxed);
+    if (!p) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, register_forget);
+        p = (int)getpid();
+        atomic_store(&cached_pid, p);
+    }
+    return (uint32_t)p;
+}
 
 int ana_sim_activity_wanted(CUpti_ActivityKind kind)
 {

@@ -192,7 +192,7 @@ static void announce_pool(uint32_t correlation)
     r.memoryPoolOperationType = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED;
     r.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
     r.correlationId = correlation;
-    r.processId = (uint32_t)getpid();
+    r.processId = ana_sim_pid();
     r.deviceId = 0;
     r.address = (uint64_t)(uintptr_t)&default_pool;
     r.timestamp = ana_sim_now_ns();
@@ -215,7 +215,7 @@ static void emit(const struct mem_event *e)
     r.address = e->address;
     r.bytes = e->bytes;
     r.timestamp = ana_sim_now_ns();
-    r.processId = (uint32_t)getpid();
+    r.processId = ana_sim_pid();
     r.deviceId = 0;
     r.contextId = 1;
     r.streamId = e->stream_id;

@@ -74,6 +74,8 @@ int ana_sim_current_device(void);
 #include <cupti_activity.h>
 /* The correlation id of the API call this thread is in (0 outside any call). */
 uint32_t ana_sim_correlation(void);
+/* getpid(), cached. */
+uint32_t ana_sim_pid(void);
 /* 1 when an observer wants activity records of this kind (build them only then). */
 int ana_sim_activity_wanted(CUpti_ActivityKind kind);
 /* Hands a complete activity record (device-clock timestamps) to the observer. Call without
