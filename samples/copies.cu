@@ -16,27 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sample_common.h"
+
 #define KIB ((size_t)1024)
 #define MIB (1024 * KIB)
 static const size_t BUF_BYTES = 8 * MIB;  // each of the four buffers
-
-static void fatal(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
-}
-
-#define CUDA_CHECK(call)                                                             \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
-        if (e_ != cudaSuccess)                                                       \
-            fatal("%s:%d: %s failed: %s", __FILE__, __LINE__, #call,                 \
-                  cudaGetErrorString(e_));                                           \
-    } while (0)
 
 // ---------------------------------------------------------------- the operations
 

@@ -20,26 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sample_common.h"
+
 #define N (1 << 16)  // floats in x: i + 5 stays exact in a float
 #define MAX_LAUNCHES 16
-
-static void fatal(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
-}
-
-#define CUDA_CHECK(call)                                                             \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
-        if (e_ != cudaSuccess)                                                       \
-            fatal("%s:%d: %s failed: %s", __FILE__, __LINE__, #call,                 \
-                  cudaGetErrorString(e_));                                           \
-    } while (0)
 
 // ---------------------------------------------------------------- kernels
 

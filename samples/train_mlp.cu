@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sample_common.h"
+
 #define MAX_LAYERS 64
 #define TILE 16
 #define THREADS 256
@@ -29,24 +31,6 @@
 // ---------------------------------------------------------------- error handling
 
 static void print_ledger(void);
-
-static void fatal(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
-}
-
-#define CUDA_CHECK(call)                                                             \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
-        if (e_ != cudaSuccess)                                                       \
-            fatal("%s:%d: %s failed: %s", __FILE__, __LINE__, #call,                 \
-                  cudaGetErrorString(e_));                                           \
-    } while (0)
 
 // ---------------------------------------------------------------- the ledger
 

@@ -22,27 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sample_common.h"
+
 #define NSTREAMS 2
 #define MAX_LAUNCHES 512
 static const int ELEMS = 1 << 20;  // floats per stream buffer
-
-static void fatal(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
-}
-
-#define CUDA_CHECK(call)                                                             \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
-        if (e_ != cudaSuccess)                                                       \
-            fatal("%s:%d: %s failed: %s", __FILE__, __LINE__, #call,                 \
-                  cudaGetErrorString(e_));                                           \
-    } while (0)
 
 static long long now_ns(void)
 {

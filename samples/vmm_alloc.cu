@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sample_common.h"
+
 #define MIB (1024ull * 1024)
 static const size_t RESERVE_BYTES = 1024 * MIB;  // virtual range, like a segment's reserve
 static const size_t CHUNK_WANTED = 20 * MIB;     // rounded up to the granularity
@@ -36,24 +38,6 @@ static const size_t PLAIN_DRIVER_BYTES = 8 * MIB;  // the cuMemAlloc_v2 buffer
 static const size_t RUNTIME_BYTES = 4 * MIB;       // the cudaMalloc buffer
 #define MAX_CHUNKS 8
 #define MAX_LAUNCHES 8
-
-static void fatal(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    exit(1);
-}
-
-#define CUDA_CHECK(call)                                                             \
-    do {                                                                             \
-        cudaError_t e_ = (call);                                                     \
-        if (e_ != cudaSuccess)                                                       \
-            fatal("%s:%d: %s failed: %s", __FILE__, __LINE__, #call,                 \
-                  cudaGetErrorString(e_));                                           \
-    } while (0)
 
 // ---------------------------------------------------------------- driver entry points
 
