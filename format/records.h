@@ -70,10 +70,14 @@ enum ana_api {
     ANA_API_MEMCPY_FROM_SYMBOL = 35,
     ANA_API_MEMCPY_PEER = 36,
     ANA_API_MEMCPY_PEER_ASYNC = 37,
+    ANA_API_MEMCPY_3D = 38,       /* (1.1) */
+    ANA_API_MEMCPY_3D_ASYNC = 39, /* (1.1) */
     ANA_API_MEMSET = 40,
     ANA_API_MEMSET_ASYNC = 41,
     ANA_API_MEMSET_2D = 42,
     ANA_API_MEMSET_2D_ASYNC = 43,
+    ANA_API_MEMSET_3D = 44,       /* (1.1) */
+    ANA_API_MEMSET_3D_ASYNC = 45, /* (1.1) */
     /* (1.1) launches seen through CUPTI callbacks or replayed graphs */
     ANA_API_LAUNCH_COOPERATIVE = 18,
     ANA_API_CU_GRAPH_LAUNCH = 19,

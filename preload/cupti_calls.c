@@ -118,6 +118,9 @@ static void copy(rec_ctx *x, uint32_t api, uint64_t dst, uint64_t src, uint64_t 
                                        x->c->dur, x->c->corr, ANA_VIA_CUPTI };
 }
 
+/* Bytes of a 3D extent (width is in bytes for linear memory). */
+static uint64_t extent_bytes(struct cudaExtent e) { return (uint64_t)e.width * e.height * e.depth; }
+
 static void set(rec_ctx *x, uint32_t api, uint64_t ptr, int64_t value, uint64_t bytes, uint64_t stream)
 {
     x->r->kind = ANA_K_MEMSET;
@@ -313,9 +316,34 @@ static int runtime_copy_set(CUpti_CallbackId cbid, const void *params, rec_ctx *
         set(x, ANA_API_MEMSET_2D_ASYNC, U(p->devPtr), p->value, p->width * p->height, U(p->stream));
         return 1;
     }
+    CASE2(cudaMemcpy3D_v3020, cudaMemcpy3D_ptds_v7000) {
+        P(cudaMemcpy3D_v3020_params);
+        if (p->p)
+            copy(x, ANA_API_MEMCPY_3D, U(p->p->dstPtr.ptr), U(p->p->srcPtr.ptr), extent_bytes(p->p->extent),
+                 p->p->kind, 0);
+        return p->p != NULL;
     }
-    /* 3D copies and sets have no api number (docs/trace-format.md): correlated when a
-     * hook records them, not recorded here. */
+    CASE2(cudaMemcpy3DAsync_v3020, cudaMemcpy3DAsync_ptsz_v7000) {
+        P(cudaMemcpy3DAsync_v3020_params);
+        if (p->p)
+            copy(x, ANA_API_MEMCPY_3D_ASYNC, U(p->p->dstPtr.ptr), U(p->p->srcPtr.ptr),
+                 extent_bytes(p->p->extent), p->p->kind, U(p->stream));
+        return p->p != NULL;
+    }
+    CASE2(cudaMemset3D_v3020, cudaMemset3D_ptds_v7000) {
+        P(cudaMemset3D_v3020_params);
+        set(x, ANA_API_MEMSET_3D, U(p->pitchedDevPtr.ptr), p->value, extent_bytes(p->extent), 0);
+        return 1;
+    }
+    CASE2(cudaMemset3DAsync_v3020, cudaMemset3DAsync_ptsz_v7000) {
+        P(cudaMemset3DAsync_v3020_params);
+        set(x, ANA_API_MEMSET_3D_ASYNC, U(p->pitchedDevPtr.ptr), p->value, extent_bytes(p->extent),
+            U(p->stream));
+        return 1;
+    }
+    }
+    /* 3D peer copies have no api number: correlated when a hook records them, not
+     * recorded here. */
     return 0;
 }
 
