@@ -7,6 +7,7 @@
  */
 #include "sim.h"
 #include "size.h"
+#include "api.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -359,9 +360,27 @@ ANA_SIM_API cudaError_t cudaDriverGetVersion(int *driverVersion) { return put_in
 
 /* ---- whole-device operations ----------------------------------------------------- */
 
+static cudaError_t device_synchronize(void)
+{
+    /* The host returns at once, but from now on it acts as if it had waited for the
+     * device: later work starts no earlier than everything submitted so far ends. */
+    ana_sim_enter();
+    ana_sim_host_wait_locked(ana_sim_device_end_locked());
+    ana_sim_leave();
+    return cudaSuccess;
+}
+
 ANA_SIM_API cudaError_t cudaDeviceSynchronize(void)
 {
-    return cudaSuccess;   /* all simulated work is complete when it is submitted */
+    /* No parameters, so no params struct in the CUPTI headers. */
+    cudaError_t r = cudaSuccess;
+    anasim_api call = { .domain = CUPTI_CB_DOMAIN_RUNTIME_API,
+                        .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+                        .name = "cudaDeviceSynchronize", .ret = &r };
+    anasim_api_enter(&call);
+    r = device_synchronize();
+    anasim_api_exit(&call);
+    return r;
 }
 
 /* Destroys the "context": every allocation, stream and event is released; module

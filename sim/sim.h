@@ -132,6 +132,8 @@ struct ana_sim_capture **ana_sim_stream_capture_slot_locked(struct ana_sim_strea
 /* The calling thread has waited (without sleeping) until device time t: its later work
  * on any stream starts no earlier (a copy that is synchronous for the host). */
 void ana_sim_host_wait_locked(uint64_t t);
+/* When the latest work submitted to any stream ends (device clock). */
+uint64_t ana_sim_device_end_locked(void);
 /* Host time as the calling thread sees it: max(now, the last time it waited for). */
 uint64_t ana_sim_host_now_locked(void);
 

@@ -102,9 +102,14 @@ void ana_sim_host_wait_locked(uint64_t t)
     host_floor_ns = max_u64(host_floor_ns, t);
 }
 
+static uint64_t device_max_ns; /* end of the latest work on any stream */
+
+uint64_t ana_sim_device_end_locked(void) { return device_max_ns; }
+
 static void advance_locked(struct ana_sim_stream *s, uint64_t end)
 {
     s->clock_ns = end;
+    device_max_ns = max_u64(device_max_ns, end);
     if (s->blocking)
         blocking_max_ns = max_u64(blocking_max_ns, end);
 }
