@@ -36,6 +36,7 @@ static const char ana_run_usage[] =
     "      --sim-memory SIZE  capacity of the simulated device, e.g. 16GiB, 512M (implies\n"
     "                         --sim)\n"
     "      --no-stacks        do not capture call stacks (less overhead, no sites)\n"
+    "      --no-cupti         do not collect GPU activity through CUPTI (API calls only)\n"
     "      --stack-depth N    frames captured per stack (1..256)\n"
     "      --flush-ms N       write the trace at least every N milliseconds\n"
     "  -q, --quiet            do not say where the trace was written\n"
@@ -54,12 +55,13 @@ static const char ana_run_usage[] =
 
 typedef struct ana_run_opts {
     const char *output;
-    int sim, quiet, no_stacks;
+    int sim, quiet, no_stacks, no_cupti;
     const char *stack_depth, *flush_ms;
     char sim_memory[32];
 } ana_run_opts;
 
-enum { ANA_OPT_SIM = 256, ANA_OPT_SIM_MEMORY, ANA_OPT_NO_STACKS, ANA_OPT_DEPTH, ANA_OPT_FLUSH };
+enum { ANA_OPT_SIM = 256, ANA_OPT_SIM_MEMORY, ANA_OPT_NO_STACKS, ANA_OPT_DEPTH, ANA_OPT_FLUSH,
+       ANA_OPT_NO_CUPTI };
 
 static volatile sig_atomic_t ana_run_child = 0;
 
@@ -86,6 +88,7 @@ static int ana_run_parse_opt(ana_run_opts *o, int c, char **argv)
     case 'q': o->quiet = 1; return 0;
     case ANA_OPT_SIM: o->sim = 1; return 0;
     case ANA_OPT_NO_STACKS: o->no_stacks = 1; return 0;
+    case ANA_OPT_NO_CUPTI: o->no_cupti = 1; return 0;
     case ANA_OPT_SIM_MEMORY:
         if (ana_parse_size(optarg, &bytes) != 0)
             return ana_cli_usage_error("run", "run: --sim-memory wants a size such as 16GiB, "
@@ -108,6 +111,7 @@ static int ana_run_parse(ana_run_opts *o, int argc, char **argv)
         { "sim", no_argument, NULL, ANA_OPT_SIM },
         { "sim-memory", required_argument, NULL, ANA_OPT_SIM_MEMORY },
         { "no-stacks", no_argument, NULL, ANA_OPT_NO_STACKS },
+        { "no-cupti", no_argument, NULL, ANA_OPT_NO_CUPTI },
         { "stack-depth", required_argument, NULL, ANA_OPT_DEPTH },
         { "flush-ms", required_argument, NULL, ANA_OPT_FLUSH },
         { "help", no_argument, NULL, 'h' },
@@ -219,6 +223,8 @@ static void ana_run_child_env(const ana_run_opts *o, const ana_run_env *env)
         setenv("ANATOMIST_SIM_MEMORY", o->sim_memory, 1);
     if (o->no_stacks)
         setenv("ANATOMIST_STACKS", "0", 1);
+    if (o->no_cupti)
+        setenv("ANATOMIST_CUPTI", "0", 1);
     if (o->stack_depth)
         setenv("ANATOMIST_STACK_DEPTH", o->stack_depth, 1);
     if (o->flush_ms)

@@ -19,7 +19,8 @@ STAND_INS = ["/usr/lib/x86_64-linux-gnu/libdl.so.2", "/lib/x86_64-linux-gnu/libd
 STAND_IN = next((p for p in STAND_INS if os.path.exists(p)), None)
 
 SHOW_ENV = ('for v in LD_PRELOAD LD_LIBRARY_PATH ANATOMIST_OUTPUT ANATOMIST_ROOT_PID '
-            'ANATOMIST_SIM_MEMORY ANATOMIST_STACKS ANATOMIST_STACK_DEPTH ANATOMIST_FLUSH_MS; '
+            'ANATOMIST_SIM_MEMORY ANATOMIST_STACKS ANATOMIST_STACK_DEPTH ANATOMIST_FLUSH_MS '
+            'ANATOMIST_CUPTI; '
             'do eval "echo $v=\\${$v-unset}"; done; echo PID=$$')
 
 
@@ -53,7 +54,7 @@ class Environment(RunTest):
         self.assertEqual(env["ANATOMIST_OUTPUT"], "anatomist-%p.anat")
         self.assertEqual(env["ANATOMIST_ROOT_PID"], env["PID"])
         for v in ("ANATOMIST_SIM_MEMORY", "ANATOMIST_STACKS", "ANATOMIST_STACK_DEPTH",
-                  "ANATOMIST_FLUSH_MS"):
+                  "ANATOMIST_FLUSH_MS", "ANATOMIST_CUPTI"):
             self.assertEqual(env[v], "unset", v)
         self.assertEqual(p.stderr, "")
 
@@ -62,7 +63,7 @@ class Environment(RunTest):
         user = dict(self.env, LD_PRELOAD=STAND_IN, LD_LIBRARY_PATH="/opt/x",
                     ASAN_OPTIONS="verify_asan_link_order=0")
         env, _ = self.run_env("-q", "--sim-memory", "16GiB", "--no-stacks", "--stack-depth", "32",
-                              "--flush-ms", "50", "-o", "t-%h-%p.anat", env=user)
+                              "--flush-ms", "50", "--no-cupti", "-o", "t-%h-%p.anat", env=user)
         self.assertEqual(env["LD_PRELOAD"], os.path.realpath(self.lib) + ":" + STAND_IN)
         self.assertEqual(env["LD_LIBRARY_PATH"],
                          os.path.realpath(os.path.join(self.prefix, "sim")) + ":/opt/x")
@@ -70,6 +71,7 @@ class Environment(RunTest):
         self.assertEqual(env["ANATOMIST_STACKS"], "0")
         self.assertEqual(env["ANATOMIST_STACK_DEPTH"], "32")
         self.assertEqual(env["ANATOMIST_FLUSH_MS"], "50")
+        self.assertEqual(env["ANATOMIST_CUPTI"], "0")
         self.assertEqual(env["ANATOMIST_OUTPUT"], "t-%h-%p.anat")
 
     def test_output_from_the_environment(self):
