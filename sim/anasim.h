@@ -59,7 +59,7 @@ ANASIM_PRIVATE_API uint64_t anasim_now_ns(void);
 
 #endif /* ANASIM_H */
 
-/* ---- the device model, for the sim's libcuda.so.1 (memory.c, device.c) -------------
+/* ---- the device model, for the sim's libcuda.so.1 (memory.c, device.c, kernel.c) ---
  *
  * The driver library owns no device state: every allocation it makes is an entry of the
  * runtime's one allocation table and is charged against the one capacity, so cuMemAlloc
@@ -118,6 +118,27 @@ ANASIM_PRIVATE_API void anasim_vmm_uncharge(size_t bytes, uint64_t epoch);
  * two handles), or forgets it again. */
 ANASIM_PRIVATE_API CUresult anasim_vmm_map(void *va, size_t size);
 ANASIM_PRIVATE_API void anasim_vmm_unmap(void *va, size_t size);
+
+/* Kernel launches by the driver (cuLaunchKernel, cuLaunchKernelEx and their _ptsz forms):
+ * the same device path as the runtime's launches — validation, the stream's clock, stream
+ * capture and the CUpti_ActivityKernel10 record with the correlation id of the driver call
+ * in flight. `func` must be a kernel handle (cudaGetFuncBySymbol's cudaFunction_t or
+ * cudaGetKernel's cudaKernel_t) of a loaded module, else CUDA_ERROR_INVALID_HANDLE; a grid
+ * or block outside the limits or too much dynamic shared memory is
+ * CUDA_ERROR_INVALID_VALUE; an unknown stream CUDA_ERROR_INVALID_HANDLE. Never sets the
+ * runtime's last error. */
+typedef struct anasim_launch {
+    const void *func;     /* CUfunction / CUkernel */
+    unsigned grid[3], block[3];
+    unsigned smem;        /* dynamic shared memory, bytes */
+    CUstream stream;      /* 0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a stream */
+    int ptsz;             /* handle 0 means the per-thread default stream */
+    int cooperative;      /* CU_LAUNCH_ATTRIBUTE_COOPERATIVE */
+} anasim_launch;
+ANASIM_PRIVATE_API CUresult anasim_kernel_launch(const anasim_launch *req);
+/* The mangled device name of a kernel handle (valid while its module is registered);
+ * CUDA_ERROR_INVALID_HANDLE for anything else, CUDA_ERROR_INVALID_VALUE for a NULL name. */
+ANASIM_PRIVATE_API CUresult anasim_kernel_name(const void *func, const char **name);
 
 /* cuDeviceGetAttribute: CUdevice_attribute and cudaDeviceAttr share their numbers.
  * CUDA_ERROR_INVALID_VALUE for an attribute out of range. */

@@ -15,6 +15,10 @@
  * stub as `func`, the registration calls are not reported. Each kernel that runs yields
  * one CUpti_ActivityKernel10 when an observer wants it, handed over after the lock is
  * released. On a capturing stream a launch becomes a graph node instead.
+ *
+ * The driver's launches (cuLaunchKernel & co, sim/driver/launch.c) take the same path
+ * through anasim_kernel_launch, with a kernel handle (cudaGetFuncBySymbol, cudaGetKernel)
+ * instead of a host stub and driver return codes.
  */
 #include "sim.h"
 #include "api.h"
@@ -303,17 +307,28 @@ cudaError_t ana_sim_kernel_run_locked(const struct ana_sim_op *op,
     return cudaSuccess;
 }
 
-/* Validates and runs a launch, or records it while the stream captures. */
-static cudaError_t launch(const void *func, dim3 grid, dim3 block, size_t smem,
-                          cudaStream_t stream, int ptsz, uint8_t launch_type)
+/* A kernel handle only (cudaKernel_t, cudaFunction_t): what the driver's launches take. */
+static struct sim_kernel *find_handle_locked(const void *func)
+{
+    struct sim_kernel *k = ana_sim_map_get(&kernels_by_handle, func);
+    return k && k->loaded ? k : NULL;
+}
+
+/* Validates and runs a launch, or records it while the stream captures; `by_handle`
+ * accepts only kernel handles (driver launches), otherwise host stubs too. Sets no last
+ * error: the runtime's callers do, the driver's must not. */
+static cudaError_t submit(const void *func, int by_handle, dim3 grid, dim3 block,
+                          size_t smem, cudaStream_t stream, int ptsz, uint8_t launch_type)
 {
     unsigned want = ana_sim_wanted_kinds();
     union ana_sim_record rec = { .base.kind = CUPTI_ACTIVITY_KIND_INVALID };
     struct ana_sim_stream *s = NULL;
     ana_sim_enter();
     struct ana_sim_op op = { .kind = ANA_SIM_OP_KERNEL, .async = 1,
-                             .kernel = find_kernel_locked(func), .grid = grid,
-                             .block = block, .smem = smem, .launch_type = launch_type };
+                             .kernel = by_handle ? find_handle_locked(func)
+                                                 : find_kernel_locked(func),
+                             .grid = grid, .block = block, .smem = smem,
+                             .launch_type = launch_type };
     cudaError_t err = ana_sim_kernel_check_locked(&op);
     if (err == cudaSuccess)
         err = ana_sim_stream_resolve_locked(stream, ptsz, &s);
@@ -325,7 +340,46 @@ static cudaError_t launch(const void *func, dim3 grid, dim3 block, size_t smem,
     }
     ana_sim_leave();
     ana_sim_emit(&rec, 1);
-    return ana_sim_ret(err);
+    return err;
+}
+
+static cudaError_t launch(const void *func, dim3 grid, dim3 block, size_t smem,
+                          cudaStream_t stream, int ptsz, uint8_t launch_type)
+{
+    return ana_sim_ret(submit(func, 0, grid, block, smem, stream, ptsz, launch_type));
+}
+
+/* The driver's launches (anasim.h): a kernel handle, driver return codes. Bad dimensions
+ * and too much dynamic shared memory are CUDA_ERROR_INVALID_VALUE for the driver; stream
+ * and capture errors share their numbers with the runtime's. */
+ANASIM_PRIVATE_API CUresult anasim_kernel_launch(const anasim_launch *req)
+{
+    if (!req)
+        return CUDA_ERROR_INVALID_VALUE;
+    dim3 grid = { req->grid[0], req->grid[1], req->grid[2] };
+    dim3 block = { req->block[0], req->block[1], req->block[2] };
+    uint8_t type = req->cooperative ? CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE
+                                    : CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
+    cudaError_t err = submit(req->func, 1, grid, block, req->smem, (cudaStream_t)req->stream,
+                             req->ptsz, type);
+    switch (err) {
+    case cudaErrorInvalidDeviceFunction:
+        return CUDA_ERROR_INVALID_HANDLE;
+    case cudaErrorInvalidConfiguration:
+        return CUDA_ERROR_INVALID_VALUE;
+    default:
+        return (CUresult)err;
+    }
+}
+
+ANASIM_PRIVATE_API CUresult anasim_kernel_name(const void *func, const char **name)
+{
+    ana_sim_enter();
+    const struct sim_kernel *k = find_handle_locked(func);
+    if (k && name)
+        *name = k->name;
+    ana_sim_leave();
+    return !k ? CUDA_ERROR_INVALID_HANDLE : name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 ANA_SIM_API cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
@@ -345,6 +399,15 @@ ANA_SIM_API cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entry
 {
     ANA_SIM_TRACED(cudaGetKernel, v12000, __cudaGetKernel(kernelPtr, entryFuncAddr),
                    kernelPtr, entryFuncAddr);
+}
+
+/* The function handle is the kernel's record, the same value cudaGetKernel gives: the
+ * driver accepts it as a CUfunction (or a CUkernel), as CUDA lets both be cast. */
+ANA_SIM_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr)
+{
+    ANA_SIM_TRACED(cudaGetFuncBySymbol, v11000,
+                   __cudaGetKernel((cudaKernel_t *)(void *)functionPtr, symbolPtr),
+                   functionPtr, symbolPtr);
 }
 
 /* The host stub a kernel handle belongs to (what CUPTI shows as `func`). */

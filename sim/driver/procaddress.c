@@ -28,6 +28,13 @@ CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstre
 CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                               CUmemoryPool pool, CUstream hStream);
+CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                     unsigned int gridDimZ, unsigned int blockDimX,
+                                     unsigned int blockDimY, unsigned int blockDimZ,
+                                     unsigned int sharedMemBytes, CUstream hStream,
+                                     void **kernelParams, void **extra);
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                                       void **kernelParams, void **extra);
 
 typedef void (*fn_t)(void);
 
@@ -83,6 +90,11 @@ static const struct entry {
     E("cuMemcpyHtoD", 3020, 0, cuMemcpyHtoD_v2),
     E("cuMemcpyDtoH", 3020, 0, cuMemcpyDtoH_v2),
     E("cuMemcpyDtoD", 3020, 0, cuMemcpyDtoD_v2),
+    E("cuLaunchKernel", 4000, 0, cuLaunchKernel),
+    E("cuLaunchKernel", 7000, 1, cuLaunchKernel_ptsz),
+    E("cuLaunchKernelEx", 11060, 0, cuLaunchKernelEx),
+    E("cuLaunchKernelEx", 11060, 1, cuLaunchKernelEx_ptsz),
+    E("cuFuncGetName", 12030, 0, cuFuncGetName),
 #undef E
 };
 
