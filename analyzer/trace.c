@@ -396,6 +396,32 @@ static int ana_api_call_cmp(const void *a, const void *b)
     return x->corr < y->corr ? -1 : x->corr > y->corr;
 }
 
+/* A launch recorded without its function (cuLaunchKernel: LAUNCH.kernel 0) takes the
+ * kernel of the GPU_KERNEL with its corr, so the launch table names it. */
+static void ana_trace_name_launches(ana_trace *t)
+{
+    for (size_t i = 0; i < t->n_gpu; i++) {
+        const ana_gpu_act *a = &t->gpu[i];
+        uint64_t ci;
+        if (a->type != ANA_GPU_KERNEL || !a->arg || !a->corr ||
+            !ana_u64map_get(&t->call_by_corr, a->corr, &ci))
+            continue;
+        ana_api_call *c = &t->calls[ci];
+        if (c->kind != ANA_K_LAUNCH || c->arg != 0 || c->api == ANA_API_GRAPH_LAUNCH ||
+            c->api == ANA_API_GRAPH_LAUNCH_PTSZ || c->api == ANA_API_CU_GRAPH_LAUNCH)
+            continue;
+        ana_trace_kernel *k = ana_trace_kernel_get(t, a->arg); /* may grow the table */
+        ana_trace_kernel *unknown = ana_trace_kernel_get(t, 0);
+        unknown->launches--;
+        k->launches++;
+        if (c->ret != 0) {
+            unknown->failed--;
+            k->failed++;
+        }
+        c->arg = a->arg;
+    }
+}
+
 static void ana_trace_finish(ana_trace *t)
 {
     ana_stacks_resolve(&t->stacks);
@@ -411,6 +437,7 @@ static void ana_trace_finish(ana_trace *t)
             if (!ana_u64map_get(&t->call_by_corr, t->calls[i].corr, &(uint64_t){ 0 }))
                 ana_u64map_put(&t->call_by_corr, t->calls[i].corr, i);
     }
+    ana_trace_name_launches(t);
 }
 
 int ana_trace_load(const char *path, unsigned flags, ana_trace **out, ana_error *err)

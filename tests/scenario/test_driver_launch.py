@@ -42,7 +42,7 @@ def kernel_ns(grid, block):
 
 
 def profile(**env):
-    """Runs the sample under `anatomist run --sim`; returns (ledger, records)."""
+    """Runs the sample under `anatomist run --sim`; returns (ledger, records, trace)."""
     trace = os.path.join(tmpdir(), "t.anat")
     p = run([ANATOMIST, "run", "--sim", "-q", "-o", trace, "--", PROGRAM, "--errors"],
             env=clean_env(**env))
@@ -51,7 +51,7 @@ def profile(**env):
     assert d.returncode == 0, d.stderr
     recs = [json.loads(line) for line in d.stdout.splitlines()]
     assert recs[-1] == {"end": "exit"}, recs[-1]
-    return ledger(p.stdout), recs[:-1]
+    return ledger(p.stdout), recs[:-1], trace
 
 
 def of(recs, kind):
@@ -70,7 +70,7 @@ def dims(r, what):
 class DriverLaunch(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.led, cls.recs = profile()
+        cls.led, cls.recs, cls.trace = profile()
         cls.launches = cls.led["launches"]
         cls.names = {r["id"]: r["name"] for r in of(cls.recs, "KERNEL")}
         # One program thread makes every launch, in ledger order.
@@ -104,6 +104,19 @@ class DriverLaunch(unittest.TestCase):
                 else:
                     self.assertEqual(self.names[r["kernel"]], l["kernel"])
 
+    def test_report_names_driver_launches_by_their_gpu_kernel(self):
+        # A cuLaunchKernel LAUNCH has kernel 0; the report takes the name of the GPU_KERNEL
+        # with its corr. A failed driver launch ran nothing and stays unnamed.
+        want = collections.Counter(
+            None if (l["path"] == "driver" and l["ret"] != 0) else l["kernel"]
+            for l in self.launches)
+        r = run([ANATOMIST, "report", "--json", self.trace], env=clean_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = collections.Counter()
+        for k in json.loads(r.stdout)["kernels"]:
+            got[k["name"] if k["id"] else None] += k["count"]
+        self.assertEqual(got, want)
+
     def test_every_gpu_kernel_belongs_to_its_launch(self):
         by_corr = {r["corr"]: (l, r) for l, r in zip(self.launches, self.api)}
         gpu = of(self.recs, "GPU_KERNEL")
@@ -131,7 +144,7 @@ class DriverLaunch(unittest.TestCase):
 @unittest.skipUnless(os.path.exists(PROGRAM), "samples/driver_launch is not built")
 class WithoutCupti(unittest.TestCase):
     def test_only_hooked_launches_are_recorded(self):
-        led, recs = profile(ANATOMIST_CUPTI="0")
+        led, recs, _ = profile(ANATOMIST_CUPTI="0")
         self.assertEqual(cupti_state(recs), "off (ANATOMIST_CUPTI=0)")
         names = {r["id"]: r["name"] for r in of(recs, "KERNEL")}
         got = [(r["api"], r["via"], r["corr"], names[r["kernel"]], dims(r, "grid"),
