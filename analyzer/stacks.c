@@ -57,6 +57,20 @@ static int ana_stacks_same(const ana_stacks *s, const struct ana_stack_entry *a,
            memcmp(s->frames + a->first, s->frames + b->first, a->n * sizeof(uint64_t)) == 0;
 }
 
+void ana_stacks_trim_leading(ana_stacks *s, int (*drop)(uint64_t ip, void *arg), void *arg)
+{
+    for (size_t i = 0; i < s->n_entries; i++) {
+        struct ana_stack_entry *e = &s->entries[i];
+        size_t k = 0;
+        while (k < e->n && drop(s->frames[e->first + k], arg))
+            k++;
+        if (k < e->n) {
+            e->first += k;
+            e->n -= k;
+        }
+    }
+}
+
 /* Entries are visited in ascending id order so that the canonical id of a group is its
  * smallest id, whatever the file order was. */
 static int ana_stacks_cmp_id(const void *a, const void *b)

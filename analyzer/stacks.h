@@ -30,6 +30,9 @@ void ana_stacks_init(ana_stacks *s);
 void ana_stacks_free(ana_stacks *s);
 /* Records a STACK definition (a later duplicate definition of an id is ignored). */
 void ana_stacks_add(ana_stacks *s, uint64_t id, const uint64_t *ip, size_t n);
+/* Drops the leading (innermost) frames of every stack for which drop(ip, arg) is true,
+ * unless that would leave a stack with no frame. Call before ana_stacks_resolve. */
+void ana_stacks_trim_leading(ana_stacks *s, int (*drop)(uint64_t ip, void *arg), void *arg);
 /* Computes canonical ids; call once after the last ana_stacks_add. */
 void ana_stacks_resolve(ana_stacks *s);
 /* Canonical id of id (0 stays 0 = no stack). */

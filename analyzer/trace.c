@@ -422,8 +422,26 @@ static void ana_trace_name_launches(ana_trace *t)
     }
 }
 
+/* 1 when ip lies in one of CUDA's own libraries. A call recorded by CUPTI's callback (not
+ * by a hook) was captured from inside libcupti, called from the runtime or driver: those
+ * frames are CUDA's, not the program's. */
+static int ana_trace_in_cuda_lib(uint64_t ip, void *arg)
+{
+    static const char *const libs[] = { "libcupti.so", "libcuda.so", "libcudart.so" };
+    const ana_trace_module *m = ana_trace_module_at(arg, ip - 1);
+    if (!m || !m->path)
+        return 0;
+    const char *base = strrchr(m->path, '/');
+    base = base ? base + 1 : m->path;
+    for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+        if (strncmp(base, libs[i], strlen(libs[i])) == 0)
+            return 1;
+    return 0;
+}
+
 static void ana_trace_finish(ana_trace *t)
 {
+    ana_stacks_trim_leading(&t->stacks, ana_trace_in_cuda_lib, t);
     ana_stacks_resolve(&t->stacks);
     for (size_t i = 0; i < t->n_mev; i++)
         if (t->mev[i].stack != ANA_MEM_STACK_DRIVER)

@@ -117,6 +117,24 @@ class DriverLaunch(unittest.TestCase):
             got[k["name"] if k["id"] else None] += k["count"]
         self.assertEqual(got, want)
 
+    def test_stacks_of_callback_records_start_in_the_program(self):
+        # A via-1 LAUNCH is captured inside CUPTI's callback, below libcupti and the
+        # runtime or driver; the report leaves CUDA's own frames out, so every launch's
+        # stack starts in the sample, as a hooked launch's does. --min-gap 0 lists a gap
+        # before every launch that found the GPU idle, with the call that issued it.
+        r = run([ANATOMIST, "report", "--json", "--min-gap", "0ns", "--top", "0", self.trace],
+                env=clean_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        via = {a["corr"]: a["via"] for a in self.api}
+        seen = collections.Counter()
+        for g in json.loads(r.stdout)["gpu"]["idle_gaps"]:
+            ib = g["issued_by"]
+            if not ib or ib["api"] is None:
+                continue
+            seen[via[ib["corr"]]] += 1
+            self.assertEqual(ib["stack"][0]["module"], os.path.realpath(PROGRAM), ib)
+        self.assertGreater(seen[1], 0, "no gap was issued by a callback-recorded launch")
+
     def test_every_gpu_kernel_belongs_to_its_launch(self):
         by_corr = {r["corr"]: (l, r) for l, r in zip(self.launches, self.api)}
         gpu = of(self.recs, "GPU_KERNEL")
