@@ -148,6 +148,20 @@ ANA_DL_ENTRY(dlvsym, ana_dlvsym_impl, ana_dl_glibc_dlvsym);
 
 /* ---- finding glibc's functions ------------------------------------------------------- */
 
+/* The first dlsym(RTLD_NEXT, ...) may come before anything else of the process is ready:
+ * AddressSanitizer's runtime, for one, looks up the functions it intercepts while it is
+ * initialising, before its shadow memory exists. So the bootstrap path calls no library
+ * function (no dl_iterate_phdr, memset or strcmp, which sanitizers intercept), walks the
+ * loader's list through _r_debug, and is never instrumented. */
+#define ANA_DL_RAW __attribute__((no_sanitize("address", "undefined"), noinline))
+
+ANA_DL_RAW static int raw_streq(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
 typedef struct elf_view {
     uintptr_t base;
     const ElfW(Sym) *symtab;
@@ -159,14 +173,18 @@ typedef struct elf_view {
 
 /* Addresses in a module's dynamic section are relocated by the loader on most targets,
  * left as link-time offsets on a few (read-only dynamic sections). */
-static const void *dyn_ptr(uintptr_t base, ElfW(Addr) v)
+ANA_DL_RAW static const void *dyn_ptr(uintptr_t base, ElfW(Addr) v)
 {
     return (const void *)(v < base ? base + v : v);
 }
 
-static int elf_view_of(uintptr_t base, const ElfW(Dyn) *dyn, elf_view *v)
+ANA_DL_RAW static int elf_view_of(uintptr_t base, const ElfW(Dyn) *dyn, elf_view *v)
 {
-    memset(v, 0, sizeof(*v));
+    v->symtab = NULL;
+    v->strtab = NULL;
+    v->gnu_hash = NULL;
+    v->versym = NULL;
+    v->soname = NULL;
     v->base = base;
     ElfW(Addr) soname = 0;
     int have_soname = 0;
@@ -186,7 +204,7 @@ static int elf_view_of(uintptr_t base, const ElfW(Dyn) *dyn, elf_view *v)
     return 0;
 }
 
-static uint32_t gnu_hash(const char *s)
+ANA_DL_RAW static uint32_t gnu_hash(const char *s)
 {
     uint32_t h = 5381;
     for (; *s; s++)
@@ -195,7 +213,7 @@ static uint32_t gnu_hash(const char *s)
 }
 
 /* The default-version definition of the function `name` in the module, or NULL. */
-static void *elf_find(const elf_view *v, const char *name)
+ANA_DL_RAW static void *elf_find(const elf_view *v, const char *name)
 {
     if (!v->gnu_hash)
         return NULL;
@@ -211,7 +229,7 @@ static void *elf_find(const elf_view *v, const char *name)
         uint32_t ch = chain[i - symoffset];
         const ElfW(Sym) *s = &v->symtab[i];
         if ((ch | 1) == (h | 1) && s->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s->st_info) == STT_FUNC /* = ELF32_ST_TYPE */ &&
-            (!v->versym || !(v->versym[i] & 0x8000)) && strcmp(v->strtab + s->st_name, name) == 0)
+            (!v->versym || !(v->versym[i] & 0x8000)) && raw_streq(v->strtab + s->st_name, name))
             return (void *)(v->base + s->st_value);
         if (ch & 1)
             break;
@@ -219,39 +237,22 @@ static void *elf_find(const elf_view *v, const char *name)
     return NULL;
 }
 
-struct glibc_search {
-    const char *soname;
-    void *dlsym_fn, *dlvsym_fn;
-};
-
-static int search_module(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    struct glibc_search *s = data;
-    const ElfW(Dyn) *dyn = NULL;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    elf_view v;
-    if (!dyn || elf_view_of(info->dlpi_addr, dyn, &v) < 0 || !v.soname || strcmp(v.soname, s->soname) != 0)
-        return 0;
-    s->dlsym_fn = elf_find(&v, "dlsym");
-    s->dlvsym_fn = elf_find(&v, "dlvsym");
-    return 1;
-}
-
-void ana_dl_bootstrap(void)
+ANA_DL_RAW void ana_dl_bootstrap(void)
 {
     if (__atomic_load_n(&ana_dl_glibc_dlsym, __ATOMIC_ACQUIRE))
         return;
     static const char *const where[] = { "libc.so.6", "libdl.so.2" };
     for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
-        struct glibc_search s = { where[i], NULL, NULL };
-        dl_iterate_phdr(search_module, &s);
-        if (s.dlsym_fn && s.dlvsym_fn) {
-            __atomic_store_n(&ana_dl_glibc_dlvsym, s.dlvsym_fn, __ATOMIC_RELEASE);
-            __atomic_store_n(&ana_dl_glibc_dlsym, s.dlsym_fn, __ATOMIC_RELEASE);
-            return;
+        for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
+            elf_view v;
+            if (elf_view_of(l->l_addr, l->l_ld, &v) < 0 || !v.soname || !raw_streq(v.soname, where[i]))
+                continue;
+            void *sym = elf_find(&v, "dlsym"), *vsym = elf_find(&v, "dlvsym");
+            if (sym && vsym) {
+                __atomic_store_n(&ana_dl_glibc_dlvsym, vsym, __ATOMIC_RELEASE);
+                __atomic_store_n(&ana_dl_glibc_dlsym, sym, __ATOMIC_RELEASE);
+                return;
+            }
         }
     }
 }
