@@ -50,6 +50,21 @@ typedef struct anasim_observer {
     void (*activity)(const CUpti_Activity *rec);
 } anasim_observer;
 
+/* Returns `expr` (of type ret_t) as one API call: anasim_api_enter before it is evaluated,
+ * anasim_api_exit after. The front ends' bracket macros (sim.h ANA_SIM_RT_RETURN, api.h
+ * ANA_SIM_TRACED, driver/driver.h ANA_DRV_RETURN) are this one. Use without the device
+ * lock held, as the last statement of an entry point. */
+#define ANASIM_RETURN(dom, id, fname, params_ptr, ret_t, expr)                            \
+    do {                                                                                  \
+        ret_t anasim_ret_ = (ret_t)0;                                                     \
+        anasim_api anasim_call_ = { .domain = (dom), .cbid = (id), .name = (fname),        \
+                                    .params = (params_ptr), .ret = &anasim_ret_ };        \
+        anasim_api_enter(&anasim_call_);                                                  \
+        anasim_ret_ = (expr);                                                             \
+        anasim_api_exit(&anasim_call_);                                                   \
+        return anasim_ret_;                                                               \
+    } while (0)
+
 /* Registers (or, with NULL, removes) the one observer. */
 ANASIM_PRIVATE_API void anasim_set_observer(const anasim_observer *obs);
 ANASIM_PRIVATE_API void anasim_api_enter(anasim_api *call);

@@ -19,21 +19,12 @@
 #ifndef ANA_SIM_API_TRACE_H
 #define ANA_SIM_API_TRACE_H
 
-#include "anasim.h"   /* <cupti.h>: the cbids and generated_cuda_runtime_api_meta.h */
+#include "sim.h"      /* ANA_SIM_RT_RETURN; <cupti.h>: the cbids and the params structs */
 
 #define ANA_SIM_TRACED(fn, ver, expr, ...)                                             \
     do {                                                                               \
         fn##_##ver##_params ana_params_ = { __VA_ARGS__ };                             \
-        cudaError_t ana_ret_ = cudaSuccess;                                            \
-        anasim_api ana_call_ = { .domain = CUPTI_CB_DOMAIN_RUNTIME_API,                \
-                                 .cbid = CUPTI_RUNTIME_TRACE_CBID_##fn##_##ver,        \
-                                 .name = #fn,                                          \
-                                 .params = &ana_params_,                               \
-                                 .ret = &ana_ret_ };                                   \
-        anasim_api_enter(&ana_call_);                                                  \
-        ana_ret_ = (expr);                                                             \
-        anasim_api_exit(&ana_call_);                                                   \
-        return ana_ret_;                                                               \
+        ANA_SIM_RT_RETURN(fn, ver, &ana_params_, expr);                                \
     } while (0)
 
 #endif /* ANA_SIM_API_TRACE_H */

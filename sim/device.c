@@ -373,14 +373,7 @@ static cudaError_t device_synchronize(void)
 ANA_SIM_API cudaError_t cudaDeviceSynchronize(void)
 {
     /* No parameters, so no params struct in the CUPTI headers. */
-    cudaError_t r = cudaSuccess;
-    anasim_api call = { .domain = CUPTI_CB_DOMAIN_RUNTIME_API,
-                        .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
-                        .name = "cudaDeviceSynchronize", .ret = &r };
-    anasim_api_enter(&call);
-    r = device_synchronize();
-    anasim_api_exit(&call);
-    return r;
+    ANA_SIM_RT_RETURN(cudaDeviceSynchronize, v3020, NULL, device_synchronize());
 }
 
 /* Destroys the "context": every allocation, stream and event is released; module

@@ -279,16 +279,8 @@ cudaError_t ana_sim_from_cu(CUresult r);
  * evaluated between entry and exit. `fn`/`ver` name the cbid
  * (CUPTI_RUNTIME_TRACE_CBID_<fn>_<ver>); params points to its <fn>_<ver>_params. */
 #define ANA_SIM_RT_RETURN(fn, ver, params, expr)                                         \
-    do {                                                                                 \
-        cudaError_t ana_rt_ret_ = cudaSuccess;                                           \
-        anasim_api ana_rt_call_ = { CUPTI_CB_DOMAIN_RUNTIME_API,                         \
-                                    CUPTI_RUNTIME_TRACE_CBID_##fn##_##ver, #fn, (params), \
-                                    &ana_rt_ret_, 0, 0, 0 };                             \
-        anasim_api_enter(&ana_rt_call_);                                                 \
-        ana_rt_ret_ = (expr);                                                            \
-        anasim_api_exit(&ana_rt_call_);                                                  \
-        return ana_rt_ret_;                                                              \
-    } while (0)
+    ANASIM_RETURN(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##fn##_##ver, #fn, \
+                  (params), cudaError_t, expr)
 
 /* ---- memory.c: the default memory pool -------------------------------------------- */
 /* Nonzero if pool is the device's default pool (the only one). */

@@ -39,16 +39,8 @@
  * entry and exit. `fn` names the cbid (CUPTI_DRIVER_TRACE_CBID_<fn>) and the reported name;
  * params points to its <fn>_params struct, or is NULL for a call without parameters. */
 #define ANA_DRV_RETURN(fn, params, expr)                                                   \
-    do {                                                                                   \
-        CUresult ana_drv_ret_ = CUDA_SUCCESS;                                              \
-        anasim_api ana_drv_call_ = { CUPTI_CB_DOMAIN_DRIVER_API,                           \
-                                     CUPTI_DRIVER_TRACE_CBID_##fn, #fn, (params),          \
-                                     &ana_drv_ret_, 0, 0, 0 };                             \
-        anasim_api_enter(&ana_drv_call_);                                                  \
-        ana_drv_ret_ = (expr);                                                             \
-        anasim_api_exit(&ana_drv_call_);                                                   \
-        return ana_drv_ret_;                                                               \
-    } while (0)
+    ANASIM_RETURN(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##fn, #fn, (params),     \
+                  CUresult, expr)
 
 /* init.c: CUDA_SUCCESS once cuInit has succeeded, CUDA_ERROR_NOT_INITIALIZED before. */
 CUresult ana_drv_initialised(void);
