@@ -309,3 +309,11 @@ void ana_gpu_result_free(ana_gpu_result *g)
     free(g->gaps);
     memset(g, 0, sizeof(*g));
 }
+
+uint64_t ana_gpu_device_span(const ana_gpu_result *g, int32_t device)
+{
+    for (size_t d = 0; d < g->n_devices; d++)
+        if (g->devices[d].device == device)
+            return g->devices[d].last_ns - g->devices[d].first_ns;
+    return 0;
+}

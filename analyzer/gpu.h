@@ -85,6 +85,9 @@ void ana_gpu_analyze(const ana_trace *t, uint64_t min_gap_ns, size_t max_gaps,
                      ana_gpu_result *g);
 void ana_gpu_result_free(ana_gpu_result *g);
 
+/* The span (first start to last end) of a device's GPU activity, 0 when it has none. */
+uint64_t ana_gpu_device_span(const ana_gpu_result *g, int32_t device);
+
 /* Direction of a CUPTI copy kind; host kind of the host side of an HtoD/DtoH copy. */
 int ana_gpu_dir_of(uint8_t copy_kind);
 int ana_gpu_host_of(const ana_gpu_act *a);

@@ -153,10 +153,7 @@ static void ana_rgj_streams(ana_json *j, const ana_report *r)
     ana_json_arr_begin(j);
     for (size_t i = 0; i < g->n_streams; i++) {
         const ana_gpu_stream *s = &g->streams[i];
-        uint64_t span = 0;
-        for (size_t d = 0; d < g->n_devices; d++)
-            if (g->devices[d].device == s->device)
-                span = g->devices[d].last_ns - g->devices[d].first_ns;
+        uint64_t span = ana_gpu_device_span(g, s->device);
         ana_json_obj_begin(j);
         ana_json_ki64(j, "device", s->device);
         ana_json_ku64(j, "stream", s->stream);

@@ -161,10 +161,7 @@ static void ana_rgt_streams(FILE *o, const ana_report *r)
                "%12s %6s\n", "device", "stream", "kernels", "copies", "sets", "busy", "util");
     for (size_t i = 0; i < g->n_streams; i++) {
         const ana_gpu_stream *s = &g->streams[i];
-        uint64_t span = 0;
-        for (size_t d = 0; d < g->n_devices; d++)
-            if (g->devices[d].device == s->device)
-                span = g->devices[d].last_ns - g->devices[d].first_ns;
+        uint64_t span = ana_gpu_device_span(g, s->device);
         ana_fmt_ns(s->busy_ns, tm, sizeof(tm));
         fprintf(o, "  %6d %8u %8llu %8llu %6llu %12s %5.1f%%\n", s->device, s->stream,
                 (unsigned long long)s->kernels, (unsigned long long)s->memcpys,

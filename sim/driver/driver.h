@@ -31,6 +31,21 @@
 
 #define ANA_DRV_API __attribute__((visibility("default")))
 
+/* Exported per-thread-stream entry points that cuda.h declares only with
+ * CUDA_API_PER_THREAD_DEFAULT_STREAM. */
+CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
+CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                              CUmemoryPool pool, CUstream hStream);
+CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                     unsigned int gridDimZ, unsigned int blockDimX,
+                                     unsigned int blockDimY, unsigned int blockDimZ,
+                                     unsigned int sharedMemBytes, CUstream hStream,
+                                     void **kernelParams, void **extra);
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                                       void **kernelParams, void **extra);
+
+
 #define ANA_DRV_VERSION      13000
 #define ANA_DRV_DEVICE_NAME  "Anatomist Simulated H100"   /* = ANA_SIM_DEVICE_NAME */
 #define ANA_DRV_GRANULARITY  (2u << 20)                   /* VMM granularity, bytes */

@@ -13,14 +13,6 @@
  */
 #include "driver.h"
 
-/* Exported entry points cuda.h declares only with CUDA_API_PER_THREAD_DEFAULT_STREAM. */
-CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                     unsigned int gridDimZ, unsigned int blockDimX,
-                                     unsigned int blockDimY, unsigned int blockDimZ,
-                                     unsigned int sharedMemBytes, CUstream hStream,
-                                     void **kernelParams, void **extra);
-CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
-                                       void **kernelParams, void **extra);
 
 static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
                        unsigned smem, CUstream stream, int ptsz, int cooperative,

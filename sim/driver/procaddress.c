@@ -24,17 +24,6 @@
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                   cuuint64_t flags);
 CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev);
-CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
-CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
-CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
-                                              CUmemoryPool pool, CUstream hStream);
-CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                     unsigned int gridDimZ, unsigned int blockDimX,
-                                     unsigned int blockDimY, unsigned int blockDimZ,
-                                     unsigned int sharedMemBytes, CUstream hStream,
-                                     void **kernelParams, void **extra);
-CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
-                                       void **kernelParams, void **extra);
 
 typedef void (*fn_t)(void);
 
