@@ -48,6 +48,29 @@ def info_json(trace):
     return json.loads(r.stdout)
 
 
+DUMP = os.path.join(BUILD, "tests", "anatrace_dump")
+
+
+def dump(trace, ended="exit", timeout=60):
+    """Every record of the trace, in file order, as tests/tools/anatrace_dump prints them
+    (one dict per record; SEGMENTs folded into "tid"), after checking how it ended."""
+    d = subprocess.run([DUMP, trace], capture_output=True, text=True, timeout=timeout)
+    assert d.returncode == 0, d.stderr
+    recs = [json.loads(line) for line in d.stdout.splitlines()]
+    assert recs[-1] == {"end": ended}, recs[-1]
+    return recs[:-1]
+
+
+def of(recs, *kinds):
+    """The records of these kinds ("ALLOC", "GPU_KERNEL", ...)."""
+    return [r for r in recs if r["kind"] in kinds]
+
+
+def dims(r, what):
+    """A LAUNCH or GPU_KERNEL record's grid or block as [x, y, z]."""
+    return [r[what + "_x"], r[what + "_y"], r[what + "_z"]]
+
+
 def ledger(stdout):
     """The sample's own ledger: its last stdout line, `ledger {json}`."""
     lines = [l for l in stdout.splitlines() if l.startswith("ledger ")]

@@ -5,12 +5,10 @@ by record with tests/anatrace_dump. The numbers checked come from the samples' l
 import collections
 import json
 import os
-import subprocess
 import unittest
 
-from common import BUILD, PRELOAD, SIM_LIB, clean_env, ledger, run, sample, tmpdir
+from common import BUILD, PRELOAD, SIM_LIB, clean_env, dump, ledger, of, run, sample, tmpdir
 
-DUMP = os.path.join(BUILD, "tests", "anatrace_dump")
 NO_CUPTI = os.path.join(BUILD, "tests", "libana_test_no_cupti.so")
 CUPTI_FIRST = os.path.join(BUILD, "tests", "scenario_cupti_first")
 
@@ -25,15 +23,8 @@ def profile(program, *args, preload=PRELOAD, **env):
     e = clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=preload, ANATOMIST_OUTPUT=trace)
     e.update(env)
     p = run([program, *args], env=e)
-    d = subprocess.run([DUMP, trace], capture_output=True, text=True)
-    assert d.returncode == 0, d.stderr
-    recs = [json.loads(line) for line in d.stdout.splitlines()]
-    assert recs[-1] == {"end": "exit"}, recs[-1]
-    return p, recs[:-1]
+    return p, dump(trace)
 
-
-def of(recs, *kinds):
-    return [r for r in recs if r["kind"] in kinds]
 
 
 def cupti_state(recs):
@@ -220,12 +211,10 @@ class Fork(unittest.TestCase):
         p = run([sample("fork_child")], env=e)
         self.assertEqual(p.returncode, 0, p.stderr)
         busy = [l.split()[1] for l in p.stdout.splitlines() if l.startswith("busy ")][0]
-        dump = subprocess.run([DUMP, os.path.join(d, "f-%s.anat" % busy)], capture_output=True, text=True)
-        recs = [json.loads(l) for l in dump.stdout.splitlines()]
-        self.assertEqual(recs[-1], {"end": "exit"})
-        self.assertEqual(cupti_state(recs[:-1]), "off in a forked child (CUPTI does not survive fork)")
-        self.assertEqual(of(recs[:-1], *GPU), [])
-        self.assertGreater(len(of(recs[:-1], "ALLOC")), 0)
+        recs = dump(os.path.join(d, "f-%s.anat" % busy))
+        self.assertEqual(cupti_state(recs), "off in a forked child (CUPTI does not survive fork)")
+        self.assertEqual(of(recs, *GPU), [])
+        self.assertGreater(len(of(recs, "ALLOC")), 0)
 
 
 if __name__ == "__main__":

@@ -4,16 +4,13 @@ driver call of the program gives exactly one record, with the pointer, handle, a
 size the program printed; a cudaMalloc, which the runtime turns into a driver call, gives
 one record, not two; return codes and errno are what they are without the preload; and with
 ANATOMIST_DRIVER_HOOKS=0 no driver record appears. On the simulated device (sim/driver)."""
-import json
 import os
-import subprocess
 import unittest
 
-from common import BUILD, PRELOAD, SIM_LIB, clean_env, ledger, run, sample, tmpdir
+from common import BUILD, PRELOAD, SIM_LIB, clean_env, dump, ledger, of, run, sample, tmpdir
 
 PROBE = os.path.join(BUILD, "tests", "scenario_drv_probe")
 PROBE_LINKED = os.path.join(BUILD, "tests", "scenario_drv_probe_linked")
-RECORDS = os.path.join(BUILD, "tests", "scenario_trace_records")
 MIB = 1 << 20
 
 # api numbers (docs/trace-format.md)
@@ -45,8 +42,7 @@ def records(trace):
     """The trace's API records; none when no trace was started (no call was recorded)."""
     if not os.path.exists(trace):
         return []
-    out = subprocess.run([RECORDS, trace], capture_output=True, text=True, check=True).stdout
-    return [json.loads(l) for l in out.splitlines()]
+    return of(dump(trace), "ALLOC", "FREE", "VMM", "LAUNCH", "MEMINFO")
 
 
 def program_view(calls):

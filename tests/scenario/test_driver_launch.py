@@ -15,12 +15,10 @@ import collections
 import json
 import math
 import os
-import subprocess
 import unittest
 
-from common import ANATOMIST, BUILD, clean_env, ledger, run, sample, tmpdir
+from common import ANATOMIST, clean_env, dims, dump, ledger, of, run, sample, tmpdir
 
-DUMP = os.path.join(BUILD, "tests", "anatrace_dump")
 PROGRAM = sample("driver_launch")
 
 # docs/trace-format.md, api numbers: nvcc 13's <<<...>>> stub calls __cudaLaunchKernel.
@@ -47,23 +45,11 @@ def profile(**env):
     p = run([ANATOMIST, "run", "--sim", "-q", "-o", trace, "--", PROGRAM, "--errors"],
             env=clean_env(**env))
     assert p.returncode == 0, p.stderr
-    d = subprocess.run([DUMP, trace], capture_output=True, text=True)
-    assert d.returncode == 0, d.stderr
-    recs = [json.loads(line) for line in d.stdout.splitlines()]
-    assert recs[-1] == {"end": "exit"}, recs[-1]
-    return ledger(p.stdout), recs[:-1], trace
-
-
-def of(recs, kind):
-    return [r for r in recs if r["kind"] == kind]
+    return ledger(p.stdout), dump(trace), trace
 
 
 def cupti_state(recs):
     return [r["value"] for r in recs if r["kind"] == "INFO" and r["key"] == "cupti"][-1]
-
-
-def dims(r, what):
-    return [r[f"{what}_x"], r[f"{what}_y"], r[f"{what}_z"]]
 
 
 @unittest.skipUnless(os.path.exists(PROGRAM), "samples/driver_launch is not built")

@@ -17,12 +17,10 @@ import collections
 import json
 import math
 import os
-import subprocess
 import unittest
 
-from common import BUILD, anatomist, clean_env, info_json, ledger, sample, tmpdir
+from common import anatomist, clean_env, dims, dump, info_json, ledger, of, sample, tmpdir
 
-DUMP = os.path.join(BUILD, "tests", "anatrace_dump")
 ACTIVITIES = ("GPU_KERNEL", "GPU_MEMCPY", "GPU_MEMSET")
 MIN_GAP_NS = 10000  # the report's default --min-gap (docs/report-schema.md, `gpu`)
 
@@ -62,17 +60,6 @@ def report(trace):
     return json.loads(r.stdout)
 
 
-def dump(trace):
-    d = subprocess.run([DUMP, trace], capture_output=True, text=True, timeout=60)
-    assert d.returncode == 0, d.stderr
-    recs = [json.loads(line) for line in d.stdout.splitlines()]
-    assert recs[-1] == {"end": "exit"}, recs[-1]
-    return recs[:-1]
-
-
-def of(recs, *kinds):
-    return [r for r in recs if r["kind"] in kinds]
-
 
 def origin(recs):
     """The report's time zero: the smallest record time of the trace."""
@@ -103,7 +90,7 @@ def kernel_names(recs):
 
 
 def shape(r):
-    return ([r["grid_x"], r["grid_y"], r["grid_z"]], [r["block_x"], r["block_y"], r["block_z"]])
+    return (dims(r, "grid"), dims(r, "block"))
 
 
 def by_name(entries):

@@ -1,23 +1,19 @@
 """Graph and cooperative launches are LAUNCH records: one per cudaGraphLaunch (api 26,
 kernel 0, no dimensions) — samples/graph_replay against its ledger — and one per
 cudaLaunchCooperativeKernel[_ptsz] (api 18) with the call's dimensions and result."""
-import json
 import os
-import subprocess
 import unittest
 
-from common import BUILD, PRELOAD, SIM_LIB, clean_env, ledger, run, sample, tmpdir
+from common import BUILD, PRELOAD, SIM_LIB, clean_env, dims, dump, ledger, of, run, sample, tmpdir
 
 PROBE = os.path.join(BUILD, "tests", "scenario_drv_probe")
-RECORDS = os.path.join(BUILD, "tests", "scenario_trace_records")
 GRAPH_LAUNCH, LAUNCH_COOPERATIVE = 26, 18
 
 
 def traced(cmd):
     trace = os.path.join(tmpdir(), "t.anat")
     r = run(cmd, env=clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=PRELOAD, ANATOMIST_OUTPUT=trace))
-    out = subprocess.run([RECORDS, trace], capture_output=True, text=True, check=True).stdout
-    return r, [json.loads(l) for l in out.splitlines()]
+    return r, of(dump(trace), "LAUNCH")
 
 
 class LaunchHooks(unittest.TestCase):
@@ -27,11 +23,11 @@ class LaunchHooks(unittest.TestCase):
         r, recs = traced([sample("graph_replay"), "4"])
         self.assertEqual(r.returncode, 0, r.stderr)
         led = ledger(r.stdout)
-        graphs = [x for x in recs if x["kind"] == "LAUNCH" and x["api"] == GRAPH_LAUNCH]
+        graphs = [x for x in recs if x["api"] == GRAPH_LAUNCH]
         self.assertEqual(led["graph_launches"], 4)
         self.assertEqual(len(graphs), led["graph_launches"])
         for g in graphs:
-            self.assertEqual((g["ret"], g["kernel"], g["grid"], g["block"], g["shmem"]),
+            self.assertEqual((g["ret"], g["kernel"], dims(g, "grid"), dims(g, "block"), g["shmem"]),
                              (0, 0, [0, 0, 0], [0, 0, 0], 0))
         self.assertEqual(len({g["stream"] for g in graphs}), 1)  # all on the program's one stream
 
@@ -41,8 +37,8 @@ class LaunchHooks(unittest.TestCase):
         printed = dict(l.split(" ", 1) for l in r.stdout.splitlines())
         rets = [int(printed[w].split()[0].split("=")[1]) for w in ("cooperative", "cooperative_ptsz")]
         self.assertTrue(all(f"errno=4242" in printed[w] for w in printed))
-        coop = [x for x in recs if x["kind"] == "LAUNCH"]
-        self.assertEqual([(x["api"], x["ret"], x["grid"], x["block"], x["shmem"]) for x in coop],
+        self.assertEqual([(x["api"], x["ret"], dims(x, "grid"), dims(x, "block"), x["shmem"])
+                          for x in recs],
                          [(LAUNCH_COOPERATIVE, rets[0], [2, 3, 1], [4, 1, 1], 16),
                           (LAUNCH_COOPERATIVE, rets[1], [2, 3, 1], [5, 1, 1], 16)])
 
