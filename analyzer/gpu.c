@@ -1,8 +1,8 @@
 /* gpu.c — see gpu.h.
  *
  * One pass over the activities (sorted by device, then start) sweeps the union of
- * intervals per device and per stream at once: within a device starts never decrease, so
- * each stream's own activities also arrive in start order. */
+ * intervals per device and per stream at once, and sums the classes: within a device
+ * starts never decrease, so each stream's own activities also arrive in start order. */
 #include "gpu.h"
 
 #include "util.h"
@@ -43,69 +43,61 @@ static void ana_gpu_add(ana_gpu_sum *s, const ana_gpu_act *a)
         s->bytes += a->arg;
 }
 
-/* Class totals, copies, and correlation with the API calls (marks calls that caused GPU
- * work in has_gpu). */
-static void ana_gpu_classes(const ana_trace *t, ana_gpu_result *g, uint8_t *has_gpu)
+/* Class totals, copies, and correlation with the API calls of one activity (marks the
+ * call that caused it in has_gpu). */
+static void ana_gpu_classify(const ana_trace *t, ana_gpu_result *g, const ana_gpu_act *a,
+                             uint8_t *has_gpu)
 {
-    for (size_t i = 0; i < t->n_gpu; i++) {
-        const ana_gpu_act *a = &t->gpu[i];
-        uint64_t k;
-        if (a->type == ANA_GPU_KERNEL) {
-            ana_gpu_add(&g->kernels, a);
-        } else if (a->type == ANA_GPU_MEMSET) {
-            ana_gpu_add(&g->memset, a);
-        } else {
-            int dir = ana_gpu_dir_of(a->copy_kind);
-            ana_gpu_add(&g->memcpy, a);
-            ana_gpu_add(&g->copies[dir], a);
-            ana_gpu_add(&g->copies_host[dir][ana_gpu_host_of(a)], a);
-        }
-        if (!a->corr) {
-            g->no_corr++;
-        } else if (ana_u64map_get(&t->call_by_corr, a->corr, &k)) {
-            g->correlated++;
-            has_gpu[k] = 1;
-        } else {
-            g->uncorrelated++;
-        }
+    uint64_t k;
+    if (a->type == ANA_GPU_KERNEL) {
+        ana_gpu_add(&g->kernels, a);
+    } else if (a->type == ANA_GPU_MEMSET) {
+        ana_gpu_add(&g->memset, a);
+    } else {
+        int dir = ana_gpu_dir_of(a->copy_kind);
+        ana_gpu_add(&g->memcpy, a);
+        ana_gpu_add(&g->copies[dir], a);
+        ana_gpu_add(&g->copies_host[dir][ana_gpu_host_of(a)], a);
     }
-    for (size_t i = 0; i < t->n_calls; i++) {
-        if (t->calls[i].kind != ANA_K_LAUNCH || t->calls[i].ret != 0)
-            continue;
-        g->launches_ok++;
-        g->launches_without_gpu += !has_gpu[i];
+    if (!a->corr) {
+        g->no_corr++;
+    } else if (ana_u64map_get(&t->call_by_corr, a->corr, &k)) {
+        g->correlated++;
+        has_gpu[k] = 1;
+    } else {
+        g->uncorrelated++;
     }
 }
 
-static ana_gpu_stream *ana_gpu_stream_of(ana_gpu_result *g, ana_u64map *idx, size_t *cap,
-                                         const ana_gpu_act *a)
+/* The union of intervals that arrive in start order: the open interval, and the busy time
+ * of the ones closed before it. */
+typedef struct ana_gpu_span {
+    uint64_t start, end, busy;
+} ana_gpu_span;
+
+static ana_gpu_span ana_gpu_span_at(const ana_gpu_act *a)
 {
-    uint64_t key = (uint64_t)(uint32_t)a->device << 32 | a->stream, k;
-    if (!ana_u64map_get(idx, key, &k)) {
-        ANA_GROW(g->streams, *cap, g->n_streams + 1);
-        g->streams[g->n_streams] = (ana_gpu_stream){ .device = a->device, .stream = a->stream,
-                                                     .cur_start = a->start_ns,
-                                                     .cur_end = a->start_ns };
-        k = g->n_streams++;
-        ana_u64map_put(idx, key, k);
-    }
-    return &g->streams[k];
+    return (ana_gpu_span){ a->start_ns, a->start_ns, 0 };
 }
 
-static void ana_gpu_stream_step(ana_gpu_stream *s, const ana_gpu_act *a)
+/* Adds a's interval; returns the idle time before it (0 when it overlaps or touches the
+ * open interval). */
+static uint64_t ana_gpu_span_add(ana_gpu_span *u, const ana_gpu_act *a)
 {
     uint64_t end = a->start_ns + a->dur_ns;
-    s->kernels += a->type == ANA_GPU_KERNEL;
-    s->memcpys += a->type == ANA_GPU_MEMCPY;
-    s->memsets += a->type == ANA_GPU_MEMSET;
-    if (a->start_ns > s->cur_end) {
-        s->busy_ns += s->cur_end - s->cur_start;
-        s->cur_start = a->start_ns;
-        s->cur_end = end;
-    } else if (end > s->cur_end) {
-        s->cur_end = end;
+    if (a->start_ns > u->end) {
+        uint64_t gap = a->start_ns - u->end;
+        u->busy += u->end - u->start;
+        u->start = a->start_ns;
+        u->end = end;
+        return gap;
     }
+    if (end > u->end)
+        u->end = end;
+    return 0;
 }
+
+static uint64_t ana_gpu_span_busy(const ana_gpu_span *u) { return u->busy + (u->end - u->start); }
 
 static int ana_gpu_stream_cmp(const void *a, const void *b)
 {
@@ -120,67 +112,89 @@ typedef struct ana_gpu_gaps {
     size_t n, cap;
 } ana_gpu_gaps;
 
-/* Sweeps one device's activities [lo, hi) into its union, gaps and streams. */
-static void ana_gpu_sweep_device(const ana_trace *t, size_t lo, size_t hi, ana_gpu_result *g,
-                                 ana_gpu_gaps *gaps)
+/* The stream of a; its interval union is spans[index], grown with g->streams. */
+static size_t ana_gpu_stream_of(ana_gpu_result *g, ana_u64map *idx, size_t *cap,
+                                ana_gpu_span **spans, size_t *cap_spans, const ana_gpu_act *a)
 {
-    const ana_gpu_act *a = &t->gpu[lo];
-    ana_gpu_device d = { .device = a->device, .first_ns = a->start_ns };
-    uint64_t cur_s = a->start_ns, cur_e = a->start_ns + a->dur_ns;
-    for (size_t i = lo + 1; i < hi; i++) {
-        a = &t->gpu[i];
-        uint64_t end = a->start_ns + a->dur_ns;
-        if (a->start_ns > cur_e) {
-            uint64_t gap = a->start_ns - cur_e;
-            d.busy_ns += cur_e - cur_s;
-            if (gap >= g->min_gap_ns) {
-                d.gaps++;
-                d.gaps_ns += gap;
-                ANA_GROW(gaps->v, gaps->cap, gaps->n + 1);
-                gaps->v[gaps->n++] = (ana_gpu_gap){ .device = a->device, .start_ns = cur_e,
-                                                    .dur_ns = gap, .next = a };
-            }
-            cur_s = a->start_ns;
-            cur_e = end;
-        } else if (end > cur_e) {
-            cur_e = end;
-        }
+    uint64_t key = (uint64_t)(uint32_t)a->device << 32 | a->stream, k;
+    if (!ana_u64map_get(idx, key, &k)) {
+        ANA_GROW(g->streams, *cap, g->n_streams + 1);
+        ANA_GROW(*spans, *cap_spans, g->n_streams + 1);
+        g->streams[g->n_streams] = (ana_gpu_stream){ .device = a->device, .stream = a->stream };
+        (*spans)[g->n_streams] = ana_gpu_span_at(a);
+        k = g->n_streams++;
+        ana_u64map_put(idx, key, k);
     }
-    d.busy_ns += cur_e - cur_s;
-    d.last_ns = cur_e;
-    g->devices[g->n_devices++] = d;
+    return (size_t)k;
 }
 
-static void ana_gpu_union(const ana_trace *t, ana_gpu_result *g, ana_gpu_gaps *gaps)
+static void ana_gpu_device_close(ana_gpu_device *d, const ana_gpu_span *u)
+{
+    d->busy_ns = ana_gpu_span_busy(u);
+    d->last_ns = u->end;
+    d->span_ns = d->last_ns - d->first_ns;
+}
+
+/* One pass over the activities (sorted by device, then start): class totals and
+ * correlation, each stream's union, each device's union and its gaps. */
+static void ana_gpu_sweep(const ana_trace *t, ana_gpu_result *g, ana_gpu_gaps *gaps,
+                          uint8_t *has_gpu)
 {
     ana_u64map idx;
-    size_t cap_streams = 0, lo = 0;
-    size_t n_dev = t->n_gpu > 0;
-    for (size_t i = 1; i < t->n_gpu; i++) /* sorted by device: count the runs */
-        n_dev += t->gpu[i].device != t->gpu[i - 1].device;
+    ana_gpu_span *spans = NULL, dev = { 0 };
+    size_t cap_streams = 0, cap_spans = 0, cap_devices = 0;
     ana_u64map_init(&idx);
-    g->devices = ana_xcalloc(n_dev + 1, sizeof(*g->devices));
     for (size_t i = 0; i < t->n_gpu; i++) {
-        ana_gpu_stream_step(ana_gpu_stream_of(g, &idx, &cap_streams, &t->gpu[i]), &t->gpu[i]);
-        if (i + 1 == t->n_gpu || t->gpu[i + 1].device != t->gpu[lo].device) {
-            ana_gpu_sweep_device(t, lo, i + 1, g, gaps);
-            lo = i + 1;
+        const ana_gpu_act *a = &t->gpu[i];
+        ana_gpu_classify(t, g, a, has_gpu);
+        size_t k = ana_gpu_stream_of(g, &idx, &cap_streams, &spans, &cap_spans, a);
+        ana_gpu_stream *s = &g->streams[k];
+        s->kernels += a->type == ANA_GPU_KERNEL;
+        s->memcpys += a->type == ANA_GPU_MEMCPY;
+        s->memsets += a->type == ANA_GPU_MEMSET;
+        ana_gpu_span_add(&spans[k], a);
+        if (i == 0 || a->device != t->gpu[i - 1].device) {
+            if (i)
+                ana_gpu_device_close(&g->devices[g->n_devices - 1], &dev);
+            ANA_GROW(g->devices, cap_devices, g->n_devices + 1);
+            g->devices[g->n_devices++] = (ana_gpu_device){ .device = a->device,
+                                                           .first_ns = a->start_ns };
+            dev = ana_gpu_span_at(a);
+        }
+        uint64_t gap = ana_gpu_span_add(&dev, a);
+        if (gap && gap >= g->min_gap_ns) {
+            ana_gpu_device *d = &g->devices[g->n_devices - 1];
+            d->gaps++;
+            d->gaps_ns += gap;
+            ANA_GROW(gaps->v, gaps->cap, gaps->n + 1);
+            gaps->v[gaps->n++] = (ana_gpu_gap){ .device = a->device, .start_ns = a->start_ns - gap,
+                                                .dur_ns = gap, .next = a };
         }
     }
-    ana_u64map_free(&idx);
+    if (g->n_devices)
+        ana_gpu_device_close(&g->devices[g->n_devices - 1], &dev);
     for (size_t i = 0; i < g->n_streams; i++)
-        g->streams[i].busy_ns += g->streams[i].cur_end - g->streams[i].cur_start;
+        g->streams[i].busy_ns = ana_gpu_span_busy(&spans[i]);
+    free(spans);
+    ana_u64map_free(&idx);
+}
+
+/* Totals over the devices, and each stream's device span (both lists sorted by device). */
+static void ana_gpu_totals(ana_gpu_result *g)
+{
     qsort(g->streams, g->n_streams, sizeof(*g->streams), ana_gpu_stream_cmp);
-    for (size_t i = 0; i < g->n_devices; i++) {
+    for (size_t i = 0, s = 0; i < g->n_devices; i++) {
         const ana_gpu_device *d = &g->devices[i];
         if (!i || d->first_ns < g->first_ns)
             g->first_ns = d->first_ns;
         if (d->last_ns > g->last_ns)
             g->last_ns = d->last_ns;
         g->busy_ns += d->busy_ns;
-        g->spans_ns += d->last_ns - d->first_ns;
+        g->spans_ns += d->span_ns;
         g->gaps_total += d->gaps;
         g->gaps_ns += d->gaps_ns;
+        for (; s < g->n_streams && g->streams[s].device == d->device; s++)
+            g->streams[s].device_span_ns = d->span_ns;
     }
     g->idle_ns = g->spans_ns - g->busy_ns;
 }
@@ -294,9 +308,15 @@ void ana_gpu_analyze(const ana_trace *t, uint64_t min_gap_ns, size_t max_gaps,
     g->min_gap_ns = min_gap_ns;
     g->n_acts = t->n_gpu;
     uint8_t *has_gpu = ana_xcalloc(t->n_calls + 1, 1);
-    ana_gpu_classes(t, g, has_gpu);
+    ana_gpu_sweep(t, g, &gaps, has_gpu);
+    for (size_t i = 0; i < t->n_calls; i++) {
+        if (t->calls[i].kind != ANA_K_LAUNCH || t->calls[i].ret != 0)
+            continue;
+        g->launches_ok++;
+        g->launches_without_gpu += !has_gpu[i];
+    }
     free(has_gpu);
-    ana_gpu_union(t, g, &gaps);
+    ana_gpu_totals(g);
     ana_gpu_keep_gaps(t, &gaps, max_gaps, g);
     ana_gpu_knames(t, g);
 }
@@ -308,12 +328,4 @@ void ana_gpu_result_free(ana_gpu_result *g)
     free(g->knames);
     free(g->gaps);
     memset(g, 0, sizeof(*g));
-}
-
-uint64_t ana_gpu_device_span(const ana_gpu_result *g, int32_t device)
-{
-    for (size_t d = 0; d < g->n_devices; d++)
-        if (g->devices[d].device == device)
-            return g->devices[d].last_ns - g->devices[d].first_ns;
-    return 0;
 }

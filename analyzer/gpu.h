@@ -32,6 +32,7 @@ typedef struct ana_gpu_sum {
 typedef struct ana_gpu_device {
     int32_t device;
     uint64_t first_ns, last_ns; /* absolute: first start, last end */
+    uint64_t span_ns;           /* last_ns - first_ns */
     uint64_t busy_ns, gaps, gaps_ns; /* gaps: those of at least min_gap_ns */
 } ana_gpu_device;
 
@@ -39,7 +40,7 @@ typedef struct ana_gpu_stream {
     int32_t device;
     uint32_t stream;
     uint64_t kernels, memcpys, memsets, busy_ns;
-    uint64_t cur_start, cur_end; /* the sweep's open interval */
+    uint64_t device_span_ns; /* span_ns of its device */
 } ana_gpu_stream;
 
 /* Kernels with the same name (or, unnamed, the same id) merged. */
@@ -84,9 +85,6 @@ typedef struct ana_gpu_result {
 void ana_gpu_analyze(const ana_trace *t, uint64_t min_gap_ns, size_t max_gaps,
                      ana_gpu_result *g);
 void ana_gpu_result_free(ana_gpu_result *g);
-
-/* The span (first start to last end) of a device's GPU activity, 0 when it has none. */
-uint64_t ana_gpu_device_span(const ana_gpu_result *g, int32_t device);
 
 /* Direction of a CUPTI copy kind; host kind of the host side of an HtoD/DtoH copy. */
 int ana_gpu_dir_of(uint8_t copy_kind);

@@ -90,7 +90,7 @@ static void ana_rgj_devices(ana_json *j, const ana_report *r)
     ana_json_arr_begin(j);
     for (size_t i = 0; i < g->n_devices; i++) {
         const ana_gpu_device *d = &g->devices[i];
-        uint64_t span = d->last_ns - d->first_ns;
+        uint64_t span = d->span_ns;
         ana_json_obj_begin(j);
         ana_json_ki64(j, "device", d->device);
         ana_json_ku64(j, "first_ns", ana_trace_rel_ns(r->t, d->first_ns));
@@ -153,7 +153,7 @@ static void ana_rgj_streams(ana_json *j, const ana_report *r)
     ana_json_arr_begin(j);
     for (size_t i = 0; i < g->n_streams; i++) {
         const ana_gpu_stream *s = &g->streams[i];
-        uint64_t span = ana_gpu_device_span(g, s->device);
+        uint64_t span = s->device_span_ns;
         ana_json_obj_begin(j);
         ana_json_ki64(j, "device", s->device);
         ana_json_ku64(j, "stream", s->stream);

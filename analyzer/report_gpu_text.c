@@ -86,9 +86,9 @@ static void ana_rgt_summary(FILE *o, const ana_report *r)
     for (size_t i = 0; g->n_devices > 1 && i < g->n_devices; i++) {
         const ana_gpu_device *d = &g->devices[i];
         ana_fmt_ns(d->busy_ns, a, sizeof(a));
-        ana_fmt_ns(d->last_ns - d->first_ns, b, sizeof(b));
+        ana_fmt_ns(d->span_ns, b, sizeof(b));
         fprintf(o, "  device %-5d busy %s of %s (%.1f%%)\n", d->device, a, b,
-                ana_rgt_pct(d->busy_ns, d->last_ns - d->first_ns));
+                ana_rgt_pct(d->busy_ns, d->span_ns));
     }
     ana_rgt_health(o, r);
 }
@@ -161,7 +161,7 @@ static void ana_rgt_streams(FILE *o, const ana_report *r)
                "%12s %6s\n", "device", "stream", "kernels", "copies", "sets", "busy", "util");
     for (size_t i = 0; i < g->n_streams; i++) {
         const ana_gpu_stream *s = &g->streams[i];
-        uint64_t span = ana_gpu_device_span(g, s->device);
+        uint64_t span = s->device_span_ns;
         ana_fmt_ns(s->busy_ns, tm, sizeof(tm));
         fprintf(o, "  %6d %8u %8llu %8llu %6llu %12s %5.1f%%\n", s->device, s->stream,
                 (unsigned long long)s->kernels, (unsigned long long)s->memcpys,
