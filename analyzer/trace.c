@@ -127,8 +127,7 @@ static void ana_trace_on_launch(ana_trace *t, const ana_record *r)
 {
     const ana_rec_launch *l = &r->u.launch;
     ana_trace_add_call(t, r, l->api, l->ret, l->stack, l->corr, l->via, l->kernel);
-    if (l->api == ANA_API_GRAPH_LAUNCH || l->api == ANA_API_GRAPH_LAUNCH_PTSZ ||
-        l->api == ANA_API_CU_GRAPH_LAUNCH) {
+    if (ana_api_is_graph_launch((uint32_t)l->api)) {
         /* A graph launch runs a graph's kernels, not one kernel: counted apart. */
         t->graph_launches++;
         t->failed_graph_launches += l->ret != 0;
@@ -240,16 +239,23 @@ static void ana_trace_on_gpu_memory(ana_trace *t, const ana_record *r)
     e->device = (int32_t)m->device;
 }
 
-static void ana_trace_add_act(ana_trace *t, const ana_record *r, uint8_t type, uint64_t corr,
-                              uint64_t dur, uint64_t arg, int64_t device, uint64_t stream)
+/* Keeps a GPU activity; returns a scratch one (not kept) in summary mode, as
+ * ana_trace_new_mev does. */
+static ana_gpu_act *ana_trace_add_act(ana_trace *t, const ana_record *r, uint8_t type,
+                                      uint64_t corr, uint64_t dur, uint64_t arg, int64_t device,
+                                      uint64_t stream)
 {
-    if (t->flags & ANA_LOAD_SUMMARY)
-        return;
-    ANA_GROW(t->gpu, t->cap_gpu, t->n_gpu + 1);
-    t->gpu[t->n_gpu++] = (ana_gpu_act){
+    static ana_gpu_act discard;
+    ana_gpu_act *a = &discard;
+    if (!(t->flags & ANA_LOAD_SUMMARY)) {
+        ANA_GROW(t->gpu, t->cap_gpu, t->n_gpu + 1);
+        a = &t->gpu[t->n_gpu++];
+    }
+    *a = (ana_gpu_act){
         .start_ns = r->time_ns, .dur_ns = dur, .corr = corr, .arg = arg,
         .stream = (uint32_t)stream, .device = ana_i32(device), .type = type,
     };
+    return a;
 }
 
 static void ana_trace_on_gpu_kernel(ana_trace *t, const ana_record *r)
@@ -269,16 +275,13 @@ static void ana_trace_on_gpu_copy(ana_trace *t, const ana_record *r)
 {
     if (r->kind == ANA_K_GPU_MEMSET) {
         const ana_rec_gpu_memset *m = &r->u.gpu_memset;
-        ana_trace_add_act(t, r, ANA_GPU_MEMSET, m->corr, m->dur_ns, m->bytes, m->device, m->stream);
-        if (!(t->flags & ANA_LOAD_SUMMARY))
-            t->gpu[t->n_gpu - 1].dst_kind = ana_u8(m->mem_kind);
+        ana_trace_add_act(t, r, ANA_GPU_MEMSET, m->corr, m->dur_ns, m->bytes, m->device, m->stream)
+            ->dst_kind = ana_u8(m->mem_kind);
         return;
     }
     const ana_rec_gpu_memcpy *m = &r->u.gpu_memcpy;
-    ana_trace_add_act(t, r, ANA_GPU_MEMCPY, m->corr, m->dur_ns, m->bytes, m->device, m->stream);
-    if (t->flags & ANA_LOAD_SUMMARY)
-        return;
-    ana_gpu_act *a = &t->gpu[t->n_gpu - 1];
+    ana_gpu_act *a = ana_trace_add_act(t, r, ANA_GPU_MEMCPY, m->corr, m->dur_ns, m->bytes, m->device,
+                                       m->stream);
     a->copy_kind = ana_u8(m->copy_kind);
     a->src_kind = ana_u8(m->src_kind);
     a->dst_kind = ana_u8(m->dst_kind);
@@ -407,8 +410,7 @@ static void ana_trace_name_launches(ana_trace *t)
             !ana_u64map_get(&t->call_by_corr, a->corr, &ci))
             continue;
         ana_api_call *c = &t->calls[ci];
-        if (c->kind != ANA_K_LAUNCH || c->arg != 0 || c->api == ANA_API_GRAPH_LAUNCH ||
-            c->api == ANA_API_GRAPH_LAUNCH_PTSZ || c->api == ANA_API_CU_GRAPH_LAUNCH)
+        if (c->kind != ANA_K_LAUNCH || c->arg != 0 || ana_api_is_graph_launch(c->api))
             continue;
         ana_trace_kernel *k = ana_trace_kernel_get(t, a->arg); /* may grow the table */
         ana_trace_kernel *unknown = ana_trace_kernel_get(t, 0);

@@ -108,3 +108,9 @@ int ana_api_is_host_alloc(uint32_t api)
         return 0;
     }
 }
+
+int ana_api_is_graph_launch(uint32_t api)
+{
+    return api == ANA_API_GRAPH_LAUNCH || api == ANA_API_GRAPH_LAUNCH_PTSZ ||
+           api == ANA_API_CU_GRAPH_LAUNCH;
+}

@@ -149,6 +149,8 @@ const char *ana_kind_name(uint32_t kind);
 int ana_api_is_device_alloc(uint32_t api);
 /* 1 when the api allocates pinned host memory. */
 int ana_api_is_host_alloc(uint32_t api);
+/* 1 when the api launches a graph (a LAUNCH with kernel 0 that runs the graph's work). */
+int ana_api_is_graph_launch(uint32_t api);
 
 typedef struct ana_str {
     const char *s; /* NUL-terminated when produced by the decoder */
