@@ -270,11 +270,10 @@ static void ana_gpu_knames(const ana_trace *t, ana_gpu_result *g)
     qsort(v, n, sizeof(*v), ana_gpu_kidx_cmp);
     g->knames = ana_xcalloc(n + 1, sizeof(*g->knames));
     for (size_t i = 0; i < n; i++) {
-        ana_gpu_kname *r = &g->knames[g->n_knames - (g->n_knames > 0)];
-        if (!g->n_knames || ana_gpu_name_cmp(r->k, v[i]) != 0) {
-            r = &g->knames[g->n_knames++];
-            *r = (ana_gpu_kname){ .k = v[i], .min_ns = v[i]->gpu_min_ns };
-        }
+        /* v is sorted by name: a new name starts a new group */
+        if (!g->n_knames || ana_gpu_name_cmp(g->knames[g->n_knames - 1].k, v[i]) != 0)
+            g->knames[g->n_knames++] = (ana_gpu_kname){ .k = v[i], .min_ns = v[i]->gpu_min_ns };
+        ana_gpu_kname *r = &g->knames[g->n_knames - 1];
         r->ids++;
         r->count += v[i]->gpu_count;
         r->total_ns += v[i]->gpu_ns;

@@ -96,15 +96,24 @@ static void ana_mem_release(ana_mem_state *st, uint64_t slot)
     st->free_slots[st->n_free++] = slot;
 }
 
+/* NVIDIA frees the physical memory of a handle once it is released and unmapped: a
+ * released handle that is still mapped waits for its last unmap. Returns 1 then. */
+static int ana_mem_drop_handle(ana_mem_state *st, uint64_t slot)
+{
+    if (st->slots[slot].maps) {
+        st->slots[slot].released = 1;
+        return 1;
+    }
+    ana_mem_release(st, slot);
+    return 0;
+}
+
 static void ana_mem_on_create(ana_mem_state *st, const ana_mev *e)
 {
     uint64_t slot;
     if (ana_u64map_del(&st->handles, e->ptr, &slot)) {
         st->reused_ptrs++; /* its release was lost: trust the newer call */
-        if (st->slots[slot].maps)
-            st->slots[slot].released = 1;
-        else
-            ana_mem_release(st, slot);
+        ana_mem_drop_handle(st, slot);
     }
     slot = ana_mem_charge(st, e->size, e->stack, e->cls, 1);
     ana_u64map_put(&st->handles, e->ptr, slot);
@@ -127,20 +136,13 @@ static void ana_mem_on_alloc(ana_mem_state *st, const ana_mev *e)
     ana_u64map_put(&st->live, e->ptr, ana_mem_charge(st, e->size, e->stack, e->cls, 0));
 }
 
-/* NVIDIA frees the physical memory of a handle once it is released and unmapped. */
 static void ana_mem_on_release(ana_mem_state *st, const ana_mev *e)
 {
     uint64_t slot;
-    if (!ana_u64map_del(&st->handles, e->ptr, &slot)) {
+    if (!ana_u64map_del(&st->handles, e->ptr, &slot))
         st->unknown_frees++;
-        return;
-    }
-    if (st->slots[slot].maps) {
-        st->slots[slot].released = 1;
+    else if (ana_mem_drop_handle(st, slot))
         st->vmm_late++;
-    } else {
-        ana_mem_release(st, slot);
-    }
 }
 
 static void ana_mem_on_free(ana_mem_state *st, const ana_mev *e)
@@ -202,7 +204,7 @@ static void ana_mem_on_unmap(ana_mem_state *st, const ana_mev *e)
 static int ana_mem_is_dup(const ana_mem_state *st, const ana_mev *e)
 {
     uint64_t v;
-    return e->corr && st->dup_corrs && ana_u64map_get(st->dup_corrs, e->corr, &v);
+    return e->corr && ana_u64map_get(st->dup_corrs, e->corr, &v);
 }
 
 static void ana_mem_on_gpu(ana_mem_state *st, const ana_mev *e)

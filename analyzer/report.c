@@ -68,6 +68,22 @@ char *ana_report_kernel_name(const ana_trace_kernel *k)
     return d ? d : ana_xstrdup(k->name);
 }
 
+char *ana_report_kernel_label(const ana_trace_kernel *k, size_t max)
+{
+    char *name = k ? ana_report_kernel_name(k) : ana_xstrdup("(unknown function)");
+    if (strlen(name) > max)
+        strcpy(name + max - 3, "...");
+    return name;
+}
+
+void ana_report_json_kernel_name(ana_json *j, const ana_trace_kernel *k)
+{
+    char *name = k && k->name ? ana_report_kernel_name(k) : NULL;
+    ana_json_kstr(j, "name", name);
+    ana_json_kstr(j, "mangled", k ? k->name : NULL);
+    free(name);
+}
+
 char *ana_report_cmdline(const ana_trace *t)
 {
     const ana_trace_process *p = &t->process;

@@ -40,6 +40,12 @@ void ana_report_gpu_json(const ana_report *r, ana_json *j);
 /* A call stack as each writer prints it. */
 void ana_report_text_stack(FILE *f, const ana_report *r, uint64_t stack);
 void ana_report_json_stack(ana_json *j, const ana_report *r, uint64_t stack);
+/* ana_report_kernel_name ("(unknown function)" for a NULL k) cut to max bytes, ending in
+ * "..." when cut; malloc'd. */
+char *ana_report_kernel_label(const ana_trace_kernel *k, size_t max);
+/* The "name" (display name; null when unnamed) and "mangled" (as registered) keys of a
+ * kernel; both null for a NULL k. */
+void ana_report_json_kernel_name(ana_json *j, const ana_trace_kernel *k);
 
 /* Helpers shared by the writers and `anatomist info`. */
 const char *ana_report_api_name(uint64_t api, char *buf, size_t cap); /* or "api N" */

@@ -47,20 +47,6 @@ static void ana_rgj_call(ana_json *j, const ana_report *r, const char *key,
     ana_json_obj_end(j);
 }
 
-static void ana_rgj_kernel_name(ana_json *j, const ana_trace_kernel *k)
-{
-    char *name = k && k->name ? ana_report_kernel_name(k) : NULL;
-    ana_json_kstr(j, "name", name);
-    ana_json_kstr(j, "mangled", k ? k->name : NULL);
-    free(name);
-}
-
-static const ana_trace_kernel *ana_rgj_kernel(const ana_trace *t, uint64_t id)
-{
-    uint64_t k;
-    return ana_u64map_get(&t->kernel_idx, id, &k) ? &t->kernels[k] : NULL;
-}
-
 static void ana_rgj_gap(ana_json *j, const ana_report *r, const ana_gpu_gap *p)
 {
     static const char *const type[] = { "kernel", "memcpy", "memset" };
@@ -72,7 +58,7 @@ static void ana_rgj_gap(ana_json *j, const ana_report *r, const ana_gpu_gap *p)
     ana_json_obj_begin(j);
     ana_json_kstr(j, "type", type[p->next->type]);
     if (p->next->type == ANA_GPU_KERNEL)
-        ana_rgj_kernel_name(j, ana_rgj_kernel(r->t, p->next->arg));
+        ana_report_json_kernel_name(j, ana_trace_kernel_by_id(r->t, p->next->arg));
     else
         ana_json_ku64(j, "bytes", p->next->arg);
     ana_json_ku64(j, "stream", p->next->stream);
@@ -114,7 +100,7 @@ static void ana_rgj_kernels(ana_json *j, const ana_report *r)
     for (size_t i = 0; i < ana_report_limit(r, g->n_knames); i++) {
         const ana_gpu_kname *k = &g->knames[i];
         ana_json_obj_begin(j);
-        ana_rgj_kernel_name(j, k->k);
+        ana_report_json_kernel_name(j, k->k);
         ana_json_ku64(j, "ids", k->ids);
         ana_json_ku64(j, "count", k->count);
         ana_json_ku64(j, "total_ns", k->total_ns);

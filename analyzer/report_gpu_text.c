@@ -15,21 +15,6 @@ static double ana_rgt_pct(uint64_t num, uint64_t den)
     return den ? 100.0 * (double)num / (double)den : 0.0;
 }
 
-static const ana_trace_kernel *ana_rgt_kernel(const ana_trace *t, uint64_t id)
-{
-    uint64_t k;
-    return ana_u64map_get(&t->kernel_idx, id, &k) ? &t->kernels[k] : NULL;
-}
-
-/* Display name cut to ANA_RGT_NAME_MAX; malloc'd. */
-static char *ana_rgt_kname(const ana_trace_kernel *k)
-{
-    char *name = k ? ana_report_kernel_name(k) : ana_xstrdup("(unknown function)");
-    if (strlen(name) > ANA_RGT_NAME_MAX)
-        strcpy(name + ANA_RGT_NAME_MAX - 3, "...");
-    return name;
-}
-
 /* unit: singular and plural, "copy\0copies". */
 static void ana_rgt_class(FILE *o, const char *what, const ana_gpu_sum *s, const char *unit)
 {
@@ -105,7 +90,7 @@ static void ana_rgt_kernels(FILE *o, const ana_report *r)
             "max", "name");
     for (size_t i = 0; i < n; i++) {
         const ana_gpu_kname *k = &g->knames[i];
-        char *name = ana_rgt_kname(k->k);
+        char *name = ana_report_kernel_label(k->k, ANA_RGT_NAME_MAX);
         ana_fmt_ns(k->total_ns, tot, sizeof(tot));
         ana_fmt_ns(k->count ? k->total_ns / k->count : 0, mean, sizeof(mean));
         ana_fmt_ns(k->min_ns, mn, sizeof(mn));
@@ -180,7 +165,7 @@ static void ana_rgt_call(FILE *o, const ana_report *r, const char *what, const a
     ana_fmt_ns(ana_trace_rel_ns(r->t, c->time_ns), tm, sizeof(tm));
     fprintf(o, "      %s: %s", what, ana_report_api_name(c->api, api, sizeof(api)));
     if (c->kind == ANA_K_LAUNCH && c->arg) {
-        char *name = ana_rgt_kname(ana_rgt_kernel(r->t, c->arg));
+        char *name = ana_report_kernel_label(ana_trace_kernel_by_id(r->t, c->arg), ANA_RGT_NAME_MAX);
         fprintf(o, " (%s)", name);
         free(name);
     }
@@ -204,7 +189,7 @@ static void ana_rgt_gap(FILE *o, const ana_report *r, size_t i, const ana_gpu_ga
     fprintf(o, "  #%zu  %s idle on device %d from %s, until %s", i + 1, dur, p->device, at,
             type[p->next->type]);
     if (p->next->type == ANA_GPU_KERNEL) {
-        char *name = ana_rgt_kname(ana_rgt_kernel(r->t, p->next->arg));
+        char *name = ana_report_kernel_label(ana_trace_kernel_by_id(r->t, p->next->arg), ANA_RGT_NAME_MAX);
         fprintf(o, " %s", name);
         free(name);
     }

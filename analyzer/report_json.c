@@ -178,16 +178,13 @@ static void ana_rj_kernels(ana_json *j, const ana_report *r)
         const ana_trace_kernel *k = &t->kernels[r->kernel_order[i]];
         if (!k->launches)
             continue;
-        char *name = k->name ? ana_report_kernel_name(k) : NULL;
         ana_json_obj_begin(j);
         ana_json_ku64(j, "id", k->id);
-        ana_json_kstr(j, "name", name);
-        ana_json_kstr(j, "mangled", k->name);
+        ana_report_json_kernel_name(j, k);
         ana_json_ku64(j, "count", k->launches);
         ana_json_kdbl(j, "share", (double)k->launches / (double)t->launches);
         ana_json_ku64(j, "failed", k->failed);
         ana_json_obj_end(j);
-        free(name);
     }
     ana_json_arr_end(j);
 }

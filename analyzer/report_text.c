@@ -239,9 +239,7 @@ static void ana_rt_kernels(FILE *o, const ana_report *r)
         const ana_trace_kernel *k = &t->kernels[r->kernel_order[i]];
         if (!k->launches)
             continue;
-        char *name = ana_report_kernel_name(k);
-        if (strlen(name) > ANA_RT_NAME_MAX)
-            strcpy(name + ANA_RT_NAME_MAX - 3, "...");
+        char *name = ana_report_kernel_label(k, ANA_RT_NAME_MAX);
         fprintf(o, "  %10llu %6.2f%% %6llu  %s\n", (unsigned long long)k->launches,
                 100.0 * (double)k->launches / (double)t->launches, (unsigned long long)k->failed,
                 name);

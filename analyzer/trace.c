@@ -49,6 +49,18 @@ static void ana_trace_on_process(ana_trace *t, const ana_record *r)
         tp->argv[i] = ana_str_dup(p->argv.v[i]);
 }
 
+/* libcupti, libcuda or libcudart, by file name. */
+static int ana_trace_is_cuda_lib(const char *path)
+{
+    static const char *const libs[] = { "libcupti.so", "libcuda.so", "libcudart.so" };
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+        if (strncmp(base, libs[i], strlen(libs[i])) == 0)
+            return 1;
+    return 0;
+}
+
 static void ana_trace_on_module(ana_trace *t, const ana_rec_module *m)
 {
     for (size_t i = 0; i < t->n_modules; i++) {
@@ -63,6 +75,7 @@ static void ana_trace_on_module(ana_trace *t, const ana_rec_module *m)
     d->lo = m->lo;
     d->hi = m->hi;
     d->path = ana_str_dup(m->path);
+    d->cuda_lib = ana_trace_is_cuda_lib(d->path);
     d->build_id_len = m->build_id.len;
     d->build_id = ana_xmalloc(m->build_id.len + 1);
     if (m->build_id.len)
@@ -377,8 +390,6 @@ static void ana_trace_note_time(ana_trace *t, uint64_t time_ns)
         t->last_ns = time_ns;
 }
 
-/* Stack ids are resolved only now: a segment may use an id that a later segment of
- * another thread defines (docs/trace-format.md, "Interning"). */
 static int ana_gpu_act_cmp(const void *a, const void *b)
 {
     const ana_gpu_act *x = a, *y = b;
@@ -424,30 +435,23 @@ static void ana_trace_name_launches(ana_trace *t)
     }
 }
 
-/* 1 when ip lies in one of CUDA's own libraries. A call recorded by CUPTI's callback (not
- * by a hook) was captured from inside libcupti, called from the runtime or driver: those
- * frames are CUDA's, not the program's. */
+/* 1 when ip lies in one of CUDA's own libraries (ana_trace_module.cuda_lib). A call
+ * recorded by CUPTI's callback (not by a hook) was captured from inside libcupti, called
+ * from the runtime or driver: those frames are CUDA's, not the program's. */
 static int ana_trace_in_cuda_lib(uint64_t ip, void *arg)
 {
-    static const char *const libs[] = { "libcupti.so", "libcuda.so", "libcudart.so" };
     const ana_trace_module *m = ana_trace_module_at(arg, ip - 1);
-    if (!m || !m->path)
-        return 0;
-    const char *base = strrchr(m->path, '/');
-    base = base ? base + 1 : m->path;
-    for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
-        if (strncmp(base, libs[i], strlen(libs[i])) == 0)
-            return 1;
-    return 0;
+    return m && m->cuda_lib;
 }
 
+/* Stack ids are resolved only now: a segment may use an id that a later segment of
+ * another thread defines (docs/trace-format.md, "Interning"). */
 static void ana_trace_finish(ana_trace *t)
 {
     ana_stacks_trim_leading(&t->stacks, ana_trace_in_cuda_lib, t);
     ana_stacks_resolve(&t->stacks);
     for (size_t i = 0; i < t->n_mev; i++)
-        if (t->mev[i].stack != ANA_MEM_STACK_DRIVER)
-            t->mev[i].stack = ana_stacks_canon(&t->stacks, t->mev[i].stack);
+        t->mev[i].stack = ana_stacks_canon(&t->stacks, t->mev[i].stack);
     ana_mem_sort(t->mev, t->n_mev);
     qsort(t->gpu, t->n_gpu, sizeof(*t->gpu), ana_gpu_act_cmp);
     qsort(t->calls, t->n_calls, sizeof(*t->calls), ana_api_call_cmp);
@@ -535,6 +539,12 @@ void ana_trace_free(ana_trace *t)
 uint64_t ana_trace_rel_ns(const ana_trace *t, uint64_t time_ns)
 {
     return t->has_time && time_ns > t->first_ns ? time_ns - t->first_ns : 0;
+}
+
+const ana_trace_kernel *ana_trace_kernel_by_id(const ana_trace *t, uint64_t id)
+{
+    uint64_t k;
+    return ana_u64map_get(&t->kernel_idx, id, &k) ? &t->kernels[k] : NULL;
 }
 
 const ana_trace_module *ana_trace_module_at(const ana_trace *t, uint64_t addr)

@@ -23,6 +23,7 @@ typedef struct ana_trace_module {
     char *path;
     uint8_t *build_id;
     size_t build_id_len;
+    int cuda_lib; /* libcupti, libcuda or libcudart: CUDA's own frames (trace.c) */
 } ana_trace_module;
 
 typedef struct ana_trace_device {
@@ -136,6 +137,9 @@ void ana_trace_free(ana_trace *t);
 
 /* Time relative to the first record of the trace (0 for times before it). */
 uint64_t ana_trace_rel_ns(const ana_trace *t, uint64_t time_ns);
+
+/* The kernel table's entry for a KERNEL id, or NULL when the trace has none. */
+const ana_trace_kernel *ana_trace_kernel_by_id(const ana_trace *t, uint64_t id);
 
 /* Module whose [lo, hi) holds addr, or NULL. */
 const ana_trace_module *ana_trace_module_at(const ana_trace *t, uint64_t addr);
