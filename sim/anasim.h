@@ -43,12 +43,25 @@ typedef struct anasim_api {
  * CUpti_ActivityMemcpyPtoP4, CUpti_ActivityMemset4, CUpti_ActivityMemory4,
  * CUpti_ActivityMemoryPool3), with timestamps on the device clock (CLOCK_MONOTONIC ns);
  * the observer converts them to its client's time base. `wants` lets the device skip
- * building records nobody enabled. */
+ * building records nobody enabled; an observer that publishes its kinds as a mask
+ * (anasim_set_activity_mask) is not asked. */
 typedef struct anasim_observer {
     void (*api)(int exit_site, anasim_api *call); /* 0 at entry, 1 at exit */
     int (*wants)(CUpti_ActivityKind kind);
     void (*activity)(const CUpti_Activity *rec);
 } anasim_observer;
+
+/* A set of activity kinds: bit k stands for CUpti_ActivityKind k. A kind >= 64 has no bit
+ * (0): the device produces none and the sim's CUPTI enables none (checked below). */
+#define ANASIM_KIND_BIT(kind) ((unsigned)(kind) < 64u ? 1ull << (unsigned)(kind) : 0ull)
+_Static_assert(CUPTI_ACTIVITY_KIND_MEMCPY < 64 && CUPTI_ACTIVITY_KIND_MEMSET < 64 &&
+               CUPTI_ACTIVITY_KIND_KERNEL < 64 && CUPTI_ACTIVITY_KIND_DRIVER < 64 &&
+               CUPTI_ACTIVITY_KIND_RUNTIME < 64 &&
+               CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL < 64 &&
+               CUPTI_ACTIVITY_KIND_MEMCPY2 < 64 &&
+               CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION < 64 &&
+               CUPTI_ACTIVITY_KIND_MEMORY2 < 64 && CUPTI_ACTIVITY_KIND_MEMORY_POOL < 64,
+               "every kind the sim produces has a bit in an activity mask");
 
 /* Returns `expr` (of type ret_t) as one API call: anasim_api_enter before it is evaluated,
  * anasim_api_exit after. The front ends' bracket macros (sim.h ANA_SIM_RT_RETURN, api.h
@@ -65,16 +78,23 @@ typedef struct anasim_observer {
         return anasim_ret_;                                                               \
     } while (0)
 
-/* Registers (or, with NULL, removes) the one observer. */
+/* Registers (or, with NULL, removes) the one observer. It forgets any published mask: the
+ * device asks the new observer's `wants` per kind until it publishes one. */
 ANASIM_PRIVATE_API void anasim_set_observer(const anasim_observer *obs);
+/* The kinds the registered observer wants, as ANASIM_KIND_BIT bits. Once published (and
+ * published again whenever they change), the device tests a bit of this mask instead of
+ * calling `wants`: asking which records to build is one atomic load. */
+ANASIM_PRIVATE_API void anasim_set_activity_mask(uint64_t kinds);
 ANASIM_PRIVATE_API void anasim_api_enter(anasim_api *call);
 ANASIM_PRIVATE_API void anasim_api_exit(anasim_api *call);
 /* The device clock now (CLOCK_MONOTONIC ns). */
 ANASIM_PRIVATE_API uint64_t anasim_now_ns(void);
+/* getpid(), cached (and forgotten in a forked child): activity records carry it. */
+ANASIM_PRIVATE_API uint32_t anasim_pid(void);
 
 #endif /* ANASIM_H */
 
-/* ---- the device model, for the sim's libcuda.so.1 (memory.c, device.c, kernel.c) ---
+/* ---- the device model, for the sim's libcuda.so.1 (memory.c, copy.c, device.c, kernel.c)
  *
  * The driver library owns no device state: every allocation it makes is an entry of the
  * runtime's one allocation table and is charged against the one capacity, so cuMemAlloc
@@ -85,6 +105,21 @@ ANASIM_PRIVATE_API uint64_t anasim_now_ns(void);
  * of the API call in flight, and answer with driver return codes. */
 #ifndef ANASIM_H_DEVICE_MODEL
 #define ANASIM_H_DEVICE_MODEL
+
+#include <stddef.h>
+
+/* What the runtime and the driver both answer. */
+#define ANA_SIM_DEVICE_NAME  "Anatomist Simulated H100"
+#define ANA_SIM_CUDA_VERSION 13000      /* runtime and driver version */
+#define ANA_SIM_PITCH_ALIGN  512u       /* cudaMallocPitch / cuMemAllocPitch row alignment */
+
+/* n rounded up to a multiple of `to` (wraps to a smaller value when n is too close to
+ * SIZE_MAX: callers that care compare the result with n). */
+static inline size_t anasim_round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+/* CUdeviceptr and pointers: device memory is host memory, the bits are the same. */
+static inline void *anasim_ptr(CUdeviceptr d) { return (void *)(uintptr_t)d; }
+static inline CUdeviceptr anasim_dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
 
 typedef enum anasim_mem_kind {
     ANASIM_MEM_DEVICE,   /* cuMemAlloc, cuMemAllocPitch, cuMemAllocAsync: charged */
@@ -117,8 +152,9 @@ ANASIM_PRIVATE_API void anasim_mem_info(size_t *free_bytes, size_t *total_bytes)
 /* The allocation (or mapped range) containing p: its base and size. */
 ANASIM_PRIVATE_API CUresult anasim_mem_range(const void *p, void **base, size_t *size);
 /* Copies n bytes in the given cudaMemcpyKind direction (1 H2D, 2 D2H, 3 D2D), or sets n
- * bytes, on the legacy default stream; the device side must lie inside known device
- * memory (CUDA_ERROR_INVALID_VALUE otherwise). */
+ * bytes, on the legacy default stream, synchronously, through the runtime's own copy and
+ * set path (copy.c); the device side must lie inside known device memory
+ * (CUDA_ERROR_INVALID_VALUE otherwise). Never sets the runtime's last error. */
 ANASIM_PRIVATE_API CUresult anasim_mem_copy(void *dst, const void *src, size_t n, int kind);
 ANASIM_PRIVATE_API CUresult anasim_mem_set(void *dst, unsigned char value, size_t n);
 
@@ -158,5 +194,8 @@ ANASIM_PRIVATE_API CUresult anasim_kernel_name(const void *func, const char **na
 /* cuDeviceGetAttribute: CUdevice_attribute and cudaDeviceAttr share their numbers.
  * CUDA_ERROR_INVALID_VALUE for an attribute out of range. */
 ANASIM_PRIVATE_API CUresult anasim_device_attribute(int attr, int *value);
+/* cudaDeviceSynchronize and cuCtxSynchronize: work is complete when submitted, so the
+ * calling thread's host floor moves to the end of the latest work on any stream. */
+ANASIM_PRIVATE_API void anasim_device_synchronize(void);
 
 #endif /* ANASIM_H_DEVICE_MODEL */

@@ -3,12 +3,13 @@
  *
  * ANA_SIM_TRACED(fn, ver, expr, args...) fills fn_ver_params (generated_cuda_runtime_api_
  * meta.h) with args, reports the call to the observer at entry (which gives it its
- * correlation id), evaluates expr (the call's body, a cudaError_t), reports the exit with
- * the result and returns it. It must be the last statement of the entry point:
+ * correlation id), evaluates expr (the call's body, a cudaError_t), records it as the
+ * thread's last error (ana_sim_ret), reports the exit with the result and returns it. It
+ * must be the last statement of the entry point:
  *
  *     ANA_SIM_API cudaError_t cudaMemset(void *devPtr, int value, size_t count)
  *     {
- *         ANA_SIM_TRACED(cudaMemset, v3020, ana_sim_ret(set(...)), devPtr, value, count);
+ *         ANA_SIM_TRACED(cudaMemset, v3020, set(...), devPtr, value, count);
  *     }
  *
  * The callback id is CUPTI_RUNTIME_TRACE_CBID_<fn>_<ver> and the reported name "<fn>".

@@ -16,25 +16,30 @@
  * Every public entry point is one API call for the sim's CUPTI (api.h); each copy or set
  * that runs yields one CUpti_ActivityMemcpy6 / CUpti_ActivityMemcpyPtoP4 /
  * CUpti_ActivityMemset4 when an observer wants it, handed over after the lock is
- * released.
+ * released. The driver's copies and sets (anasim_mem_copy/set) take the same path,
+ * synchronously on the legacy default stream. Work is validated once when submitted;
+ * only a graph replay validates a captured op again.
  */
 #include "sim.h"
 #include "api.h"
 
 #include <string.h>
 
-static int device_addressable(const void *p, size_t span)
+/* The regions a copy or set touches (NULL: memory the sim does not know), looked up once
+ * by the check and used again by the run: the device lock is held from one to the other. */
+struct ends {
+    const struct ana_sim_mem *dst, *src;
+};
+
+static int on_device(const struct ana_sim_mem *m)
 {
-    return ana_sim_mem_device_range_locked(p, span);
+    return m && m->kind != ANA_SIM_MEM_HOST && m->kind != ANA_SIM_MEM_REGISTERED;
 }
 
 /* cudaMemcpyDefault: infer the direction from where the pointers live. */
-static enum cudaMemcpyKind infer_kind(const void *dst, const void *src)
+static enum cudaMemcpyKind infer_kind(const struct ends *e)
 {
-    const struct ana_sim_mem *d = ana_sim_mem_find_locked(dst);
-    const struct ana_sim_mem *s = ana_sim_mem_find_locked(src);
-    int dd = d && d->kind != ANA_SIM_MEM_HOST && d->kind != ANA_SIM_MEM_REGISTERED;
-    int sd = s && s->kind != ANA_SIM_MEM_HOST && s->kind != ANA_SIM_MEM_REGISTERED;
+    int dd = on_device(e->dst), sd = on_device(e->src);
     if (dd && sd)
         return cudaMemcpyDeviceToDevice;
     if (dd)
@@ -44,39 +49,35 @@ static enum cudaMemcpyKind infer_kind(const void *dst, const void *src)
     return cudaMemcpyHostToHost;
 }
 
-/* Validates a (possibly pitched) copy whose spans are dspan/sspan bytes. */
-static cudaError_t check_copy_locked(void *dst, size_t dspan, const void *src, size_t sspan,
-                                     enum cudaMemcpyKind *kind)
+/* Validates a copy, peer copy or set op (op->dir: cudaMemcpyDefault is resolved here) and
+ * finds its ends. The device side of a copy, and a set, must lie inside one region. */
+static cudaError_t check_locked(struct ana_sim_op *op, struct ends *e)
 {
-    if ((unsigned)*kind > cudaMemcpyDefault)
+    size_t dspan = op->dpitch * (op->height - 1) + op->width;
+    size_t sspan = op->spitch * (op->height - 1) + op->width;
+    e->dst = ana_sim_mem_find_locked(op->dst);
+    e->src = NULL;
+    if (op->kind == ANA_SIM_OP_SET)
+        return ana_sim_mem_holds(e->dst, op->dst, dspan) ? cudaSuccess : cudaErrorInvalidValue;
+    if ((unsigned)op->dir > cudaMemcpyDefault)
         return cudaErrorInvalidMemcpyDirection;
-    if (!dst || !src)
+    if (!op->dst || !op->src)
         return cudaErrorInvalidValue;
-    if (*kind == cudaMemcpyDefault)
-        *kind = infer_kind(dst, src);
-    int dst_dev = *kind == cudaMemcpyHostToDevice || *kind == cudaMemcpyDeviceToDevice;
-    int src_dev = *kind == cudaMemcpyDeviceToHost || *kind == cudaMemcpyDeviceToDevice;
-    if ((dst_dev && !device_addressable(dst, dspan)) ||
-        (src_dev && !device_addressable(src, sspan)))
+    e->src = ana_sim_mem_find_locked(op->src);
+    if (op->dir == cudaMemcpyDefault)
+        op->dir = infer_kind(e);
+    int dst_dev = op->dir == cudaMemcpyHostToDevice || op->dir == cudaMemcpyDeviceToDevice;
+    int src_dev = op->dir == cudaMemcpyDeviceToHost || op->dir == cudaMemcpyDeviceToDevice;
+    if ((dst_dev && !ana_sim_mem_holds(e->dst, op->dst, dspan)) ||
+        (src_dev && !ana_sim_mem_holds(e->src, op->src, sspan)))
         return cudaErrorInvalidValue;
     return cudaSuccess;
 }
 
-CUpti_ActivityMemoryKind ana_sim_memory_kind_locked(const void *p)
+/* The CUPTI memory kind of an end (PAGEABLE when the sim does not know the memory). */
+static CUpti_ActivityMemoryKind memory_kind(const struct ana_sim_mem *m)
 {
-    const struct ana_sim_mem *m = ana_sim_mem_find_locked(p);
-    if (!m)
-        return CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
-    switch (m->kind) {
-    case ANA_SIM_MEM_DEVICE:
-    case ANA_SIM_MEM_VMM:            return CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-    case ANA_SIM_MEM_MANAGED:        return CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
-    case ANA_SIM_MEM_HOST:
-    case ANA_SIM_MEM_REGISTERED:     return CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-    case ANA_SIM_MEM_SYMBOL:         return CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC;
-    case ANA_SIM_MEM_SYMBOL_MANAGED: return CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC;
-    }
-    return CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN;
+    return m ? ana_sim_mem_activity_kind(m->kind) : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
 }
 
 static uint8_t cupti_copy_kind(enum cudaMemcpyKind dir)
@@ -139,11 +140,9 @@ static void fill_peer(CUpti_ActivityMemcpyPtoP4 *r, const struct ana_sim_op *op,
     r->graphId = x->graph_id;
 }
 
-static cudaError_t set_run_locked(const struct ana_sim_op *op, const struct ana_sim_exec *x,
-                                  union ana_sim_record *rec)
+static void set_run_locked(const struct ana_sim_op *op, const struct ends *e,
+                           const struct ana_sim_exec *x, union ana_sim_record *rec)
 {
-    if (!device_addressable(op->dst, op->dpitch * (op->height - 1) + op->width))
-        return cudaErrorInvalidValue;
     /* Timed when issued, before the host does the work (which takes host time the
      * device model does not have). */
     size_t bytes = op->width * op->height;
@@ -151,8 +150,8 @@ static cudaError_t set_run_locked(const struct ana_sim_op *op, const struct ana_
     uint64_t start = ana_sim_stream_enqueue_locked(x->stream, dur);
     for (size_t row = 0; row < op->height; row++)
         memset((char *)op->dst + row * op->dpitch, op->value, op->width);
-    if (!(x->want & ANA_SIM_WANT_MEMSET))
-        return cudaSuccess;
+    if (!ANA_SIM_WANTS(x->want, CUPTI_ACTIVITY_KIND_MEMSET))
+        return;
     CUpti_ActivityMemset4 *r = &rec->memset;
     memset(r, 0, sizeof(*r));
     r->kind = CUPTI_ACTIVITY_KIND_MEMSET;
@@ -164,27 +163,22 @@ static cudaError_t set_run_locked(const struct ana_sim_op *op, const struct ana_
     r->streamId = ana_sim_stream_id_locked(x->stream);
     r->correlationId = ana_sim_correlation();
     r->flags = op->async ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
-    r->memoryKind = (uint16_t)ana_sim_memory_kind_locked(op->dst);
+    r->memoryKind = (uint16_t)memory_kind(e->dst);
     r->graphNodeId = x->node_id;
     r->graphId = x->graph_id;
-    return cudaSuccess;
 }
 
-cudaError_t ana_sim_copy_run_locked(const struct ana_sim_op *op,
-                                    const struct ana_sim_exec *x,
-                                    union ana_sim_record *rec)
+/* Runs a validated op (check_locked found its ends). */
+static void run_locked(const struct ana_sim_op *op, const struct ends *e,
+                       const struct ana_sim_exec *x, union ana_sim_record *rec)
 {
     rec->base.kind = CUPTI_ACTIVITY_KIND_INVALID;
-    if (op->kind == ANA_SIM_OP_SET)
-        return set_run_locked(op, x, rec);
+    if (op->kind == ANA_SIM_OP_SET) {
+        set_run_locked(op, e, x, rec);
+        return;
+    }
     enum cudaMemcpyKind dir = op->dir;
-    cudaError_t err = check_copy_locked(op->dst, op->dpitch * (op->height - 1) + op->width,
-                                        op->src, op->spitch * (op->height - 1) + op->width,
-                                        &dir);
-    if (err != cudaSuccess)
-        return err;
-    struct span t = { 0, 0, op->width * op->height, ana_sim_memory_kind_locked(op->src),
-                      ana_sim_memory_kind_locked(op->dst) };
+    struct span t = { 0, 0, op->width * op->height, memory_kind(e->src), memory_kind(e->dst) };
     CUpti_ActivityMemoryKind host = dir == cudaMemcpyHostToDevice ? t.src_kind : t.dst_kind;
     int pageable = host == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
     if (dir == cudaMemcpyHostToHost) {
@@ -201,26 +195,59 @@ cudaError_t ana_sim_copy_run_locked(const struct ana_sim_op *op,
     for (size_t row = 0; row < op->height; row++)
         memmove((char *)op->dst + row * op->dpitch,
                 (const char *)op->src + row * op->spitch, op->width);
-    if (op->kind == ANA_SIM_OP_PEER && (x->want & ANA_SIM_WANT_MEMCPY2))
+    if (op->kind == ANA_SIM_OP_PEER && ANA_SIM_WANTS(x->want, CUPTI_ACTIVITY_KIND_MEMCPY2))
         fill_peer(&rec->peer, op, x, &t);
-    else if (op->kind == ANA_SIM_OP_COPY && (x->want & ANA_SIM_WANT_MEMCPY))
+    else if (op->kind == ANA_SIM_OP_COPY && ANA_SIM_WANTS(x->want, CUPTI_ACTIVITY_KIND_MEMCPY))
         fill_memcpy(&rec->memcpy, op, x, &t);
-    return cudaSuccess;
 }
 
-/* Runs op on s now, or records it while s captures (a synchronous call may not). */
-static cudaError_t submit_locked(const struct ana_sim_op *op, struct ana_sim_stream *s,
-                                 unsigned want, union ana_sim_record *rec)
+cudaError_t ana_sim_copy_replay_locked(const struct ana_sim_op *op,
+                                       const struct ana_sim_exec *x,
+                                       union ana_sim_record *rec)
 {
-    if (ana_sim_capturing_locked(s))
-        return op->async ? ana_sim_capture_add_locked(s, op) : ana_sim_capture_sync_locked(s);
-    struct ana_sim_exec x = { s, 0, 0, want };
-    return ana_sim_copy_run_locked(op, &x, rec);
+    struct ana_sim_op checked = *op;
+    struct ends e;
+    rec->base.kind = CUPTI_ACTIVITY_KIND_INVALID;
+    cudaError_t err = check_locked(&checked, &e);
+    if (err == cudaSuccess)
+        run_locked(&checked, &e, x, rec);
+    return err;
+}
+
+/* ---- submitting a copy or set ----------------------------------------------------- */
+
+enum { SYNC = 0, ASYNC = 1, PEER = 2 };
+
+/* Validates op and runs it on its stream now, or records it while the stream captures
+ * (an Async call; a synchronous one may not). Empty ops (width or height 0) only resolve
+ * their stream, and for a copy check the direction. Sets no last error: the runtime's
+ * entry points do (ANA_SIM_RT_RETURN), the driver's (anasim_mem_copy/set) must not. */
+static cudaError_t submit(struct ana_sim_op *op, cudaStream_t stream, int ptsz)
+{
+    uint64_t want = ana_sim_wanted_kinds();
+    union ana_sim_record rec = { .base.kind = CUPTI_ACTIVITY_KIND_INVALID };
+    struct ana_sim_stream *s;
+    struct ends e;
+    ana_sim_enter();
+    cudaError_t err = ana_sim_stream_resolve_locked(stream, ptsz, &s);
+    if (err == cudaSuccess && (op->width == 0 || op->height == 0)) {
+        if (op->kind != ANA_SIM_OP_SET && (unsigned)op->dir > cudaMemcpyDefault)
+            err = cudaErrorInvalidMemcpyDirection;
+    } else if (err == cudaSuccess && (err = check_locked(op, &e)) == cudaSuccess) {
+        if (ana_sim_capturing_locked(s)) {
+            err = op->async ? ana_sim_capture_add_locked(s, op)
+                            : ana_sim_capture_sync_locked(s);
+        } else {
+            struct ana_sim_exec x = { s, 0, 0, want };
+            run_locked(op, &e, &x, &rec);
+        }
+    }
+    ana_sim_leave();
+    ana_sim_emit(&rec, 1);
+    return err;
 }
 
 /* ---- memcpy ---------------------------------------------------------------------- */
-
-enum { SYNC = 0, ASYNC = 1, PEER = 2 };
 
 static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch,
                            size_t width, size_t height, enum cudaMemcpyKind kind,
@@ -228,29 +255,11 @@ static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spi
 {
     if (width > dpitch || width > spitch)
         return cudaErrorInvalidPitchValue;
-    unsigned want = ana_sim_wanted_kinds();
-    union ana_sim_record rec = { .base.kind = CUPTI_ACTIVITY_KIND_INVALID };
-    struct ana_sim_stream *s;
-    ana_sim_enter();
-    cudaError_t err = ana_sim_stream_resolve_locked(stream, ptsz, &s);
-    if (err != cudaSuccess || width == 0 || height == 0) {
-        if (err == cudaSuccess && (unsigned)kind > cudaMemcpyDefault)
-            err = cudaErrorInvalidMemcpyDirection;
-        goto out;
-    }
-    err = check_copy_locked(dst, dpitch * (height - 1) + width, src,
-                            spitch * (height - 1) + width, &kind);
-    if (err != cudaSuccess)
-        goto out;
     struct ana_sim_op op = { .kind = (mode & PEER) ? ANA_SIM_OP_PEER : ANA_SIM_OP_COPY,
                              .async = mode & ASYNC, .dst = dst, .src = src,
                              .dpitch = dpitch, .spitch = spitch, .width = width,
                              .height = height, .dir = kind };
-    err = submit_locked(&op, s, want, &rec);
-out:
-    ana_sim_leave();
-    ana_sim_emit(&rec, 1);
-    return err;
+    return submit(&op, stream, ptsz);
 }
 
 static cudaError_t copy_1d(void *dst, const void *src, size_t count,
@@ -263,7 +272,7 @@ ANA_SIM_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
                                    enum cudaMemcpyKind kind)
 {
     ANA_SIM_TRACED(cudaMemcpy, v3020,
-                   ana_sim_ret(copy_1d(dst, src, count, kind, NULL, 0, SYNC)),
+                   copy_1d(dst, src, count, kind, NULL, 0, SYNC),
                    dst, src, count, kind);
 }
 
@@ -271,7 +280,7 @@ ANA_SIM_API cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count
                                         enum cudaMemcpyKind kind)
 {
     ANA_SIM_TRACED(cudaMemcpy_ptds, v7000,
-                   ana_sim_ret(copy_1d(dst, src, count, kind, NULL, 1, SYNC)),
+                   copy_1d(dst, src, count, kind, NULL, 1, SYNC),
                    dst, src, count, kind);
 }
 
@@ -279,7 +288,7 @@ ANA_SIM_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count
                                         enum cudaMemcpyKind kind, cudaStream_t stream)
 {
     ANA_SIM_TRACED(cudaMemcpyAsync, v3020,
-                   ana_sim_ret(copy_1d(dst, src, count, kind, stream, 0, ASYNC)),
+                   copy_1d(dst, src, count, kind, stream, 0, ASYNC),
                    dst, src, count, kind, stream);
 }
 
@@ -287,7 +296,7 @@ ANA_SIM_API cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t 
                                              enum cudaMemcpyKind kind, cudaStream_t stream)
 {
     ANA_SIM_TRACED(cudaMemcpyAsync_ptsz, v7000,
-                   ana_sim_ret(copy_1d(dst, src, count, kind, stream, 1, ASYNC)),
+                   copy_1d(dst, src, count, kind, stream, 1, ASYNC),
                    dst, src, count, kind, stream);
 }
 
@@ -296,8 +305,7 @@ ANA_SIM_API cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src,
                                      enum cudaMemcpyKind kind)
 {
     ANA_SIM_TRACED(cudaMemcpy2D, v3020,
-                   ana_sim_ret(copy_2d(dst, dpitch, src, spitch, width, height, kind, NULL,
-                                       0, SYNC)),
+                   copy_2d(dst, dpitch, src, spitch, width, height, kind, NULL, 0, SYNC),
                    dst, dpitch, src, spitch, width, height, kind);
 }
 
@@ -306,8 +314,7 @@ ANA_SIM_API cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *
                                           enum cudaMemcpyKind kind)
 {
     ANA_SIM_TRACED(cudaMemcpy2D_ptds, v7000,
-                   ana_sim_ret(copy_2d(dst, dpitch, src, spitch, width, height, kind, NULL,
-                                       1, SYNC)),
+                   copy_2d(dst, dpitch, src, spitch, width, height, kind, NULL, 1, SYNC),
                    dst, dpitch, src, spitch, width, height, kind);
 }
 
@@ -316,8 +323,7 @@ ANA_SIM_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *
                                           enum cudaMemcpyKind kind, cudaStream_t stream)
 {
     ANA_SIM_TRACED(cudaMemcpy2DAsync, v3020,
-                   ana_sim_ret(copy_2d(dst, dpitch, src, spitch, width, height, kind,
-                                       stream, 0, ASYNC)),
+                   copy_2d(dst, dpitch, src, spitch, width, height, kind, stream, 0, ASYNC),
                    dst, dpitch, src, spitch, width, height, kind, stream);
 }
 
@@ -327,8 +333,7 @@ ANA_SIM_API cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const v
                                                cudaStream_t stream)
 {
     ANA_SIM_TRACED(cudaMemcpy2DAsync_ptsz, v7000,
-                   ana_sim_ret(copy_2d(dst, dpitch, src, spitch, width, height, kind,
-                                       stream, 1, ASYNC)),
+                   copy_2d(dst, dpitch, src, spitch, width, height, kind, stream, 1, ASYNC),
                    dst, dpitch, src, spitch, width, height, kind, stream);
 }
 
@@ -338,9 +343,8 @@ static cudaError_t peer_copy(void *dst, int dstDevice, const void *src, int srcD
                              size_t count, cudaStream_t stream, int mode)
 {
     if (dstDevice != 0 || srcDevice != 0)
-        return ana_sim_ret(cudaErrorInvalidDevice);
-    return ana_sim_ret(copy_1d(dst, src, count, cudaMemcpyDeviceToDevice, stream, 0,
-                               mode | PEER));
+        return cudaErrorInvalidDevice;
+    return copy_1d(dst, src, count, cudaMemcpyDeviceToDevice, stream, 0, mode | PEER);
 }
 
 ANA_SIM_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src,
@@ -365,26 +369,11 @@ static cudaError_t set_2d(void *devPtr, size_t pitch, int value, size_t width,
                           size_t height, cudaStream_t stream, int ptsz, int async)
 {
     if (width > pitch)
-        return ana_sim_ret(cudaErrorInvalidValue);
-    unsigned want = ana_sim_wanted_kinds();
-    union ana_sim_record rec = { .base.kind = CUPTI_ACTIVITY_KIND_INVALID };
-    struct ana_sim_stream *s;
-    ana_sim_enter();
-    cudaError_t err = ana_sim_stream_resolve_locked(stream, ptsz, &s);
-    if (err != cudaSuccess || width == 0 || height == 0)
-        goto out;
-    if (!device_addressable(devPtr, pitch * (height - 1) + width)) {
-        err = cudaErrorInvalidValue;
-        goto out;
-    }
+        return cudaErrorInvalidValue;
     struct ana_sim_op op = { .kind = ANA_SIM_OP_SET, .async = async, .dst = devPtr,
                              .dpitch = pitch, .width = width, .height = height,
                              .value = value };
-    err = submit_locked(&op, s, want, &rec);
-out:
-    ana_sim_leave();
-    ana_sim_emit(&rec, 1);
-    return ana_sim_ret(err);
+    return submit(&op, stream, ptsz);
 }
 
 ANA_SIM_API cudaError_t cudaMemset(void *devPtr, int value, size_t count)
@@ -448,6 +437,32 @@ ANA_SIM_API cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int v
                    pitch, value, width, height, stream);
 }
 
+/* ---- the driver's copies and sets (anasim.h) --------------------------------------- */
+
+/* cuMemcpy*_v2 and cuMemsetD8_v2: the runtime's synchronous path on the legacy default
+ * stream (which never captures), every refusal CUDA_ERROR_INVALID_VALUE. */
+static CUresult driver_result(cudaError_t err)
+{
+    return err == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+ANASIM_PRIVATE_API CUresult anasim_mem_copy(void *dst, const void *src, size_t n, int kind)
+{
+    if (kind < cudaMemcpyHostToDevice || kind > cudaMemcpyDeviceToDevice || !dst || !src)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    return driver_result(copy_1d(dst, src, n, (enum cudaMemcpyKind)kind, cudaStreamLegacy, 0,
+                                 SYNC));
+}
+
+ANASIM_PRIVATE_API CUresult anasim_mem_set(void *dst, unsigned char value, size_t n)
+{
+    if (n == 0)
+        return CUDA_SUCCESS;
+    return driver_result(set_2d(dst, n, value, n, 1, cudaStreamLegacy, 0, 0));
+}
+
 /* ---- symbols --------------------------------------------------------------------- */
 
 /* Copies between a registered __device__/__constant__ variable and memory. */
@@ -461,16 +476,16 @@ static cudaError_t symbol_copy(const void *symbol, void *mem, size_t count, size
     int found = ana_sim_symbol_find_locked(symbol, &storage, &size);
     ana_sim_leave();
     if (!found)
-        return ana_sim_ret(cudaErrorInvalidSymbol);
+        return cudaErrorInvalidSymbol;
     enum cudaMemcpyKind host_side = to_symbol ? cudaMemcpyHostToDevice
                                               : cudaMemcpyDeviceToHost;
     if (kind != host_side && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
-        return ana_sim_ret(cudaErrorInvalidMemcpyDirection);
+        return cudaErrorInvalidMemcpyDirection;
     if (offset > size || count > size - offset)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     if (to_symbol)
-        return ana_sim_ret(copy_1d(storage + offset, mem, count, kind, stream, ptsz, mode));
-    return ana_sim_ret(copy_1d(mem, storage + offset, count, kind, stream, ptsz, mode));
+        return copy_1d(storage + offset, mem, count, kind, stream, ptsz, mode);
+    return copy_1d(mem, storage + offset, count, kind, stream, ptsz, mode);
 }
 
 ANA_SIM_API cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src,
@@ -555,12 +570,12 @@ static cudaError_t symbol_address(void **devPtr, const void *symbol)
     char *storage;
     size_t size;
     if (!devPtr)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     ana_sim_enter();
     int found = ana_sim_symbol_find_locked(symbol, &storage, &size);
     ana_sim_leave();
     if (!found)
-        return ana_sim_ret(cudaErrorInvalidSymbol);
+        return cudaErrorInvalidSymbol;
     *devPtr = storage;
     return cudaSuccess;
 }
@@ -575,11 +590,11 @@ static cudaError_t symbol_size(size_t *size, const void *symbol)
 {
     char *storage;
     if (!size)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     ana_sim_enter();
     int found = ana_sim_symbol_find_locked(symbol, &storage, size);
     ana_sim_leave();
-    return ana_sim_ret(found ? cudaSuccess : cudaErrorInvalidSymbol);
+    return found ? cudaSuccess : cudaErrorInvalidSymbol;
 }
 
 ANA_SIM_API cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol)

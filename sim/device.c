@@ -84,14 +84,20 @@ uint64_t ana_sim_capacity_locked(void) { return capacity; }
 static cudaError_t put_int(int *out, int v)
 {
     if (!out)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     *out = v;
     return cudaSuccess;
 }
 
-ANA_SIM_API cudaError_t cudaGetDeviceCount(int *count) { return put_int(count, 1); }
+ANA_SIM_API cudaError_t cudaGetDeviceCount(int *count)
+{
+    return ana_sim_ret(put_int(count, 1));
+}
 
-ANA_SIM_API cudaError_t cudaGetDevice(int *device) { return put_int(device, 0); }
+ANA_SIM_API cudaError_t cudaGetDevice(int *device)
+{
+    return ana_sim_ret(put_int(device, 0));
+}
 
 ANA_SIM_API cudaError_t cudaSetDevice(int device)
 {
@@ -206,9 +212,9 @@ static int extra_attribute(enum cudaDeviceAttr attr, int *value)
 static cudaError_t device_attribute(int *value, enum cudaDeviceAttr attr, int device)
 {
     if (!value || attr < 1 || attr >= cudaDevAttrMax)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     if (device != 0)
-        return ana_sim_ret(cudaErrorInvalidDevice);
+        return cudaErrorInvalidDevice;
     if (extra_attribute(attr, value))
         return cudaSuccess;
     struct cudaDeviceProp p;
@@ -276,7 +282,7 @@ static cudaError_t device_attribute(int *value, enum cudaDeviceAttr attr, int de
 ANA_SIM_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
                                                int device)
 {
-    return device_attribute(value, attr, device);
+    return ana_sim_ret(device_attribute(value, attr, device));
 }
 
 /* The driver's cuDeviceGetAttribute (anasim.h): the same table, driver return codes. */
@@ -354,19 +360,31 @@ ANA_SIM_API cudaError_t cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit)
     return cudaSuccess;
 }
 
-ANA_SIM_API cudaError_t cudaRuntimeGetVersion(int *runtimeVersion) { return put_int(runtimeVersion, ANA_SIM_CUDA_VERSION); }
+ANA_SIM_API cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
+{
+    return ana_sim_ret(put_int(runtimeVersion, ANA_SIM_CUDA_VERSION));
+}
 
-ANA_SIM_API cudaError_t cudaDriverGetVersion(int *driverVersion) { return put_int(driverVersion, ANA_SIM_CUDA_VERSION); }
+ANA_SIM_API cudaError_t cudaDriverGetVersion(int *driverVersion)
+{
+    return ana_sim_ret(put_int(driverVersion, ANA_SIM_CUDA_VERSION));
+}
 
 /* ---- whole-device operations ----------------------------------------------------- */
 
-static cudaError_t device_synchronize(void)
+/* The host returns at once, but from now on it acts as if it had waited for the device:
+ * later work starts no earlier than everything submitted so far ends. Also the driver's
+ * cuCtxSynchronize (anasim.h). */
+ANASIM_PRIVATE_API void anasim_device_synchronize(void)
 {
-    /* The host returns at once, but from now on it acts as if it had waited for the
-     * device: later work starts no earlier than everything submitted so far ends. */
     ana_sim_enter();
     ana_sim_host_wait_locked(ana_sim_device_end_locked());
     ana_sim_leave();
+}
+
+static cudaError_t device_synchronize(void)
+{
+    anasim_device_synchronize();
     return cudaSuccess;
 }
 

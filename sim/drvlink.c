@@ -106,9 +106,7 @@ const struct ana_sim_driver *ana_sim_driver(void)
 
 /* ---- cudaGetDriverEntryPoint & co ---------------------------------------------------- */
 
-static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned int version,
-                               unsigned long long flags, int ptsz,
-                               enum cudaDriverEntryPointQueryResult *driverStatus)
+static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned int version, unsigned long long flags, int ptsz, enum cudaDriverEntryPointQueryResult *driverStatus)
 {
     if (!symbol || !funcPtr)
         return cudaErrorInvalidValue;
@@ -131,8 +129,8 @@ ANA_SIM_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcP
     cudaGetDriverEntryPoint_v11030_params p = { .symbol = symbol, .funcPtr = funcPtr,
                                                 .flags = flags, .driverStatus = driverStatus };
     ANA_SIM_RT_RETURN(cudaGetDriverEntryPoint, v11030, &p,
-                      ana_sim_ret(entry_point(symbol, funcPtr, ANA_SIM_CUDA_VERSION, flags,
-                                              0, driverStatus)));
+                      entry_point(symbol, funcPtr, ANA_SIM_CUDA_VERSION, flags, 0,
+                                  driverStatus));
 }
 
 ANA_SIM_API cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
@@ -142,8 +140,8 @@ ANA_SIM_API cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **
                                                      .flags = flags,
                                                      .driverStatus = driverStatus };
     ANA_SIM_RT_RETURN(cudaGetDriverEntryPoint_ptsz, v11030, &p,
-                      ana_sim_ret(entry_point(symbol, funcPtr, ANA_SIM_CUDA_VERSION, flags,
-                                              1, driverStatus)));
+                      entry_point(symbol, funcPtr, ANA_SIM_CUDA_VERSION, flags, 1,
+                                  driverStatus));
 }
 
 ANA_SIM_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol,
@@ -154,8 +152,7 @@ ANA_SIM_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol,
         .symbol = symbol, .funcPtr = funcPtr, .cudaVersion = cudaVersion, .flags = flags,
         .driverStatus = driverStatus };
     ANA_SIM_RT_RETURN(cudaGetDriverEntryPointByVersion, v12050, &p,
-                      ana_sim_ret(entry_point(symbol, funcPtr, cudaVersion, flags, 0,
-                                              driverStatus)));
+                      entry_point(symbol, funcPtr, cudaVersion, flags, 0, driverStatus));
 }
 
 ANA_SIM_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol,
@@ -166,6 +163,5 @@ ANA_SIM_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol
         .symbol = symbol, .funcPtr = funcPtr, .cudaVersion = cudaVersion, .flags = flags,
         .driverStatus = driverStatus };
     ANA_SIM_RT_RETURN(cudaGetDriverEntryPointByVersion_ptsz, v12050, &p,
-                      ana_sim_ret(entry_point(symbol, funcPtr, cudaVersion, flags, 1,
-                                              driverStatus)));
+                      entry_point(symbol, funcPtr, cudaVersion, flags, 1, driverStatus));
 }

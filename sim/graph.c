@@ -133,7 +133,7 @@ static cudaError_t begin_capture(cudaStream_t stream, enum cudaStreamCaptureMode
 {
     struct ana_sim_stream *s;
     if ((unsigned)mode > cudaStreamCaptureModeRelaxed)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     struct ana_sim_capture *c = calloc(1, sizeof(*c));
     struct ana_sim_graph *g = calloc(1, sizeof(*g));
     ana_sim_enter();
@@ -156,7 +156,7 @@ static cudaError_t begin_capture(cudaStream_t stream, enum cudaStreamCaptureMode
         free(c);
         free(g);
     }
-    return ana_sim_ret(err);
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
@@ -177,7 +177,7 @@ static cudaError_t end_capture(cudaStream_t stream, cudaGraph_t *pGraph, int pts
 {
     struct ana_sim_stream *s;
     if (!pGraph)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     ana_sim_enter();
     cudaError_t err = ana_sim_stream_resolve_locked(stream, ptsz, &s);
     struct ana_sim_capture *c = err == cudaSuccess ? *ana_sim_stream_capture_slot_locked(s)
@@ -195,7 +195,7 @@ static cudaError_t end_capture(cudaStream_t stream, cudaGraph_t *pGraph, int pts
         free(c);
     }
     ana_sim_leave();
-    return ana_sim_ret(err);
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
@@ -216,7 +216,7 @@ static cudaError_t capture_info(cudaStream_t stream, int ptsz,
 {
     struct ana_sim_stream *s;
     if (!status)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     ana_sim_enter();
     cudaError_t err = ana_sim_stream_resolve_locked(stream, ptsz, &s);
     const struct ana_sim_capture *c = err == cudaSuccess
@@ -238,7 +238,7 @@ static cudaError_t capture_info(cudaStream_t stream, int ptsz,
     if (ndeps)
         *ndeps = active && g->n ? 1 : 0;
     ana_sim_leave();
-    return ana_sim_ret(err);
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
@@ -286,7 +286,7 @@ ANA_SIM_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
 static cudaError_t graph_get_nodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *num)
 {
     if (!num)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     ana_sim_enter();
     const struct ana_sim_graph *g = ana_sim_map_get(&graphs, graph);
     if (g && nodes) {
@@ -296,7 +296,7 @@ static cudaError_t graph_get_nodes(cudaGraph_t graph, cudaGraphNode_t *nodes, si
     if (g)
         *num = g->n;
     ana_sim_leave();
-    return ana_sim_ret(g ? cudaSuccess : cudaErrorInvalidValue);
+    return g ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 ANA_SIM_API cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes,
@@ -320,7 +320,7 @@ static cudaError_t graph_destroy(cudaGraph_t graph)
     ana_sim_leave();
     if (err == cudaSuccess)
         graph_free(g);
-    return ana_sim_ret(err);
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaGraphDestroy(cudaGraph_t graph)
@@ -336,10 +336,10 @@ static cudaError_t instantiate(cudaGraphExec_t *pExec, cudaGraph_t graph,
                                      cudaGraphInstantiateFlagDeviceLaunch |
                                      cudaGraphInstantiateFlagUseNodePriority;
     if (!pExec || (flags & ~known))
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     struct graph_exec *x = calloc(1, sizeof(*x));
     if (!x)
-        return ana_sim_ret(cudaErrorMemoryAllocation);
+        return cudaErrorMemoryAllocation;
     cudaError_t err = cudaSuccess;
     ana_sim_enter();
     const struct ana_sim_graph *g = ana_sim_map_get(&graphs, graph);
@@ -361,7 +361,7 @@ static cudaError_t instantiate(cudaGraphExec_t *pExec, cudaGraph_t graph,
         free(x->nodes);
         free(x);
     }
-    return ana_sim_ret(err);
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
@@ -387,7 +387,7 @@ static cudaError_t exec_destroy(cudaGraphExec_t exec)
     if (x)
         free(x->nodes);
     free(x);
-    return ana_sim_ret(x ? cudaSuccess : cudaErrorInvalidValue);
+    return x ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 ANA_SIM_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
@@ -395,9 +395,9 @@ ANA_SIM_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
     ANA_SIM_TRACED(cudaGraphExecDestroy, v10000, exec_destroy(graphExec), graphExec);
 }
 
-/* Replays x's nodes in order on s; stops at the first node that fails. */
+/* Replays x's nodes in order on s, each validated again; stops at the first that fails. */
 static cudaError_t replay_locked(const struct graph_exec *x, struct ana_sim_stream *s,
-                                 unsigned want, union ana_sim_record *recs)
+                                 uint64_t want, union ana_sim_record *recs)
 {
     union ana_sim_record scratch;
     for (size_t i = 0; i < x->n; i++) {
@@ -405,8 +405,8 @@ static cudaError_t replay_locked(const struct graph_exec *x, struct ana_sim_stre
         struct ana_sim_exec where = { s, x->id, node->id, want };
         union ana_sim_record *rec = recs ? &recs[i] : &scratch;
         cudaError_t err = node->op.kind == ANA_SIM_OP_KERNEL
-                          ? ana_sim_kernel_run_locked(&node->op, &where, rec)
-                          : ana_sim_copy_run_locked(&node->op, &where, rec);
+                          ? ana_sim_kernel_replay_locked(&node->op, &where, rec)
+                          : ana_sim_copy_replay_locked(&node->op, &where, rec);
         if (err != cudaSuccess)
             return err;
     }
@@ -426,7 +426,7 @@ static cudaError_t capture_exec_locked(const struct graph_exec *x, struct ana_si
 
 static cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, int ptsz)
 {
-    unsigned want = ana_sim_wanted_kinds();
+    uint64_t want = ana_sim_wanted_kinds();
     union ana_sim_record *recs = NULL;
     size_t n = 0;
     struct ana_sim_stream *s;
@@ -437,7 +437,7 @@ static cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, int p
     if (err == cudaSuccess && ana_sim_capturing_locked(s)) {
         err = capture_exec_locked(x, s);
     } else if (err == cudaSuccess) {
-        n = want ? x->n : 0;
+        n = want & ANA_SIM_WORK_KINDS ? x->n : 0;
         /* calloc: kind 0 is CUPTI_ACTIVITY_KIND_INVALID, so unused slots emit nothing. */
         if (n && !(recs = calloc(n, sizeof(*recs))))
             err = cudaErrorMemoryAllocation;
@@ -448,7 +448,7 @@ static cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, int p
     if (recs)
         ana_sim_emit(recs, n);
     free(recs);
-    return ana_sim_ret(err);
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)

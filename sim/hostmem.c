@@ -34,7 +34,7 @@ static cudaError_t host_register(void *ptr, size_t size, unsigned int flags)
 ANA_SIM_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 {
     cudaHostRegister_v4000_params p = { .ptr = ptr, .size = size, .flags = flags };
-    ANA_SIM_RT_RETURN(cudaHostRegister, v4000, &p, ana_sim_ret(host_register(ptr, size, flags)));
+    ANA_SIM_RT_RETURN(cudaHostRegister, v4000, &p, host_register(ptr, size, flags));
 }
 
 static cudaError_t host_unregister(void *ptr)
@@ -53,7 +53,7 @@ static cudaError_t host_unregister(void *ptr)
 ANA_SIM_API cudaError_t cudaHostUnregister(void *ptr)
 {
     cudaHostUnregister_v4000_params p = { .ptr = ptr };
-    ANA_SIM_RT_RETURN(cudaHostUnregister, v4000, &p, ana_sim_ret(host_unregister(ptr)));
+    ANA_SIM_RT_RETURN(cudaHostUnregister, v4000, &p, host_unregister(ptr));
 }
 
 /* ---- pinned host memory queries ------------------------------------------------- */
@@ -134,18 +134,15 @@ ANA_SIM_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a
 {
     cudaPointerGetAttributes_v4000_params p = { .attributes = attributes, .ptr = ptr };
     ANA_SIM_RT_RETURN(cudaPointerGetAttributes, v4000, &p,
-                      ana_sim_ret(pointer_attributes(attributes, ptr)));
+                      pointer_attributes(attributes, ptr));
 }
 
 static cudaError_t check_managed_range(const void *devPtr, size_t count)
 {
-    cudaError_t err = cudaErrorInvalidValue;
     ana_sim_enter();
-    const struct ana_sim_mem *m = ana_sim_mem_find_locked(devPtr);
-    if (m && ana_sim_mem_device_range_locked(devPtr, count))
-        err = cudaSuccess;
+    int known = ana_sim_mem_device_range_locked(devPtr, count);
     ana_sim_leave();
-    return err;
+    return known ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 /* Hints only: there is one memory, so nothing migrates. */
@@ -156,18 +153,9 @@ ANA_SIM_API cudaError_t cudaMemAdvise(const void *devPtr, size_t count,
     return ana_sim_ret(check_managed_range(devPtr, count));
 }
 
-static cudaError_t check_stream(cudaStream_t stream, int ptsz)
-{
-    struct ana_sim_stream *s;
-    ana_sim_enter();
-    cudaError_t err = ana_sim_stream_resolve_locked(stream, ptsz, &s);
-    ana_sim_leave();
-    return err;
-}
-
 static cudaError_t prefetch(const void *devPtr, size_t count, cudaStream_t stream, int ptsz)
 {
-    cudaError_t err = check_stream(stream, ptsz);
+    cudaError_t err = ana_sim_stream_check(stream, ptsz);
     return err != cudaSuccess ? err : check_managed_range(devPtr, count);
 }
 

@@ -246,7 +246,9 @@ static int valid_config(dim3 g, dim3 b)
     return (uint64_t)b.x * b.y * b.z <= 1024;
 }
 
-cudaError_t ana_sim_kernel_check_locked(const struct ana_sim_op *op)
+/* The codes an eager launch answers: cudaErrorInvalidDeviceFunction, ...Configuration,
+ * ...Value. */
+static cudaError_t check_locked(const struct ana_sim_op *op)
 {
     const struct sim_kernel *k = op->kernel;
     if (!k || !k->loaded)
@@ -261,7 +263,8 @@ cudaError_t ana_sim_kernel_check_locked(const struct ana_sim_op *op)
 static int64_t next_grid_id = 1;
 
 static void fill_kernel(CUpti_ActivityKernel10 *r, const struct ana_sim_op *op,
-                        const struct ana_sim_exec *x, uint64_t start, uint64_t end)
+                        const struct ana_sim_exec *x, int64_t grid_id, uint64_t start,
+                        uint64_t end)
 {
     const struct sim_kernel *k = op->kernel;
     memset(r, 0, sizeof(*r));
@@ -280,7 +283,7 @@ static void fill_kernel(CUpti_ActivityKernel10 *r, const struct ana_sim_op *op,
     r->blockZ = (int32_t)op->block.z;
     r->dynamicSharedMemory = (int32_t)op->smem;
     r->correlationId = ana_sim_correlation();
-    r->gridId = next_grid_id - 1;
+    r->gridId = grid_id;
     r->name = k->name;
     r->queued = CUPTI_TIMESTAMP_UNKNOWN;
     r->submitted = CUPTI_TIMESTAMP_UNKNOWN;
@@ -291,20 +294,27 @@ static void fill_kernel(CUpti_ActivityKernel10 *r, const struct ana_sim_op *op,
     r->graphId = x->graph_id;
 }
 
-cudaError_t ana_sim_kernel_run_locked(const struct ana_sim_op *op,
-                                      const struct ana_sim_exec *x,
-                                      union ana_sim_record *rec)
+/* Runs a validated kernel op: its stream's clock advances; every launch gets a grid id. */
+static void run_locked(const struct ana_sim_op *op, const struct ana_sim_exec *x,
+                       union ana_sim_record *rec)
 {
     rec->base.kind = CUPTI_ACTIVITY_KIND_INVALID;
-    cudaError_t err = ana_sim_kernel_check_locked(op);
-    if (err != cudaSuccess)
-        return err;
     uint64_t dur = ana_sim_cost_kernel_ns(op->grid, op->block);
     uint64_t start = ana_sim_stream_enqueue_locked(x->stream, dur);
-    next_grid_id++;
-    if (x->want & ANA_SIM_WANT_KERNEL)
-        fill_kernel(&rec->kernel, op, x, start, start + dur);
-    return cudaSuccess;
+    int64_t grid_id = next_grid_id++;
+    if (ANA_SIM_WANTS(x->want, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
+        fill_kernel(&rec->kernel, op, x, grid_id, start, start + dur);
+}
+
+cudaError_t ana_sim_kernel_replay_locked(const struct ana_sim_op *op,
+                                         const struct ana_sim_exec *x,
+                                         union ana_sim_record *rec)
+{
+    rec->base.kind = CUPTI_ACTIVITY_KIND_INVALID;
+    cudaError_t err = check_locked(op);
+    if (err == cudaSuccess)
+        run_locked(op, x, rec);
+    return err;
 }
 
 /* A kernel handle only (cudaKernel_t, cudaFunction_t): what the driver's launches take. */
@@ -314,29 +324,33 @@ static struct sim_kernel *find_handle_locked(const void *func)
     return k && k->loaded ? k : NULL;
 }
 
-/* Validates and runs a launch, or records it while the stream captures; `by_handle`
- * accepts only kernel handles (driver launches), otherwise host stubs too. Sets no last
- * error: the runtime's callers do, the driver's must not. */
-static cudaError_t submit(const void *func, int by_handle, dim3 grid, dim3 block,
+/* How a launch names its kernel: find_kernel_locked (a host stub or a kernel handle),
+ * find_handle_locked (a kernel handle only: the driver's launches) or already_found (the
+ * kernel record itself, looked up before the call began: nvcc's stub launches). */
+typedef struct sim_kernel *(*kernel_finder)(const void *func);
+
+static struct sim_kernel *already_found(const void *k) { return (struct sim_kernel *)k; }
+
+/* Validates and runs a launch, or records it while the stream captures. Sets no last
+ * error: the runtime's entry points do (ANA_SIM_RT_RETURN), the driver's must not. */
+static cudaError_t submit(kernel_finder find, const void *func, dim3 grid, dim3 block,
                           size_t smem, cudaStream_t stream, int ptsz, uint8_t launch_type)
 {
-    unsigned want = ana_sim_wanted_kinds();
+    uint64_t want = ana_sim_wanted_kinds();
     union ana_sim_record rec = { .base.kind = CUPTI_ACTIVITY_KIND_INVALID };
     struct ana_sim_stream *s = NULL;
     ana_sim_enter();
-    struct ana_sim_op op = { .kind = ANA_SIM_OP_KERNEL, .async = 1,
-                             .kernel = by_handle ? find_handle_locked(func)
-                                                 : find_kernel_locked(func),
+    struct ana_sim_op op = { .kind = ANA_SIM_OP_KERNEL, .async = 1, .kernel = find(func),
                              .grid = grid, .block = block, .smem = smem,
                              .launch_type = launch_type };
-    cudaError_t err = ana_sim_kernel_check_locked(&op);
+    cudaError_t err = check_locked(&op);
     if (err == cudaSuccess)
         err = ana_sim_stream_resolve_locked(stream, ptsz, &s);
     if (err == cudaSuccess && ana_sim_capturing_locked(s)) {
         err = ana_sim_capture_add_locked(s, &op);
     } else if (err == cudaSuccess) {
         struct ana_sim_exec x = { s, 0, 0, want };
-        err = ana_sim_kernel_run_locked(&op, &x, &rec);
+        run_locked(&op, &x, &rec);
     }
     ana_sim_leave();
     ana_sim_emit(&rec, 1);
@@ -346,7 +360,7 @@ static cudaError_t submit(const void *func, int by_handle, dim3 grid, dim3 block
 static cudaError_t launch(const void *func, dim3 grid, dim3 block, size_t smem,
                           cudaStream_t stream, int ptsz, uint8_t launch_type)
 {
-    return ana_sim_ret(submit(func, 0, grid, block, smem, stream, ptsz, launch_type));
+    return submit(find_kernel_locked, func, grid, block, smem, stream, ptsz, launch_type);
 }
 
 /* The driver's launches (anasim.h): a kernel handle, driver return codes. Bad dimensions
@@ -360,8 +374,8 @@ ANASIM_PRIVATE_API CUresult anasim_kernel_launch(const anasim_launch *req)
     dim3 block = { req->block[0], req->block[1], req->block[2] };
     uint8_t type = req->cooperative ? CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_SINGLE_DEVICE
                                     : CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
-    cudaError_t err = submit(req->func, 1, grid, block, req->smem, (cudaStream_t)req->stream,
-                             req->ptsz, type);
+    cudaError_t err = submit(find_handle_locked, req->func, grid, block, req->smem,
+                             (cudaStream_t)req->stream, req->ptsz, type);
     switch (err) {
     case cudaErrorInvalidDeviceFunction:
         return CUDA_ERROR_INVALID_HANDLE;
@@ -382,22 +396,28 @@ ANASIM_PRIVATE_API CUresult anasim_kernel_name(const void *func, const char **na
     return !k ? CUDA_ERROR_INVALID_HANDLE : name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-ANA_SIM_API cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
+static cudaError_t get_kernel(cudaKernel_t *kernel, const void *hostFun)
 {
     if (!kernel)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     ana_sim_enter();
     struct sim_kernel *k = find_kernel_locked(hostFun);
     ana_sim_leave();
     if (!k)
-        return ana_sim_ret(cudaErrorInvalidDeviceFunction);
+        return cudaErrorInvalidDeviceFunction;
     *kernel = (cudaKernel_t)(void *)k;
     return cudaSuccess;
 }
 
+/* Not an API call for CUPTI (the nvcc stubs call it), but it records its error. */
+ANA_SIM_API cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
+{
+    return ana_sim_ret(get_kernel(kernel, hostFun));
+}
+
 ANA_SIM_API cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr)
 {
-    ANA_SIM_TRACED(cudaGetKernel, v12000, __cudaGetKernel(kernelPtr, entryFuncAddr),
+    ANA_SIM_TRACED(cudaGetKernel, v12000, get_kernel(kernelPtr, entryFuncAddr),
                    kernelPtr, entryFuncAddr);
 }
 
@@ -406,34 +426,44 @@ ANA_SIM_API cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entry
 ANA_SIM_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr)
 {
     ANA_SIM_TRACED(cudaGetFuncBySymbol, v11000,
-                   __cudaGetKernel((cudaKernel_t *)(void *)functionPtr, symbolPtr),
+                   get_kernel((cudaKernel_t *)(void *)functionPtr, symbolPtr),
                    functionPtr, symbolPtr);
 }
 
-/* The host stub a kernel handle belongs to (what CUPTI shows as `func`). */
-static const void *host_fun_of(cudaKernel_t kernel)
+/* An nvcc stub launch names its kernel by the handle __cudaGetKernel gave (a host stub
+ * works too, as for cudaLaunchKernel). The kernel is looked up once, before the call
+ * begins, because CUPTI shows the host stub it belongs to as `func`; the record found
+ * is then launched as it is (records are never freed; an unloaded one fails the launch
+ * as a lookup at launch time would). */
+static struct sim_kernel *find_stub_launch(cudaKernel_t kernel, const void **host_fun)
 {
     ana_sim_enter();
-    const struct sim_kernel *k = ana_sim_map_get(&kernels_by_handle, kernel);
-    const void *fun = k ? k->host_fun : (const void *)kernel;
+    struct sim_kernel *k = ana_sim_map_get(&kernels_by_handle, kernel);
+    *host_fun = k ? k->host_fun : (const void *)kernel;
+    if (!k)
+        k = find_kernel_locked(kernel);
     ana_sim_leave();
-    return fun;
+    return k;
 }
 
 ANA_SIM_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
                                void **args, size_t sharedMem, cudaStream_t stream)
 {
+    const void *fun;
+    struct sim_kernel *k = find_stub_launch(kernel, &fun);
     ANA_SIM_TRACED(cudaLaunchKernel, v7000,
-                   launch(kernel, gridDim, blockDim, sharedMem, stream, 0, 0),
-                   host_fun_of(kernel), gridDim, blockDim, args, sharedMem, stream);
+                   submit(already_found, k, gridDim, blockDim, sharedMem, stream, 0, 0),
+                   fun, gridDim, blockDim, args, sharedMem, stream);
 }
 
 ANA_SIM_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
                                     void **args, size_t sharedMem, cudaStream_t stream)
 {
+    const void *fun;
+    struct sim_kernel *k = find_stub_launch(kernel, &fun);
     ANA_SIM_TRACED(cudaLaunchKernel_ptsz, v7000,
-                   launch(kernel, gridDim, blockDim, sharedMem, stream, 1, 0),
-                   host_fun_of(kernel), gridDim, blockDim, args, sharedMem, stream);
+                   submit(already_found, k, gridDim, blockDim, sharedMem, stream, 1, 0),
+                   fun, gridDim, blockDim, args, sharedMem, stream);
 }
 
 ANA_SIM_API cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim,
@@ -459,7 +489,7 @@ ANA_SIM_API cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
 static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func, int ptsz)
 {
     if (!config)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     uint8_t type = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
     for (unsigned i = 0; config->attrs && i < config->numAttrs; i++)
         if (config->attrs[i].id == cudaLaunchAttributeCooperative &&
@@ -509,7 +539,7 @@ ANA_SIM_API cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 
 static cudaError_t func_get_attributes(struct cudaFuncAttributes *attr, const void *func)
 {
     if (!attr)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     ana_sim_enter();
     struct sim_kernel *k = find_kernel_locked(func);
     if (k) {
@@ -523,7 +553,7 @@ static cudaError_t func_get_attributes(struct cudaFuncAttributes *attr, const vo
         attr->preferredShmemCarveout = k->carveout;
     }
     ana_sim_leave();
-    return ana_sim_ret(k ? cudaSuccess : cudaErrorInvalidDeviceFunction);
+    return k ? cudaSuccess : cudaErrorInvalidDeviceFunction;
 }
 
 ANA_SIM_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr,
@@ -555,7 +585,7 @@ static cudaError_t func_set_attribute(const void *func, enum cudaFuncAttribute a
         err = cudaErrorInvalidValue;
     }
     ana_sim_leave();
-    return ana_sim_ret(err);
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr,
@@ -568,13 +598,13 @@ ANA_SIM_API cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttr
 static cudaError_t func_get_name(const char **name, const void *func)
 {
     if (!name)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     ana_sim_enter();
     struct sim_kernel *k = find_kernel_locked(func);
     if (k)
         *name = k->name;
     ana_sim_leave();
-    return ana_sim_ret(k ? cudaSuccess : cudaErrorInvalidDeviceFunction);
+    return k ? cudaSuccess : cudaErrorInvalidDeviceFunction;
 }
 
 ANA_SIM_API cudaError_t cudaFuncGetName(const char **name, const void *func)
@@ -613,7 +643,7 @@ ANA_SIM_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBl
         const void *func, int blockSize, size_t dynamicSMemSize)
 {
     ANA_SIM_TRACED(cudaOccupancyMaxActiveBlocksPerMultiprocessor, v6050,
-                   ana_sim_ret(occupancy(numBlocks, func, blockSize, dynamicSMemSize)),
+                   occupancy(numBlocks, func, blockSize, dynamicSMemSize),
                    numBlocks, func, blockSize, dynamicSMemSize);
 }
 
@@ -622,8 +652,8 @@ ANA_SIM_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
         unsigned int flags)
 {
     ANA_SIM_TRACED(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, v7000,
-                   ana_sim_ret((flags & ~(unsigned)cudaOccupancyDisableCachingOverride)
-                               ? cudaErrorInvalidValue
-                               : occupancy(numBlocks, func, blockSize, dynamicSMemSize)),
+                   (flags & ~(unsigned)cudaOccupancyDisableCachingOverride)
+                       ? cudaErrorInvalidValue
+                       : occupancy(numBlocks, func, blockSize, dynamicSMemSize),
                    numBlocks, func, blockSize, dynamicSMemSize, flags);
 }

@@ -39,8 +39,6 @@ static char default_pool;
 
 int ana_sim_mem_pool_valid(const void *pool) { return pool == (const void *)&default_pool; }
 
-static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
-
 #define MAP_CACHE_SLOTS 64
 #define MAP_CACHE_MAX_LEN (1u << 20)
 static struct { void *base; size_t len; } map_cache[MAP_CACHE_SLOTS];
@@ -94,10 +92,28 @@ const struct ana_sim_mem *ana_sim_mem_find_locked(const void *p)
     return (const char *)p < m->base + extent ? m : NULL;
 }
 
+int ana_sim_mem_holds(const struct ana_sim_mem *m, const void *p, size_t n)
+{
+    return m && n <= m->size - (size_t)((const char *)p - m->base);
+}
+
 int ana_sim_mem_device_range_locked(const void *p, size_t n)
 {
-    const struct ana_sim_mem *m = ana_sim_mem_find_locked(p);
-    return m && n <= m->size - (size_t)((const char *)p - m->base);
+    return ana_sim_mem_holds(ana_sim_mem_find_locked(p), p, n);
+}
+
+CUpti_ActivityMemoryKind ana_sim_mem_activity_kind(enum ana_sim_mem_kind kind)
+{
+    switch (kind) {
+    case ANA_SIM_MEM_DEVICE:
+    case ANA_SIM_MEM_VMM:            return CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    case ANA_SIM_MEM_MANAGED:        return CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
+    case ANA_SIM_MEM_HOST:
+    case ANA_SIM_MEM_REGISTERED:     return CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    case ANA_SIM_MEM_SYMBOL:         return CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC;
+    case ANA_SIM_MEM_SYMBOL_MANAGED: return CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC;
+    }
+    return CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN;
 }
 
 static const struct ana_sim_mem *find_exact(const void *p)
@@ -184,15 +200,13 @@ struct mem_event {
 
 static void announce_pool(uint32_t correlation)
 {
-    if (!ana_sim_activity_wanted(CUPTI_ACTIVITY_KIND_MEMORY_POOL))
-        return;
     CUpti_ActivityMemoryPool3 r;
     memset(&r, 0, sizeof(r));
     r.kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL;
     r.memoryPoolOperationType = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED;
     r.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
     r.correlationId = correlation;
-    r.processId = ana_sim_pid();
+    r.processId = anasim_pid();
     r.deviceId = 0;
     r.address = (uint64_t)(uintptr_t)&default_pool;
     r.timestamp = ana_sim_now_ns();
@@ -202,9 +216,10 @@ static void announce_pool(uint32_t correlation)
 static void emit(const struct mem_event *e)
 {
     uint32_t correlation = ana_sim_correlation();
-    if (e->announce_pool)
+    uint64_t want = ana_sim_wanted_kinds();
+    if (e->announce_pool && ANA_SIM_WANTS(want, CUPTI_ACTIVITY_KIND_MEMORY_POOL))
         announce_pool(correlation);
-    if (!ana_sim_activity_wanted(CUPTI_ACTIVITY_KIND_MEMORY2))
+    if (!ANA_SIM_WANTS(want, CUPTI_ACTIVITY_KIND_MEMORY2))
         return;
     CUpti_ActivityMemory4 r;
     memset(&r, 0, sizeof(r));
@@ -215,7 +230,7 @@ static void emit(const struct mem_event *e)
     r.address = e->address;
     r.bytes = e->bytes;
     r.timestamp = ana_sim_now_ns();
-    r.processId = ana_sim_pid();
+    r.processId = anasim_pid();
     r.deviceId = 0;
     r.contextId = 1;
     r.streamId = e->stream_id;
@@ -234,12 +249,11 @@ static void emit(const struct mem_event *e)
 
 static const struct {
     enum ana_sim_mem_kind kind;
-    CUpti_ActivityMemoryKind activity;
     int charged;
 } kinds[] = {
-    [ANASIM_MEM_DEVICE] = { ANA_SIM_MEM_DEVICE, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 1 },
-    [ANASIM_MEM_MANAGED] = { ANA_SIM_MEM_MANAGED, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED, 1 },
-    [ANASIM_MEM_PINNED] = { ANA_SIM_MEM_HOST, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 0 },
+    [ANASIM_MEM_DEVICE] = { ANA_SIM_MEM_DEVICE, 1 },
+    [ANASIM_MEM_MANAGED] = { ANA_SIM_MEM_MANAGED, 1 },
+    [ANASIM_MEM_PINNED] = { ANA_SIM_MEM_HOST, 0 },
 };
 
 /* Resolves the stream of a stream-ordered call; its id goes into the record. */
@@ -252,12 +266,13 @@ static CUresult async_stream_locked(CUstream h, int ptsz, uint32_t *id)
     return CUDA_SUCCESS;
 }
 
-/* Maps and records a region; charged kinds fail when the device is full. */
-static CUresult add_allocation_locked(const anasim_alloc *req, size_t charge, void **out)
+/* Maps (whole pages) and records a region; charged kinds fail when the device is full. */
+static CUresult add_allocation_locked(const anasim_alloc *req, size_t charge, size_t page,
+                                      void **out)
 {
     if (charge > ana_sim_capacity_locked() - used_bytes)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    size_t len = round_up(req->size, (size_t)sysconf(_SC_PAGESIZE));
+    size_t len = anasim_round_up(req->size, page);
     void *p = map_get(len);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -278,10 +293,11 @@ ANASIM_PRIVATE_API CUresult anasim_mem_alloc(const anasim_alloc *req, void **out
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     if (req->size > SIZE_MAX - page - ANA_SIM_ALLOC_GRANULE)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    size_t charge = kinds[req->kind].charged ? round_up(req->size, ANA_SIM_ALLOC_GRANULE) : 0;
+    size_t granule = ANA_SIM_ALLOC_GRANULE;
+    size_t charge = kinds[req->kind].charged ? anasim_round_up(req->size, granule) : 0;
     struct mem_event ev = { CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
-                            kinds[req->kind].activity, 0, req->size, req->async, 0,
-                            req->async, 0, 0 };
+                            ana_sim_mem_activity_kind(kinds[req->kind].kind), 0, req->size,
+                            req->async, 0, req->async, 0, 0 };
     CUresult err = CUDA_SUCCESS;
     void *p = NULL;
     ana_sim_enter();
@@ -290,7 +306,7 @@ ANASIM_PRIVATE_API CUresult anasim_mem_alloc(const anasim_alloc *req, void **out
     if (err == CUDA_SUCCESS && req->async)
         err = async_stream_locked(req->stream, req->ptsz, &ev.stream_id);
     if (err == CUDA_SUCCESS)
-        err = add_allocation_locked(req, charge, &p);
+        err = add_allocation_locked(req, charge, page, &p);
     if (err == CUDA_SUCCESS && req->async) {
         pool_used += charge;
         ev.pool_used = pool_used;
@@ -324,9 +340,7 @@ ANASIM_PRIVATE_API CUresult anasim_mem_free(void *p, int host, int async, CUstre
             err = CUDA_ERROR_INVALID_VALUE;
     }
     if (err == CUDA_SUCCESS && m) {
-        ev.kind = m->kind == ANA_SIM_MEM_HOST      ? CUPTI_ACTIVITY_MEMORY_KIND_PINNED
-                  : m->kind == ANA_SIM_MEM_MANAGED ? CUPTI_ACTIVITY_MEMORY_KIND_MANAGED
-                                                   : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+        ev.kind = ana_sim_mem_activity_kind(m->kind);
         ev.bytes = m->size;
         if (m->flags & FROM_POOL) {
             pool_used -= m->charged;
@@ -364,44 +378,6 @@ ANASIM_PRIVATE_API CUresult anasim_mem_range(const void *p, void **base, size_t 
     }
     ana_sim_leave();
     return err;
-}
-
-/* The driver's synchronous copies and sets: run like the runtime's (checked, timed and
- * recorded by copy.c) on the legacy default stream. */
-static CUresult run_on_legacy_stream(const struct ana_sim_op *op)
-{
-    unsigned want = ana_sim_wanted_kinds();
-    union ana_sim_record rec = { .base.kind = CUPTI_ACTIVITY_KIND_INVALID };
-    struct ana_sim_stream *s;
-    ana_sim_enter();
-    ana_sim_stream_resolve_locked(cudaStreamLegacy, 0, &s);
-    struct ana_sim_exec x = { s, 0, 0, want };
-    cudaError_t err = ana_sim_copy_run_locked(op, &x, &rec);
-    ana_sim_leave();
-    if (err == cudaSuccess && rec.base.kind != CUPTI_ACTIVITY_KIND_INVALID)
-        ana_sim_activity(&rec.base);
-    return err == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-ANASIM_PRIVATE_API CUresult anasim_mem_copy(void *dst, const void *src, size_t n, int kind)
-{
-    if (kind < cudaMemcpyHostToDevice || kind > cudaMemcpyDeviceToDevice || !dst || !src)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (n == 0)
-        return CUDA_SUCCESS;
-    struct ana_sim_op op = { .kind = ANA_SIM_OP_COPY, .dst = dst, .src = src, .dpitch = n,
-                             .spitch = n, .width = n, .height = 1,
-                             .dir = (enum cudaMemcpyKind)kind };
-    return run_on_legacy_stream(&op);
-}
-
-ANASIM_PRIVATE_API CUresult anasim_mem_set(void *dst, unsigned char value, size_t n)
-{
-    if (n == 0)
-        return CUDA_SUCCESS;
-    struct ana_sim_op op = { .kind = ANA_SIM_OP_SET, .dst = dst, .dpitch = n, .width = n,
-                             .height = 1, .value = value };
-    return run_on_legacy_stream(&op);
 }
 
 /* ---- virtual memory management (cuMemCreate, cuMemMap) ------------------------------ */

@@ -24,15 +24,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "anasim.h"   /* the private interface; ANA_SIM_DEVICE_NAME, ..._CUDA_VERSION, ... */
+
 /* Only the CUDA API is exported; everything else is hidden (-fvisibility=hidden). */
 #define ANA_SIM_API __attribute__((visibility("default")))
 
-/* ---- device constants (an H100 SXM-like part) ---------------------------------- */
-#define ANA_SIM_DEVICE_NAME       "Anatomist Simulated H100"
-#define ANA_SIM_CUDA_VERSION      13000
+/* ---- device constants (an H100 SXM-like part; the name, version and pitch alignment
+ * the driver answers too are in anasim.h) ------------------------------------------ */
 #define ANA_SIM_DEFAULT_CAPACITY  (80ull << 30)
 #define ANA_SIM_ALLOC_GRANULE     512u       /* accounting granularity, bytes */
-#define ANA_SIM_PITCH_ALIGN       512u       /* cudaMallocPitch row alignment */
 #define ANA_SIM_SMEM_DEFAULT_MAX  49152      /* dynamic smem without opt-in */
 #define ANA_SIM_SMEM_OPTIN_MAX    232448     /* sharedMemPerBlockOptin (227 KiB) */
 #define ANA_SIM_SMEM_PER_SM       233472     /* 228 KiB */
@@ -48,8 +48,6 @@
 #define ANA_SIM_HBM_BYTES_PER_NS  1500.0     /* 1.5 TB/s, D2D and memset */
 
 uint64_t ana_sim_cost_kernel_ns(dim3 grid, dim3 block);
-/* A copy whose host side is pinned (or absent: DeviceToDevice). */
-uint64_t ana_sim_cost_copy_ns(size_t bytes, enum cudaMemcpyKind kind);
 /* A copy in direction kind (not cudaMemcpyDefault); pageable: the host side of a
  * HostToDevice/DeviceToHost copy is ordinary pageable memory. HostToHost costs 0. */
 uint64_t ana_sim_cost_memcpy_ns(size_t bytes, enum cudaMemcpyKind kind, int pageable);
@@ -57,7 +55,9 @@ uint64_t ana_sim_cost_memset_ns(size_t bytes);
 
 /* ---- error.c: return codes and the per-thread last error ------------------------- */
 /* Records err as this thread's last error (unless success / cudaErrorNotReady, which
- * real CUDA does not record) and returns it; every exported call returns through it. */
+ * real CUDA does not record) and returns it. Every exported call returns through it: the
+ * traced ones in ANA_SIM_RT_RETURN, the others themselves. Helpers never call it, so the
+ * driver's calls into them (anasim.h) leave the runtime's last error alone. */
 cudaError_t ana_sim_ret(cudaError_t err);
 
 /* ---- device.c: global lock, lazy initialisation, capacity -------------------------- */
@@ -74,10 +74,12 @@ int ana_sim_current_device(void);
 #include <cupti_activity.h>
 /* The correlation id of the API call this thread is in (0 outside any call). */
 uint32_t ana_sim_correlation(void);
-/* getpid(), cached. */
-uint32_t ana_sim_pid(void);
-/* 1 when an observer wants activity records of this kind (build them only then). */
-int ana_sim_activity_wanted(CUpti_ActivityKind kind);
+/* The activity kinds the observer wants now (ANASIM_KIND_BIT bits; 0 without one), asked
+ * once per call before the device lock is taken (build records only for these): one
+ * atomic load once the observer has published its mask. */
+uint64_t ana_sim_wanted_kinds(void);
+/* 1 when `kinds` (ana_sim_wanted_kinds) holds `kind`; 0 for a kind >= 64. */
+#define ANA_SIM_WANTS(kinds, kind) (((kinds) & ANASIM_KIND_BIT(kind)) != 0)
 /* Hands a complete activity record (device-clock timestamps) to the observer. Call without
  * the device lock held. */
 void ana_sim_activity(const CUpti_Activity *rec);
@@ -104,8 +106,12 @@ struct ana_sim_mem {
 
 /* The region containing p, or NULL. */
 const struct ana_sim_mem *ana_sim_mem_find_locked(const void *p);
+/* Nonzero if [p, p+n) lies inside region m (the region containing p, or NULL). */
+int ana_sim_mem_holds(const struct ana_sim_mem *m, const void *p, size_t n);
 /* Nonzero if [p, p+n) lies inside one region the device can address. */
 int ana_sim_mem_device_range_locked(const void *p, size_t n);
+/* The CUPTI memory kind of memory of this kind (CUpti_ActivityMemory4, ...Memcpy6). */
+CUpti_ActivityMemoryKind ana_sim_mem_activity_kind(enum ana_sim_mem_kind kind);
 /* Nonzero if [p, p+n) overlaps a region of the table (n > 0). */
 int ana_sim_mem_overlaps_locked(const void *p, size_t n);
 /* Adds a region the sim did not allocate itself (symbol storage). */
@@ -120,6 +126,8 @@ struct ana_sim_stream;
  * `ptsz` selects the per-thread default stream for handle 0. */
 cudaError_t ana_sim_stream_resolve_locked(cudaStream_t h, int ptsz,
                                           struct ana_sim_stream **out);
+/* The same, for a call that only needs the handle to be valid (takes the lock). */
+cudaError_t ana_sim_stream_check(cudaStream_t h, int ptsz);
 /* Enqueues work of the given duration; returns its start time on the device clock. */
 uint64_t ana_sim_stream_enqueue_locked(struct ana_sim_stream *s, uint64_t duration_ns);
 /* The stream's CUPTI-style id: 7 for the legacy default stream; 13, 14, ... (never
@@ -158,20 +166,19 @@ struct ana_sim_op {
     int value;                   /* SET */
 };
 
-/* Bits of the activity kinds an observer wants, asked once per call (unlocked). */
-#define ANA_SIM_WANT_KERNEL  1u  /* CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL */
-#define ANA_SIM_WANT_MEMCPY  2u  /* CUPTI_ACTIVITY_KIND_MEMCPY */
-#define ANA_SIM_WANT_MEMCPY2 4u  /* CUPTI_ACTIVITY_KIND_MEMCPY2 (peer copies) */
-#define ANA_SIM_WANT_MEMSET  8u  /* CUPTI_ACTIVITY_KIND_MEMSET */
-unsigned ana_sim_wanted_kinds(void);
+/* The activity kinds of device work (ANASIM_KIND_BIT bits): what an op can yield. */
+#define ANA_SIM_WORK_KINDS (ANASIM_KIND_BIT(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) |      \
+                            ANASIM_KIND_BIT(CUPTI_ACTIVITY_KIND_MEMCPY) |                 \
+                            ANASIM_KIND_BIT(CUPTI_ACTIVITY_KIND_MEMCPY2) |                \
+                            ANASIM_KIND_BIT(CUPTI_ACTIVITY_KIND_MEMSET))
 
 /* Where an op runs: its stream, the graph launch it belongs to (ids 0 outside graphs)
- * and which records to build. */
+ * and which records to build (ana_sim_wanted_kinds, asked once per call). */
 struct ana_sim_exec {
     struct ana_sim_stream *stream;
     uint32_t graph_id;
     uint64_t node_id;
-    unsigned want;
+    uint64_t want;
 };
 
 /* An activity record of any kind the device produces; base.kind is
@@ -184,20 +191,18 @@ union ana_sim_record {
     CUpti_ActivityMemset4 memset;
 };
 
-/* Validates op without running it (cudaErrorInvalidDeviceFunction, ...Configuration,
- * ...Value as the eager launch would answer). */
-cudaError_t ana_sim_kernel_check_locked(const struct ana_sim_op *op);
-/* Runs a kernel op / a copy, peer copy or set op on x->stream: validates it, moves the
- * bytes, advances the stream clock by the cost model and, when wanted, fills *rec with
- * the correlation id of the API call in flight. */
-cudaError_t ana_sim_kernel_run_locked(const struct ana_sim_op *op,
-                                      const struct ana_sim_exec *x,
-                                      union ana_sim_record *rec);
-cudaError_t ana_sim_copy_run_locked(const struct ana_sim_op *op,
-                                    const struct ana_sim_exec *x,
-                                    union ana_sim_record *rec);
-/* The CUPTI memory kind of the memory at p (PAGEABLE when the sim does not know it). */
-CUpti_ActivityMemoryKind ana_sim_memory_kind_locked(const void *p);
+/* Replays a captured kernel op / copy, peer copy or set op on x->stream (graph launch):
+ * validates it again, since what was valid at capture may not be now (an unloaded module,
+ * freed memory), with the codes the eager call would answer; then moves the bytes,
+ * advances the stream clock by the cost model and, when wanted, fills *rec with the
+ * correlation id of the API call in flight. Eager work is validated once, when submitted,
+ * and runs through the same code without this second check. */
+cudaError_t ana_sim_kernel_replay_locked(const struct ana_sim_op *op,
+                                         const struct ana_sim_exec *x,
+                                         union ana_sim_record *rec);
+cudaError_t ana_sim_copy_replay_locked(const struct ana_sim_op *op,
+                                       const struct ana_sim_exec *x,
+                                       union ana_sim_record *rec);
 /* Hands the built records among recs[0..n) to the observer. Call unlocked. */
 void ana_sim_emit(const union ana_sim_record *recs, size_t n);
 
@@ -252,7 +257,6 @@ ANA_SIM_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDi
  * use it dlopens libcuda.so.1, looks up cuGetProcAddress_v2 and resolves the entry points
  * below by base name for CUDA 13000 (the async ones once more with
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, for the _ptsz variants). */
-#include "anasim.h"
 
 struct ana_sim_driver {
     CUresult (*get_proc_address)(const char *, void **, int, cuuint64_t,
@@ -276,11 +280,12 @@ const struct ana_sim_driver *ana_sim_driver(void);
 cudaError_t ana_sim_from_cu(CUresult r);
 
 /* Brackets one runtime API call for the observer (anasim.h) and returns `expr`, which is
- * evaluated between entry and exit. `fn`/`ver` name the cbid
- * (CUPTI_RUNTIME_TRACE_CBID_<fn>_<ver>); params points to its <fn>_<ver>_params. */
+ * evaluated between entry and exit and recorded as the thread's last error (ana_sim_ret).
+ * `fn`/`ver` name the cbid (CUPTI_RUNTIME_TRACE_CBID_<fn>_<ver>); params points to its
+ * <fn>_<ver>_params. */
 #define ANA_SIM_RT_RETURN(fn, ver, params, expr)                                         \
     ANASIM_RETURN(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##fn##_##ver, #fn, \
-                  (params), cudaError_t, expr)
+                  (params), cudaError_t, ana_sim_ret(expr))
 
 /* ---- memory.c: the default memory pool -------------------------------------------- */
 /* Nonzero if pool is the device's default pool (the only one). */

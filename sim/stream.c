@@ -67,11 +67,6 @@ uint64_t ana_sim_cost_memcpy_ns(size_t bytes, enum cudaMemcpyKind kind, int page
     return (uint64_t)llround((double)bytes / rate);
 }
 
-uint64_t ana_sim_cost_copy_ns(size_t bytes, enum cudaMemcpyKind kind)
-{
-    return ana_sim_cost_memcpy_ns(bytes, kind, 0);
-}
-
 uint64_t ana_sim_cost_memset_ns(size_t bytes)
 {
     return (uint64_t)llround((double)bytes / ANA_SIM_HBM_BYTES_PER_NS);
@@ -133,6 +128,15 @@ cudaError_t ana_sim_stream_resolve_locked(cudaStream_t h, int ptsz,
     return cudaSuccess;
 }
 
+cudaError_t ana_sim_stream_check(cudaStream_t h, int ptsz)
+{
+    struct ana_sim_stream *s;
+    ana_sim_enter();
+    cudaError_t err = ana_sim_stream_resolve_locked(h, ptsz, &s);
+    ana_sim_leave();
+    return err;
+}
+
 int ana_sim_stream_is_legacy(const struct ana_sim_stream *s) { return s == &legacy_stream; }
 
 struct ana_sim_capture **ana_sim_stream_capture_slot_locked(struct ana_sim_stream *s)
@@ -163,12 +167,9 @@ void ana_sim_stream_reset_locked(void)
 /* ---- streams --------------------------------------------------------------------- */
 
 /* Registers a new stream or event object and hands it out as *out; frees it on failure. */
-static cudaError_t add_handle(struct ana_sim_map *map, void *obj, void **out)
+static cudaError_t add_handle_locked(struct ana_sim_map *map, void *obj, void **out)
 {
-    ana_sim_enter();
-    int rc = ana_sim_map_put(map, obj, obj);
-    ana_sim_leave();
-    if (rc != 0) {
+    if (ana_sim_map_put(map, obj, obj) != 0) {
         free(obj);
         return cudaErrorMemoryAllocation;
     }
@@ -191,31 +192,31 @@ static cudaError_t stream_create(cudaStream_t *pStream, unsigned flags, int prio
     s->priority = priority;
     s->blocking = !(flags & cudaStreamNonBlocking);
     ana_sim_enter();
-    s->id = next_stream_id++;
+    s->id = next_stream_id++;   /* taken even if registering fails, as ids never repeat */
+    cudaError_t err = add_handle_locked(&streams, s, (void **)pStream);
     ana_sim_leave();
-    return add_handle(&streams, s, (void **)pStream);
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream,
                                                      unsigned int flags, int priority)
 {
     ANA_SIM_TRACED(cudaStreamCreateWithPriority, v5050,
-                   ana_sim_ret(stream_create(pStream, flags, priority)),
+                   stream_create(pStream, flags, priority),
                    pStream, flags, priority);
 }
 
 ANA_SIM_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 {
     ANA_SIM_TRACED(cudaStreamCreateWithFlags, v5000,
-                   ana_sim_ret(stream_create(pStream, flags, ANA_SIM_PRIORITY_LEAST)),
+                   stream_create(pStream, flags, ANA_SIM_PRIORITY_LEAST),
                    pStream, flags);
 }
 
 ANA_SIM_API cudaError_t cudaStreamCreate(cudaStream_t *pStream)
 {
     ANA_SIM_TRACED(cudaStreamCreate, v3020,
-                   ana_sim_ret(stream_create(pStream, cudaStreamDefault,
-                                             ANA_SIM_PRIORITY_LEAST)),
+                   stream_create(pStream, cudaStreamDefault, ANA_SIM_PRIORITY_LEAST),
                    pStream);
 }
 
@@ -232,7 +233,7 @@ static cudaError_t stream_destroy(cudaStream_t stream)
 
 ANA_SIM_API cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
-    ANA_SIM_TRACED(cudaStreamDestroy, v5050, ana_sim_ret(stream_destroy(stream)), stream);
+    ANA_SIM_TRACED(cudaStreamDestroy, v5050, stream_destroy(stream), stream);
 }
 
 /* Synchronize (wait = 1) or query a stream: illegal while it captures. Work is complete
@@ -247,7 +248,7 @@ static cudaError_t stream_sync(cudaStream_t stream, int ptsz, int wait)
     if (err == cudaSuccess && wait)
         ana_sim_host_wait_locked(s->clock_ns);
     ana_sim_leave();
-    return ana_sim_ret(err);
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaStreamSynchronize(cudaStream_t stream)
@@ -274,7 +275,7 @@ static cudaError_t stream_get(cudaStream_t h, int ptsz, unsigned *flags, int *pr
 {
     struct ana_sim_stream *s;
     if (!flags && !priority)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     ana_sim_enter();
     cudaError_t err = ana_sim_stream_resolve_locked(h, ptsz, &s);
     if (err == cudaSuccess) {
@@ -284,7 +285,7 @@ static cudaError_t stream_get(cudaStream_t h, int ptsz, unsigned *flags, int *pr
             *priority = s->priority;
     }
     ana_sim_leave();
-    return ana_sim_ret(err);
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
@@ -314,7 +315,7 @@ ANA_SIM_API cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *pr
 static cudaError_t exchange_capture_mode(enum cudaStreamCaptureMode *mode)
 {
     if (!mode || (unsigned)*mode > cudaStreamCaptureModeRelaxed)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     enum cudaStreamCaptureMode old = capture_mode;
     capture_mode = *mode;
     *mode = old;
@@ -335,12 +336,15 @@ static cudaError_t event_create(cudaEvent_t *event, unsigned flags)
                            cudaEventInterprocess;
     if (!event || (flags & ~known) ||
         ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)))
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     struct ana_sim_event *e = calloc(1, sizeof(*e));
     if (!e)
-        return ana_sim_ret(cudaErrorMemoryAllocation);
+        return cudaErrorMemoryAllocation;
     e->flags = flags;
-    return ana_sim_ret(add_handle(&events, e, (void **)event));
+    ana_sim_enter();
+    cudaError_t err = add_handle_locked(&events, e, (void **)event);
+    ana_sim_leave();
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
@@ -360,7 +364,7 @@ static cudaError_t event_destroy(cudaEvent_t event)
     struct ana_sim_event *e = ana_sim_map_del(&events, event);
     ana_sim_leave();
     free(e);
-    return ana_sim_ret(e ? cudaSuccess : cudaErrorInvalidResourceHandle);
+    return e ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
 
 ANA_SIM_API cudaError_t cudaEventDestroy(cudaEvent_t event)
@@ -375,7 +379,7 @@ static cudaError_t event_record(cudaEvent_t event, cudaStream_t stream, int ptsz
 {
     struct ana_sim_stream *s;
     if (flags & ~(unsigned)cudaEventRecordExternal)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     ana_sim_enter();
     struct ana_sim_event *e = ana_sim_map_get(&events, event);
     cudaError_t err = e ? ana_sim_stream_resolve_locked(stream, ptsz, &s)
@@ -385,7 +389,7 @@ static cudaError_t event_record(cudaEvent_t event, cudaStream_t stream, int ptsz
         e->recorded = 1;
     }
     ana_sim_leave();
-    return ana_sim_ret(err);
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
@@ -422,7 +426,7 @@ static cudaError_t event_sync(cudaEvent_t event, int wait)
     if (e && wait && e->recorded)
         ana_sim_host_wait_locked(e->time_ns);
     ana_sim_leave();
-    return ana_sim_ret(e ? cudaSuccess : cudaErrorInvalidResourceHandle);
+    return e ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
 
 ANA_SIM_API cudaError_t cudaEventQuery(cudaEvent_t event)
@@ -438,7 +442,7 @@ ANA_SIM_API cudaError_t cudaEventSynchronize(cudaEvent_t event)
 static cudaError_t event_elapsed(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
     if (!ms)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     cudaError_t err = cudaSuccess;
     ana_sim_enter();
     struct ana_sim_event *a = ana_sim_map_get(&events, start);
@@ -449,7 +453,7 @@ static cudaError_t event_elapsed(float *ms, cudaEvent_t start, cudaEvent_t end)
     else
         *ms = (float)(((double)b->time_ns - (double)a->time_ns) / 1e6);
     ana_sim_leave();
-    return ana_sim_ret(err);
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
@@ -465,7 +469,7 @@ static cudaError_t wait_event(cudaStream_t stream, cudaEvent_t event, unsigned f
 {
     struct ana_sim_stream *s;
     if (flags & ~(unsigned)cudaEventWaitExternal)
-        return ana_sim_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     ana_sim_enter();
     struct ana_sim_event *e = ana_sim_map_get(&events, event);
     cudaError_t err = e ? ana_sim_stream_resolve_locked(stream, ptsz, &s)
@@ -474,7 +478,7 @@ static cudaError_t wait_event(cudaStream_t stream, cudaEvent_t event, unsigned f
         !ana_sim_capturing_locked(s))
         advance_locked(s, e->time_ns);
     ana_sim_leave();
-    return ana_sim_ret(err);
+    return err;
 }
 
 ANA_SIM_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,

@@ -44,7 +44,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake; /* worker: a buffer became full, the period changed, or stop */
 static pthread_cond_t idle; /* flushers: a delivery finished */
 
-static _Atomic uint8_t kinds[CUPTI_ACTIVITY_KIND_COUNT];
+static _Atomic uint64_t enabled;   /* ANASIM_KIND_BIT bits of the kinds the client enabled */
 static _Atomic uint64_t api_off[2][API_WORDS]; /* [0] runtime, [1] driver: cbids turned off */
 
 static struct {
@@ -98,13 +98,15 @@ size_t ana_cupti_record_size(CUpti_ActivityKind kind)
     }
 }
 
+uint64_t ana_cupti_kinds(void) { return atomic_load(&enabled); }
+
 int ana_cupti_kind_enabled(CUpti_ActivityKind kind)
 {
-    return kind > CUPTI_ACTIVITY_KIND_INVALID && kind < CUPTI_ACTIVITY_KIND_COUNT &&
-           atomic_load(&kinds[kind]);
+    return (ana_cupti_kinds() & ANASIM_KIND_BIT(kind)) != 0;
 }
 
-/* Kinds the sim does not produce are refused with CUPTI_ERROR_NOT_COMPATIBLE. */
+/* Kinds the sim does not produce are refused with CUPTI_ERROR_NOT_COMPATIBLE (so every
+ * enabled kind has a bit: anasim.h checks the produced kinds are below 64). */
 ANA_CUPTI_API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
 {
     if (kind <= CUPTI_ACTIVITY_KIND_INVALID || kind >= CUPTI_ACTIVITY_KIND_COUNT)
@@ -112,8 +114,8 @@ ANA_CUPTI_API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
     if (ana_cupti_record_size(kind) == 0)
         return ana_cupti_ret(CUPTI_ERROR_NOT_COMPATIBLE);
     pthread_once(&once, init);
-    atomic_store(&kinds[kind], 1);
-    ana_cupti_attach();
+    atomic_fetch_or(&enabled, ANASIM_KIND_BIT(kind));
+    ana_cupti_attach();   /* publishes the kinds */
     return CUPTI_SUCCESS;
 }
 
@@ -121,7 +123,8 @@ ANA_CUPTI_API CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind)
 {
     if (kind <= CUPTI_ACTIVITY_KIND_INVALID || kind >= CUPTI_ACTIVITY_KIND_COUNT)
         return ana_cupti_ret(CUPTI_ERROR_INVALID_KIND);
-    atomic_store(&kinds[kind], 0);
+    atomic_fetch_and(&enabled, ~ANASIM_KIND_BIT(kind));
+    ana_cupti_publish_kinds();
     return CUPTI_SUCCESS;
 }
 
@@ -334,11 +337,10 @@ static void *worker_main(void *arg)
             pthread_cond_wait(&wake, &lock);
             continue;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + wait;
-        ts.tv_sec = (time_t)(t / 1000000000ull);
-        ts.tv_nsec = (long)(t % 1000000000ull);
+        /* `wake` waits on CLOCK_MONOTONIC, the device clock `now` was read from. */
+        uint64_t t = now + wait;
+        struct timespec ts = { .tv_sec = (time_t)(t / 1000000000ull),
+                               .tv_nsec = (long)(t % 1000000000ull) };
         pthread_cond_timedwait(&wake, &lock, &ts);
     }
     pthread_mutex_unlock(&lock);
@@ -535,8 +537,8 @@ void ana_cupti_activity_reset(void)
     S.completed = NULL;
     S.period_ms = 0;
     pthread_mutex_unlock(&lock);
-    for (int k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; k++)
-        atomic_store(&kinds[k], 0);
+    atomic_store(&enabled, 0);
+    ana_cupti_publish_kinds();
     memset((void *)api_off, 0, sizeof api_off);
 }
 

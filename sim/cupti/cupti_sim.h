@@ -46,16 +46,30 @@ CUcontext ana_cupti_context(void);
 void ana_cupti_subscriber_reset(void);
 
 /* ---- observer.c: the device's observer and time ------------------------------- */
-/* Registers the observer with the device (once; again after a reset). */
+/* Registers the observer with the device (once; again after a reset) and publishes the
+ * kinds it wants. */
 void ana_cupti_attach(void);
+/* Tells the device which kinds to build (anasim_set_activity_mask) while attached; called
+ * whenever the enabled kinds change. */
+void ana_cupti_publish_kinds(void);
 /* cuptiFinalize: unregister the observer, back to the default time base. */
 void ana_cupti_observer_reset(void);
 /* A device-clock timestamp in the client's time base (0 stays 0: unknown). */
 uint64_t ana_cupti_client_time(uint64_t device_ns);
 
 /* ---- activity.c: kinds, client buffers, delivery ------------------------------ */
+/* The kinds the client enabled (ANASIM_KIND_BIT bits), read once. */
+uint64_t ana_cupti_kinds(void);
 /* 1 when the client enabled `kind`. */
 int ana_cupti_kind_enabled(CUpti_ActivityKind kind);
+/* The device records wanted for the enabled kinds: KERNEL and CONCURRENT_KERNEL stand for
+ * each other (the device builds one kind, the observer relabels it). */
+static inline uint64_t ana_cupti_wanted(uint64_t kinds)
+{
+    const uint64_t kernels = ANASIM_KIND_BIT(CUPTI_ACTIVITY_KIND_KERNEL) |
+                             ANASIM_KIND_BIT(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    return kinds & kernels ? kinds | kernels : kinds;
+}
 /* 1 unless the client turned off API records for this cbid (cuptiActivityEnable*Api). */
 int ana_cupti_api_record_enabled(CUpti_ActivityKind kind, CUpti_CallbackId cbid);
 /* The size of a record of this kind in a buffer (a multiple of 8); 0 for kinds the sim

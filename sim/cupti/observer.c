@@ -11,8 +11,13 @@
  * records given the kernel kind the client enabled, and their strings interned (CUPTI's
  * names are shared by all records of a kernel and outlive the buffer).
  *
+ * Which kinds to build is published to the device as one mask whenever it changes
+ * (attach, cuptiActivityEnable/Disable, cuptiFinalize), so the device never calls back to
+ * ask; each record handed over is checked once more against the kinds enabled now.
+ *
  * Thread-safety: per-thread state (external id stacks, API start times) is TLS; the time
- * offset is an atomic; the string table has its own lock.
+ * offset is an atomic; the string table has its own lock; attaching, detaching and
+ * publishing are serialised by one mutex, so the last mask published is the current one.
  */
 #define _GNU_SOURCE
 #include "cupti_sim.h"
@@ -29,7 +34,8 @@
 
 static _Atomic uint64_t time_offset = ANA_CUPTI_DEFAULT_OFFSET_NS;
 static _Atomic int thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
-static atomic_int attached;
+static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
+static int attached;                  /* under attach_lock */
 
 static __thread struct {
     uint64_t ids[EXT_DEPTH];
@@ -158,7 +164,7 @@ static void emit_api_record(const anasim_api *call, uint64_t start, uint64_t end
         .cbid = call->cbid,
         .start = ana_cupti_client_time(start),
         .end = ana_cupti_client_time(end),
-        .processId = (uint32_t)getpid(),
+        .processId = anasim_pid(),
         .threadId = thread_id(),
         .correlationId = call->correlation,
         .returnValue = call->ret ? (uint32_t) * (const int *)call->ret : 0,
@@ -215,8 +221,9 @@ static const char *intern(const char *s)
 
 static uint64_t max2(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-/* Moves every timestamp of r to the client's base; returns when (device clock) it is done. */
-static uint64_t convert(CUpti_Activity *r)
+/* Moves every timestamp of r to the client's base; returns when (device clock) it is done.
+ * `kinds`: the enabled kinds, which decide a kernel record's kind. */
+static uint64_t convert(CUpti_Activity *r, uint64_t kinds)
 {
     uint64_t done = 0;
     switch (r->kind) {
@@ -230,7 +237,7 @@ static uint64_t convert(CUpti_Activity *r)
         k->queued = ana_cupti_client_time(k->queued);
         k->submitted = ana_cupti_client_time(k->submitted);
         k->name = intern(k->name);
-        k->kind = ana_cupti_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+        k->kind = kinds & ANASIM_KIND_BIT(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
                       ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
                       : CUPTI_ACTIVITY_KIND_KERNEL;
         break;
@@ -276,13 +283,9 @@ static uint64_t convert(CUpti_Activity *r)
     return done;
 }
 
-/* KERNEL and CONCURRENT_KERNEL stand for each other: the device builds one kind. */
-static int wanted(CUpti_ActivityKind kind)
+static int wanted(uint64_t kinds, CUpti_ActivityKind kind)
 {
-    if (kind == CUPTI_ACTIVITY_KIND_KERNEL || kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-        return ana_cupti_kind_enabled(CUPTI_ACTIVITY_KIND_KERNEL) ||
-               ana_cupti_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    return ana_cupti_kind_enabled(kind);
+    return (ana_cupti_wanted(kinds) & ANASIM_KIND_BIT(kind)) != 0;
 }
 
 static void on_activity(const CUpti_Activity *rec)
@@ -296,15 +299,17 @@ static void on_activity(const CUpti_Activity *rec)
         CUpti_ActivityMemory4 mem;
         CUpti_ActivityMemoryPool3 pool;
     } copy;
+    uint64_t kinds = ana_cupti_kinds();
     size_t size = ana_cupti_record_size(rec->kind);
-    if (size == 0 || size > sizeof copy || !wanted(rec->kind))
+    if (size == 0 || size > sizeof copy || !wanted(kinds, rec->kind))
         return;
     memcpy(&copy, rec, size);
-    uint64_t done = convert(&copy.a);
+    uint64_t done = convert(&copy.a, kinds);
     ana_cupti_emit(&copy.a, done);
 }
 
-static int on_wants(CUpti_ActivityKind kind) { return wanted(kind); }
+/* The device asks only until the mask is published (anasim.h). */
+static int on_wants(CUpti_ActivityKind kind) { return wanted(ana_cupti_kinds(), kind); }
 
 static const anasim_observer observer = {
     .api = on_api,
@@ -312,15 +317,36 @@ static const anasim_observer observer = {
     .activity = on_activity,
 };
 
+static void publish_locked(void)
+{
+    if (attached)
+        anasim_set_activity_mask(ana_cupti_wanted(ana_cupti_kinds()));
+}
+
 void ana_cupti_attach(void)
 {
-    if (atomic_exchange(&attached, 1) == 0)
+    pthread_mutex_lock(&attach_lock);
+    if (!attached) {
         anasim_set_observer(&observer);
+        attached = 1;
+    }
+    publish_locked();
+    pthread_mutex_unlock(&attach_lock);
+}
+
+void ana_cupti_publish_kinds(void)
+{
+    pthread_mutex_lock(&attach_lock);
+    publish_locked();
+    pthread_mutex_unlock(&attach_lock);
 }
 
 void ana_cupti_observer_reset(void)
 {
-    if (atomic_exchange(&attached, 0) == 1)
+    pthread_mutex_lock(&attach_lock);
+    if (attached)
         anasim_set_observer(NULL);
+    attached = 0;
+    pthread_mutex_unlock(&attach_lock);
     atomic_store(&time_offset, ANA_CUPTI_DEFAULT_OFFSET_NS);
 }

@@ -17,8 +17,9 @@
  * it across a call into libcudart that could call back.
  *
  * cuda.h renames many entry points with macros (cuMemAlloc is cuMemAlloc_v2); the
- * sources define the real names (cuMemAlloc_v2) and #undef a macro where NVIDIA's library
- * also exports the older name (cuGetProcAddress, cuDevicePrimaryCtxRelease).
+ * sources define the real names (cuMemAlloc_v2), and this header #undefs a macro where
+ * NVIDIA's library also exports the older name (cuGetProcAddress,
+ * cuDevicePrimaryCtxRelease).
  */
 #ifndef ANA_DRV_H
 #define ANA_DRV_H
@@ -45,9 +46,15 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
                                        void **kernelParams, void **extra);
 
+/* Exported under names cuda.h maps to newer versions (cuGetProcAddress is
+ * cuGetProcAddress_v2 there, cuDevicePrimaryCtxRelease ..._v2): the older entry points. */
+#undef cuGetProcAddress
+#undef cuDevicePrimaryCtxRelease
+CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                  cuuint64_t flags);
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev);
 
-#define ANA_DRV_VERSION      13000
-#define ANA_DRV_DEVICE_NAME  "Anatomist Simulated H100"   /* = ANA_SIM_DEVICE_NAME */
+/* The device name, version and pitch alignment are the runtime's (anasim.h). */
 #define ANA_DRV_GRANULARITY  (2u << 20)                   /* VMM granularity, bytes */
 
 /* Brackets one driver API call for the observer and returns `expr`, evaluated between
@@ -57,13 +64,17 @@ CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction 
     ANASIM_RETURN(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##fn, #fn, (params),     \
                   CUresult, expr)
 
+/* ANA_DRV_RETURN for an entry point that needs cuInit: CUDA_ERROR_NOT_INITIALIZED before
+ * it (and `expr` is not evaluated), else `expr`. Every entry point but cuInit,
+ * cuDriverGetVersion, cuGetErrorName/String and cuGetProcAddress(_v2) uses it. */
+#define ANA_DRV_RETURN_INIT(fn, params, expr)                                              \
+    ANA_DRV_RETURN(fn, params,                                                             \
+                   ana_drv_initialised() == CUDA_SUCCESS ? (expr) : CUDA_ERROR_NOT_INITIALIZED)
+
 /* init.c: CUDA_SUCCESS once cuInit has succeeded, CUDA_ERROR_NOT_INITIALIZED before. */
 CUresult ana_drv_initialised(void);
 
 /* errors.c: "CUDA_ERROR_OUT_OF_MEMORY" for 2, NULL for a code CUDA 13.0 does not have. */
 const char *ana_drv_error_name(CUresult r);
-
-static inline void *ana_drv_ptr(CUdeviceptr d) { return (void *)(uintptr_t)d; }
-static inline CUdeviceptr ana_drv_dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
 
 #endif /* ANA_DRV_H */

@@ -3,10 +3,11 @@
  *
  * As with NVIDIA's driver, every entry point except cuInit, cuDriverGetVersion,
  * cuGetErrorName/String and cuGetProcAddress answers CUDA_ERROR_NOT_INITIALIZED until
- * cuInit(0) has succeeded (the runtime calls it when it loads this library). Contexts are
- * simpler than NVIDIA's: there is one, the device's primary context; memory calls do not
- * require it to be current (NVIDIA's would answer CUDA_ERROR_INVALID_CONTEXT), and
- * cuCtxGetDevice answers device 0 even when no context is current.
+ * cuInit(0) has succeeded (the runtime calls it when it loads this library; the check is
+ * ANA_DRV_RETURN_INIT's). Contexts are simpler than NVIDIA's: there is one, the device's
+ * primary context; memory calls do not require it to be current (NVIDIA's would answer
+ * CUDA_ERROR_INVALID_CONTEXT), and cuCtxGetDevice answers device 0 even when no context is
+ * current. cuCtxSynchronize is the runtime's cudaDeviceSynchronize.
  */
 #include "driver.h"
 
@@ -44,7 +45,7 @@ static CUresult driver_version(int *v)
 {
     if (!v)
         return CUDA_ERROR_INVALID_VALUE;
-    *v = ANA_DRV_VERSION;
+    *v = ANA_SIM_CUDA_VERSION;
     return CUDA_SUCCESS;
 }
 
@@ -56,12 +57,9 @@ ANA_DRV_API CUresult cuDriverGetVersion(int *driverVersion)
 
 /* ---- the device ------------------------------------------------------------------- */
 
-/* Initialised, a non-NULL output, and device 0. */
+/* A non-NULL output, and device 0. */
 static CUresult check(const void *out, CUdevice dev)
 {
-    CUresult r = ana_drv_initialised();
-    if (r != CUDA_SUCCESS)
-        return r;
     if (!out)
         return CUDA_ERROR_INVALID_VALUE;
     return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
@@ -78,7 +76,7 @@ static CUresult device_get(CUdevice *device, int ordinal)
 ANA_DRV_API CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
     cuDeviceGet_params p = { .device = device, .ordinal = ordinal };
-    ANA_DRV_RETURN(cuDeviceGet, &p, device_get(device, ordinal));
+    ANA_DRV_RETURN_INIT(cuDeviceGet, &p, device_get(device, ordinal));
 }
 
 static CUresult device_count(int *count)
@@ -92,7 +90,7 @@ static CUresult device_count(int *count)
 ANA_DRV_API CUresult cuDeviceGetCount(int *count)
 {
     cuDeviceGetCount_params p = { .count = count };
-    ANA_DRV_RETURN(cuDeviceGetCount, &p, device_count(count));
+    ANA_DRV_RETURN_INIT(cuDeviceGetCount, &p, device_count(count));
 }
 
 static CUresult device_name(char *name, int len, CUdevice dev)
@@ -101,14 +99,14 @@ static CUresult device_name(char *name, int len, CUdevice dev)
     if (r == CUDA_SUCCESS && len <= 0)
         r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS)
-        snprintf(name, (size_t)len, "%s", ANA_DRV_DEVICE_NAME);
+        snprintf(name, (size_t)len, "%s", ANA_SIM_DEVICE_NAME);
     return r;
 }
 
 ANA_DRV_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
     cuDeviceGetName_params p = { .name = name, .len = len, .dev = dev };
-    ANA_DRV_RETURN(cuDeviceGetName, &p, device_name(name, len, dev));
+    ANA_DRV_RETURN_INIT(cuDeviceGetName, &p, device_name(name, len, dev));
 }
 
 static CUresult total_mem(size_t *bytes, CUdevice dev)
@@ -123,7 +121,7 @@ static CUresult total_mem(size_t *bytes, CUdevice dev)
 ANA_DRV_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
     cuDeviceTotalMem_v2_params p = { .bytes = bytes, .dev = dev };
-    ANA_DRV_RETURN(cuDeviceTotalMem_v2, &p, total_mem(bytes, dev));
+    ANA_DRV_RETURN_INIT(cuDeviceTotalMem_v2, &p, total_mem(bytes, dev));
 }
 
 static CUresult attribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
@@ -135,7 +133,7 @@ static CUresult attribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 ANA_DRV_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
     cuDeviceGetAttribute_params p = { .pi = pi, .attrib = attrib, .dev = dev };
-    ANA_DRV_RETURN(cuDeviceGetAttribute, &p, attribute(pi, attrib, dev));
+    ANA_DRV_RETURN_INIT(cuDeviceGetAttribute, &p, attribute(pi, attrib, dev));
 }
 
 /* ---- the primary context ---------------------------------------------------------- */
@@ -153,7 +151,7 @@ static CUresult retain(CUcontext *pctx, CUdevice dev)
 ANA_DRV_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
     cuDevicePrimaryCtxRetain_params p = { .pctx = pctx, .dev = dev };
-    ANA_DRV_RETURN(cuDevicePrimaryCtxRetain, &p, retain(pctx, dev));
+    ANA_DRV_RETURN_INIT(cuDevicePrimaryCtxRetain, &p, retain(pctx, dev));
 }
 
 /* Releasing more often than retained is CUDA_ERROR_INVALID_CONTEXT. The context (and the
@@ -172,16 +170,13 @@ static CUresult release(CUdevice dev)
 ANA_DRV_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
     cuDevicePrimaryCtxRelease_v2_params p = { .dev = dev };
-    ANA_DRV_RETURN(cuDevicePrimaryCtxRelease_v2, &p, release(dev));
+    ANA_DRV_RETURN_INIT(cuDevicePrimaryCtxRelease_v2, &p, release(dev));
 }
-
-#undef cuDevicePrimaryCtxRelease
-CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev);
 
 ANA_DRV_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 {
     cuDevicePrimaryCtxRelease_params p = { .dev = dev };
-    ANA_DRV_RETURN(cuDevicePrimaryCtxRelease, &p, release(dev));
+    ANA_DRV_RETURN_INIT(cuDevicePrimaryCtxRelease, &p, release(dev));
 }
 
 static CUresult get_current(CUcontext *pctx)
@@ -195,33 +190,38 @@ static CUresult get_current(CUcontext *pctx)
 ANA_DRV_API CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
     cuCtxGetCurrent_params p = { .pctx = pctx };
-    ANA_DRV_RETURN(cuCtxGetCurrent, &p, get_current(pctx));
+    ANA_DRV_RETURN_INIT(cuCtxGetCurrent, &p, get_current(pctx));
 }
 
 static CUresult set_current(CUcontext ctx)
 {
-    CUresult r = ana_drv_initialised();
-    if (r == CUDA_SUCCESS && ctx && ctx != PRIMARY)
-        r = CUDA_ERROR_INVALID_CONTEXT;
-    if (r == CUDA_SUCCESS)
-        current = ctx;
-    return r;
+    if (ctx && ctx != PRIMARY)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    current = ctx;
+    return CUDA_SUCCESS;
 }
 
 ANA_DRV_API CUresult cuCtxSetCurrent(CUcontext ctx)
 {
     cuCtxSetCurrent_params p = { .ctx = ctx };
-    ANA_DRV_RETURN(cuCtxSetCurrent, &p, set_current(ctx));
+    ANA_DRV_RETURN_INIT(cuCtxSetCurrent, &p, set_current(ctx));
 }
 
 ANA_DRV_API CUresult cuCtxGetDevice(CUdevice *device)
 {
     cuCtxGetDevice_params p = { .device = device };
-    ANA_DRV_RETURN(cuCtxGetDevice, &p, device_get(device, 0));
+    ANA_DRV_RETURN_INIT(cuCtxGetDevice, &p, device_get(device, 0));
 }
 
-/* All simulated work is complete when it is submitted. */
+/* The runtime's cudaDeviceSynchronize: work is complete when it is submitted, and the
+ * calling thread's later work starts after everything submitted so far. */
+static CUresult synchronize(void)
+{
+    anasim_device_synchronize();
+    return CUDA_SUCCESS;
+}
+
 ANA_DRV_API CUresult cuCtxSynchronize(void)
 {
-    ANA_DRV_RETURN(cuCtxSynchronize, NULL, ana_drv_initialised());
+    ANA_DRV_RETURN_INIT(cuCtxSynchronize, NULL, synchronize());
 }

@@ -18,9 +18,6 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
                        unsigned smem, CUstream stream, int ptsz, int cooperative,
                        void **kernelParams, void **extra)
 {
-    CUresult r = ana_drv_initialised();
-    if (r != CUDA_SUCCESS)
-        return r;
     if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
     if (kernelParams && extra)
@@ -46,8 +43,8 @@ ANA_DRV_API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
 {
     cuLaunchKernel_params p = { f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                 blockDimZ, sharedMemBytes, hStream, kernelParams, extra };
-    ANA_DRV_RETURN(cuLaunchKernel, &p,
-                   launch(f, LAUNCH_ARGS(&p), hStream, 0, 0, kernelParams, extra));
+    ANA_DRV_RETURN_INIT(cuLaunchKernel, &p,
+                        launch(f, LAUNCH_ARGS(&p), hStream, 0, 0, kernelParams, extra));
 }
 
 ANA_DRV_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -58,8 +55,8 @@ ANA_DRV_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
 {
     cuLaunchKernel_ptsz_params p = { f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                      blockDimZ, sharedMemBytes, hStream, kernelParams, extra };
-    ANA_DRV_RETURN(cuLaunchKernel_ptsz, &p,
-                   launch(f, LAUNCH_ARGS(&p), hStream, 1, 0, kernelParams, extra));
+    ANA_DRV_RETURN_INIT(cuLaunchKernel_ptsz, &p,
+                        launch(f, LAUNCH_ARGS(&p), hStream, 1, 0, kernelParams, extra));
 }
 
 /* Launch attributes other than cooperative (clusters, priorities, ...) do not change the
@@ -67,9 +64,6 @@ ANA_DRV_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
 static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, int ptsz,
                           void **kernelParams, void **extra)
 {
-    CUresult r = ana_drv_initialised();
-    if (r != CUDA_SUCCESS)
-        return r;
     if (!config || (config->numAttrs && !config->attrs))
         return CUDA_ERROR_INVALID_VALUE;
     int cooperative = 0;
@@ -84,26 +78,24 @@ ANA_DRV_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f
                                       void **kernelParams, void **extra)
 {
     cuLaunchKernelEx_params p = { config, f, kernelParams, extra };
-    ANA_DRV_RETURN(cuLaunchKernelEx, &p, launch_ex(config, f, 0, kernelParams, extra));
+    ANA_DRV_RETURN_INIT(cuLaunchKernelEx, &p, launch_ex(config, f, 0, kernelParams, extra));
 }
 
 ANA_DRV_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
                                            void **kernelParams, void **extra)
 {
     cuLaunchKernelEx_ptsz_params p = { config, f, kernelParams, extra };
-    ANA_DRV_RETURN(cuLaunchKernelEx_ptsz, &p, launch_ex(config, f, 1, kernelParams, extra));
+    ANA_DRV_RETURN_INIT(cuLaunchKernelEx_ptsz, &p,
+                        launch_ex(config, f, 1, kernelParams, extra));
 }
 
 static CUresult func_name(const char **name, CUfunction f)
 {
-    CUresult r = ana_drv_initialised();
-    if (r != CUDA_SUCCESS)
-        return r;
     return name ? anasim_kernel_name(f, name) : CUDA_ERROR_INVALID_VALUE;
 }
 
 ANA_DRV_API CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 {
     cuFuncGetName_params p = { name, hfunc };
-    ANA_DRV_RETURN(cuFuncGetName, &p, func_name(name, hfunc));
+    ANA_DRV_RETURN_INIT(cuFuncGetName, &p, func_name(name, hfunc));
 }

@@ -14,16 +14,9 @@
  * driver's is accepted (NVIDIA documents CUDA_ERROR_INVALID_VALUE): programs built with a
  * newer toolkit keep working on the sim. Works before cuInit, as NVIDIA's does.
  */
-#include "driver.h"
+#include "driver.h"   /* also declares cuGetProcAddress, cuDevicePrimaryCtxRelease */
 
 #include <string.h>
-
-/* Exported entry points cuda.h declares only under other names or not at all. */
-#undef cuGetProcAddress
-#undef cuDevicePrimaryCtxRelease
-CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
-                                  cuuint64_t flags);
-CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev);
 
 typedef void (*fn_t)(void);
 

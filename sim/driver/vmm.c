@@ -89,13 +89,11 @@ static CUresult check_prop(const CUmemAllocationProp *prop)
 static CUresult granularity(size_t *g, const CUmemAllocationProp *prop,
                             CUmemAllocationGranularity_flags option)
 {
-    CUresult r = ana_drv_initialised();
-    if (r != CUDA_SUCCESS)
-        return r;
     if (!g || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
                option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
         return CUDA_ERROR_INVALID_VALUE;
-    if ((r = check_prop(prop)) == CUDA_SUCCESS)
+    CUresult r = check_prop(prop);
+    if (r == CUDA_SUCCESS)
         *g = GRAN;
     return r;
 }
@@ -105,18 +103,17 @@ ANA_DRV_API CUresult cuMemGetAllocationGranularity(size_t *granularity_out,
 {
     cuMemGetAllocationGranularity_params p = { .granularity = granularity_out, .prop = prop,
                                                .option = option };
-    ANA_DRV_RETURN(cuMemGetAllocationGranularity, &p, granularity(granularity_out, prop, option));
+    ANA_DRV_RETURN_INIT(cuMemGetAllocationGranularity, &p,
+                        granularity(granularity_out, prop, option));
 }
 
 static CUresult create(CUmemGenericAllocationHandle *out, size_t size,
                        const CUmemAllocationProp *prop, unsigned long long flags)
 {
-    CUresult r = ana_drv_initialised();
-    if (r != CUDA_SUCCESS)
-        return r;
     if (!out || flags != 0 || size == 0 || !aligned(size))
         return CUDA_ERROR_INVALID_VALUE;
-    if ((r = check_prop(prop)) != CUDA_SUCCESS)
+    CUresult r = check_prop(prop);
+    if (r != CUDA_SUCCESS)
         return r;
     struct handle *h = calloc(1, sizeof(*h));
     if (!h)
@@ -147,14 +144,12 @@ ANA_DRV_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t si
                                  const CUmemAllocationProp *prop, unsigned long long flags)
 {
     cuMemCreate_params p = { .handle = handle, .size = size, .prop = prop, .flags = flags };
-    ANA_DRV_RETURN(cuMemCreate, &p, create(handle, size, prop, flags));
+    ANA_DRV_RETURN_INIT(cuMemCreate, &p, create(handle, size, prop, flags));
 }
 
 static CUresult release(CUmemGenericAllocationHandle id)
 {
-    CUresult r = ana_drv_initialised();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUresult r = CUDA_SUCCESS;
     struct handle *gone = NULL;
     pthread_mutex_lock(&vmm_mutex);
     struct handle *h = find_handle_locked(id);
@@ -176,7 +171,7 @@ static CUresult release(CUmemGenericAllocationHandle id)
 ANA_DRV_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     cuMemRelease_params p = { .handle = handle };
-    ANA_DRV_RETURN(cuMemRelease, &p, release(handle));
+    ANA_DRV_RETURN_INIT(cuMemRelease, &p, release(handle));
 }
 
 /* ---- address reservations ----------------------------------------------------------- */
@@ -184,9 +179,6 @@ ANA_DRV_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 static CUresult reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                         unsigned long long flags)
 {
-    CUresult r = ana_drv_initialised();
-    if (r != CUDA_SUCCESS)
-        return r;
     if (!ptr || size == 0 || !aligned(size) || flags != 0 ||
         (alignment & (alignment - 1)) != 0)
         return CUDA_ERROR_INVALID_VALUE;
@@ -194,7 +186,7 @@ static CUresult reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdevic
     if (size > SIZE_MAX - align)
         return CUDA_ERROR_OUT_OF_MEMORY;
     /* Over-reserve, then trim to an aligned range; `addr` is only a hint. */
-    char *raw = mmap(ana_drv_ptr(addr), size + align, PROT_NONE,
+    char *raw = mmap(anasim_ptr(addr), size + align, PROT_NONE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (raw == MAP_FAILED)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -214,7 +206,7 @@ static CUresult reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdevic
     res->next = reservations;
     reservations = res;
     pthread_mutex_unlock(&vmm_mutex);
-    *ptr = ana_drv_dptr(base);
+    *ptr = anasim_dptr(base);
     return CUDA_SUCCESS;
 }
 
@@ -223,7 +215,7 @@ ANA_DRV_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t a
 {
     cuMemAddressReserve_params p = { .ptr = ptr, .size = size, .alignment = alignment,
                                      .addr = addr, .flags = flags };
-    ANA_DRV_RETURN(cuMemAddressReserve, &p, reserve(ptr, size, alignment, addr, flags));
+    ANA_DRV_RETURN_INIT(cuMemAddressReserve, &p, reserve(ptr, size, alignment, addr, flags));
 }
 
 /* Bytes of [lo, hi) covered by mappings; *partial is set when a mapping sticks out. */
@@ -246,12 +238,9 @@ static size_t mapped_bytes_locked(const char *lo, const char *hi, int *partial)
 /* Mapped memory must be unmapped before its range is freed. */
 static CUresult address_free(CUdeviceptr ptr, size_t size)
 {
-    CUresult r = ana_drv_initialised();
-    if (r != CUDA_SUCCESS)
-        return r;
-    char *base = ana_drv_ptr(ptr);
+    char *base = anasim_ptr(ptr);
     int partial;
-    r = CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&vmm_mutex);
     for (struct range **pp = &reservations; *pp; pp = &(*pp)->next) {
         struct range *res = *pp;
@@ -272,7 +261,7 @@ static CUresult address_free(CUdeviceptr ptr, size_t size)
 ANA_DRV_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
     cuMemAddressFree_params p = { .ptr = ptr, .size = size };
-    ANA_DRV_RETURN(cuMemAddressFree, &p, address_free(ptr, size));
+    ANA_DRV_RETURN_INIT(cuMemAddressFree, &p, address_free(ptr, size));
 }
 
 static int reserved_locked(const char *lo, const char *hi)
@@ -318,16 +307,13 @@ static CUresult map_locked(char *va, size_t size, size_t offset, struct handle *
 static CUresult map(CUdeviceptr ptr, size_t size, size_t offset,
                     CUmemGenericAllocationHandle id, unsigned long long flags)
 {
-    CUresult r = ana_drv_initialised();
-    if (r != CUDA_SUCCESS)
-        return r;
     if (!ptr || size == 0 || flags != 0 || !aligned(size) || !aligned(offset) ||
         !aligned((size_t)ptr))
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&vmm_mutex);
     struct handle *h = find_handle_locked(id);
-    r = h && !h->released ? map_locked(ana_drv_ptr(ptr), size, offset, h)
-                          : CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = h && !h->released ? map_locked(anasim_ptr(ptr), size, offset, h)
+                                   : CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_unlock(&vmm_mutex);
     return r;
 }
@@ -337,17 +323,14 @@ ANA_DRV_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 {
     cuMemMap_params p = { .ptr = ptr, .size = size, .offset = offset, .handle = handle,
                           .flags = flags };
-    ANA_DRV_RETURN(cuMemMap, &p, map(ptr, size, offset, handle, flags));
+    ANA_DRV_RETURN_INIT(cuMemMap, &p, map(ptr, size, offset, handle, flags));
 }
 
 /* The range must be made of whole mappings. Handles released while mapped are given back
  * when their last mapping goes. */
 static CUresult unmap(CUdeviceptr ptr, size_t size)
 {
-    CUresult r = ana_drv_initialised();
-    if (r != CUDA_SUCCESS)
-        return r;
-    char *lo = ana_drv_ptr(ptr), *hi = lo + size;
+    char *lo = anasim_ptr(ptr), *hi = lo + size;
     struct handle *gone = NULL;
     int partial;
     pthread_mutex_lock(&vmm_mutex);
@@ -384,15 +367,12 @@ static CUresult unmap(CUdeviceptr ptr, size_t size)
 ANA_DRV_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     cuMemUnmap_params p = { .ptr = ptr, .size = size };
-    ANA_DRV_RETURN(cuMemUnmap, &p, unmap(ptr, size));
+    ANA_DRV_RETURN_INIT(cuMemUnmap, &p, unmap(ptr, size));
 }
 
 static CUresult set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
                            size_t count)
 {
-    CUresult r = ana_drv_initialised();
-    if (r != CUDA_SUCCESS)
-        return r;
     if (!ptr || size == 0 || !desc || count == 0)
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < count; i++) {
@@ -404,7 +384,7 @@ static CUresult set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *
         if (desc[i].location.id != 0)
             return CUDA_ERROR_INVALID_DEVICE;
     }
-    char *lo = ana_drv_ptr(ptr);
+    char *lo = anasim_ptr(ptr);
     int partial;
     pthread_mutex_lock(&vmm_mutex);
     size_t mapped = mapped_bytes_locked(lo, lo + size, &partial);
@@ -416,5 +396,5 @@ ANA_DRV_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcc
                                     size_t count)
 {
     cuMemSetAccess_params p = { .ptr = ptr, .size = size, .desc = desc, .count = count };
-    ANA_DRV_RETURN(cuMemSetAccess, &p, set_access(ptr, size, desc, count));
+    ANA_DRV_RETURN_INIT(cuMemSetAccess, &p, set_access(ptr, size, desc, count));
 }

@@ -111,6 +111,51 @@ Test(sim_driver, device_and_context)
                  "released more often than retained");
 }
 
+/* The nvcc stub ABI (crt/host_runtime.h is C++-only): a module with one kernel. */
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                            const char *deviceName, int thread_limit, uint3 *tid,
+                            uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
+static char fatbin_stand_in[16];
+static void long_kernel(void) {}
+
+/* cuCtxSynchronize is cudaDeviceSynchronize (docs/sim.md, "The host floor"): the calling
+ * thread's later work, on any stream, starts no earlier than the end of everything
+ * submitted before it. A kernel of 2^31-1 blocks of 1024 threads lasts
+ * 3000 + (2^31-1) * 1024 * 0.02 ns (docs/sim.md, "Cost model"), about 44 s of device time. */
+Test(sim_driver, ctx_synchronize_moves_the_host_floor_like_the_runtime)
+{
+    device_of("1GiB");
+    void **module = __cudaRegisterFatBinary(fatbin_stand_in);
+    __cudaRegisterFunction(module, (const char *)long_kernel, "_Z11long_kernelv",
+                           "_Z11long_kernelv", -1, NULL, NULL, NULL, NULL, NULL);
+    __cudaRegisterFatBinaryEnd(module);
+    const double kernel_ms = (3000.0 + 2147483647.0 * 1024.0 * 0.02) / 1e6;
+    cudaStream_t a, b;
+    cudaEvent_t a_done, b_before, b_after;
+    cr_assert_eq(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+    cr_assert_eq(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
+    cr_assert_eq(cudaEventCreate(&a_done), cudaSuccess);
+    cr_assert_eq(cudaEventCreate(&b_before), cudaSuccess);
+    cr_assert_eq(cudaEventCreate(&b_after), cudaSuccess);
+    dim3 grid = { 2147483647u, 1, 1 }, block = { 1024, 1, 1 };
+    cr_assert_eq(cudaLaunchKernel((const void *)long_kernel, grid, block, NULL, 0, a),
+                 cudaSuccess);
+    cr_assert_eq(cudaEventRecord(a_done, a), cudaSuccess);
+    cr_assert_eq(cudaEventRecord(b_before, b), cudaSuccess);
+    cr_assert_eq(DRV(cuCtxSynchronize, void)(), CUDA_SUCCESS);
+    cr_assert_eq(cudaEventRecord(b_after, b), cudaSuccess);
+
+    float ms = 0;
+    cr_assert_eq(cudaEventElapsedTime(&ms, b_before, a_done), cudaSuccess);
+    cr_assert(ms > kernel_ms - 1000.0 && ms < kernel_ms + 1.0,
+              "before the synchronize, b ran %f ms ahead of a's end (kernel %f ms)", ms,
+              kernel_ms);
+    cr_assert_eq(cudaEventElapsedTime(&ms, a_done, b_after), cudaSuccess);
+    cr_assert_eq(ms, 0.0f, "after it, b's next work starts at a's end, not %f ms from it", ms);
+}
+
 Test(sim_driver, error_names_and_strings)
 {
     const char *s = NULL;
