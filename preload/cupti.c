@@ -2,8 +2,9 @@
  * handing CUPTI over to the program, fork (preload.h "cupti"; docs/trace-format.md,
  * "GPU activity and correlation").
  *
- * States: OFF (not started, unavailable, taken, or a forked child) -> ON -> HANDOVER (the
- * program subscribed: our last forced flush) -> GONE (ours is off, the program's is on).
+ * States (cupti_int.h, the one source of truth the callback reads too): OFF (not started,
+ * unavailable, taken, or a forked child) -> ON -> HANDOVER (the program subscribed, or the
+ * process exits: our last forced flush) -> GONE (ours is off).
  *
  * Threads: ana_cupti_start runs on the thread of the first CUDA call; CUPTI calls the
  * buffer callbacks on threads of its own; the collector alone flushes and decodes. The
@@ -23,13 +24,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-enum { C_OFF, C_ON, C_HANDOVER, C_GONE };
-
 ana_cupti_fns ana_cupti_fn;
-_Atomic int ana_cupti_on;
+_Atomic int ana_cupti_state = ANA_CUPTI_OFF;
 
 static void *lib;
-static _Atomic int state = C_OFF;
 static _Atomic int collector_in;
 static CUpti_SubscriberHandle subscriber;
 static int64_t offset_ns; /* added to CUPTI times when it could not use our clock */
@@ -241,7 +239,7 @@ void ana_cupti_start(void)
         set_status("off (ANATOMIST_CUPTI=0)");
         return;
     }
-    if (atomic_load(&state) != C_OFF || lib)
+    if (atomic_load(&ana_cupti_state) != ANA_CUPTI_OFF || lib)
         return; /* a forked child: see ana_cupti_atfork_child */
     char why[600];
     if (!(lib = open_lib(why, sizeof(why))))
@@ -268,8 +266,7 @@ void ana_cupti_start(void)
     char notes[400];
     enable_kinds(notes, sizeof(notes));
     ana_cupti_calls_enable(subscriber);
-    atomic_store(&state, C_ON);
-    atomic_store(&ana_cupti_on, 1);
+    atomic_store(&ana_cupti_state, ANA_CUPTI_ON);
     if (notes[0])
         set_status("on (%s)", notes);
     else
@@ -331,10 +328,9 @@ void ana_cupti_collect(int forced, ana_cupti_put put, void *arg)
     if (!done_bufs)
         return;
     atomic_fetch_add(&collector_in, 1);
-    int s = atomic_load(&state);
-    if (s == C_ON || s == C_HANDOVER) {
-        int force = forced || s == C_HANDOVER;
-        ana_cupti_fn.flush_all(force ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    if (ana_cupti_on()) {
+        /* The last flush before ours ends is forced too: stop_collecting asks for it. */
+        ana_cupti_fn.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
         size_t dropped = 0;
         if (ana_cupti_fn.dropped(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
             note_dropped(dropped, ANA_GPU_DROPPED_CUPTI, put, arg);
@@ -355,16 +351,27 @@ static void wait_collector_out(void)
     }
 }
 
+/* Ends our collection for whichever of hand_over and at_exit comes first (ON -> HANDOVER
+ * -> GONE); returns 0, doing nothing, when it was not ON. While HANDOVER, a forced flush
+ * writes what CUPTI holds (ana_collector_flush_now: the pass it waits for, or one already
+ * running, takes its force request); then the callback stops recording (GONE), and the
+ * collector is out of CUPTI before the caller disables anything. */
+static int stop_collecting(void)
+{
+    int expect = ANA_CUPTI_ON;
+    if (!atomic_compare_exchange_strong(&ana_cupti_state, &expect, ANA_CUPTI_HANDOVER))
+        return 0;
+    ana_collector_flush_now(2000);
+    atomic_store(&ana_cupti_state, ANA_CUPTI_GONE);
+    wait_collector_out();
+    return 1;
+}
+
 /* Our last forced flush is written; then our kinds, callbacks and subscription go. */
 static void hand_over(const char *fn)
 {
-    int expect = C_ON;
-    if (!atomic_compare_exchange_strong(&state, &expect, C_HANDOVER))
+    if (!stop_collecting())
         return;
-    ana_collector_flush_now(2000);
-    atomic_store(&ana_cupti_on, 0);
-    atomic_store(&state, C_GONE);
-    wait_collector_out();
     for (size_t i = 0; i < N_KINDS; i++)
         ana_cupti_fn.disable(KINDS[i].kind);
     ana_cupti_fn.unsubscribe(subscriber);
@@ -375,30 +382,21 @@ static void hand_over(const char *fn)
 
 /* At exit, before libcupti's own exit handlers: everything CUPTI holds is written. The
  * collector's last pass then decodes only what is queued. */
-static void at_exit(void)
-{
-    if (atomic_load(&state) != C_ON)
-        return;
-    ana_collector_flush_now(2000);
-    atomic_store(&ana_cupti_on, 0);
-    atomic_store(&state, C_GONE);
-    wait_collector_out();
-}
+static void at_exit(void) { stop_collecting(); }
 
 void ana_cupti_atfork_child(void)
 {
     /* CUPTI does not survive fork: the child's CUPTI calls and buffers are the parent's
      * stale state. The child records API calls only. */
-    int was = atomic_load(&state);
-    atomic_store(&ana_cupti_on, 0);
+    int was = atomic_load(&ana_cupti_state);
     atomic_store(&collector_in, 0);
     pthread_mutex_init(&pool_lock, NULL);
     pthread_mutex_init(&status_lock, NULL);
     n_done = done_head = 0;
     done_bufs = NULL; /* the child's collector touches no buffer */
     status_written = 0; /* the child's trace gets INFO "cupti" too */
-    if (was != C_OFF) {
-        atomic_store(&state, C_GONE);
+    if (was != ANA_CUPTI_OFF) {
+        atomic_store(&ana_cupti_state, ANA_CUPTI_GONE);
         set_status("off in a forked child (CUPTI does not survive fork)");
     }
     /* Never on in the parent: the child keeps the parent's verdict (start returns at once
@@ -407,24 +405,15 @@ void ana_cupti_atfork_child(void)
 
 /* ---- the program's own CUPTI use (interposed) ---- */
 
-static void *real_sym(const char *name)
-{
-    void *p = dlsym(RTLD_NEXT, name);
-    if (!p && lib)
-        p = dlsym(lib, name);
-    if (!p) {
-        void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
-        if (h)
-            p = dlsym(h, name);
-    }
-    return p;
-}
+/* The program's own CUPTI function: the next definition after the preload, else the loaded
+ * libcupti.so.13's (ours, loaded RTLD_LOCAL, is found by its soname). */
+static void *real_sym(const char *name) { return ana_dl_real_sym("libcupti.so.13", NULL, name); }
 
 /* Before the program's own call: ours steps aside if it runs, or notes that the program
  * was first. */
 static void program_uses_cupti(const char *fn, int buffers)
 {
-    if (atomic_load(&state) == C_ON)
+    if (atomic_load(&ana_cupti_state) == ANA_CUPTI_ON)
         hand_over(fn);
     else if (!lib && buffers)
         program_buffers = 1; /* a program's early cuptiSubscribe makes ours fail by itself */

@@ -7,10 +7,17 @@
  *     id goes to ana_tls_corr, where the hook's record builder finds it; nothing else.
  *   - no hook is active (a library with the CUDA runtime linked in statically, a driver
  *     call made through a pointer no hook wrapped): the callback opens the bracket
- *     (ana_enter) and keeps it in TLS; at the matching exit it builds the record from the
- *     call's parameters (generated_cuda_*_meta.h) and result, with via = ANA_VIA_CUPTI.
- *     Calls nested in it find the bracket busy and are not recorded twice.
- * The common path (a hook is active) is one TLS test and one store. */
+ *     (ana_enter, via = ANA_VIA_CUPTI), stores the call's id in ana_tls_corr as a hook's
+ *     call would, and keeps the bracket in TLS; at the matching exit it reads the call's
+ *     parameters (generated_cuda_*_meta.h) and result and ends the bracket with the record
+ *     builder a hook of that call uses (hooks.h): the same record, the same MEMINFO and
+ *     flush after a failed device allocation, the same DEVICE after the first success.
+ *     Calls nested in it find the bracket busy and are not recorded twice; CUDA calls the
+ *     builders make (cudaMemGetInfo, cudaGetDeviceProperties) likewise.
+ * The common path (a hook is active) is one TLS test and one store.
+ *
+ * CALLS is the one list of what we subscribe to: each entry names a callback id, the api
+ * number its record gets and the function that reads its parameters. */
 #define _GNU_SOURCE
 #include "cupti_int.h"
 
@@ -21,551 +28,560 @@
 
 #include "hooks.h"
 
-typedef struct { CUpti_CallbackDomain domain; CUpti_CallbackId cbid; } cb_id;
+/* Ends the bracket c with the record of a call that returned r, from its parameters;
+ * returns 0, leaving the bracket open, when they give no record. */
+typedef int (*rec_fn)(ana_call *c, uint32_t api, int r, const void *params);
 
-#define RT(name) { CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##name }
-#define DRV(name) { CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##name }
+#define REC(name) static int name(ana_call *c, uint32_t api, int r, const void *params)
+#define P(type) const type *p = (const type *)params
+#define U(x) ANA_U64(x)
 
-/* Every call we correlate; close_call knows how to record each. */
-static const cb_id CALLS[] = {
-    /* launches */
-    RT(cudaLaunchKernel_v7000), RT(cudaLaunchKernel_ptsz_v7000), RT(cudaLaunchKernelExC_v11060),
-    RT(cudaLaunchKernelExC_ptsz_v11060), RT(cudaLaunchCooperativeKernel_v9000),
-    RT(cudaLaunchCooperativeKernel_ptsz_v9000), RT(cudaGraphLaunch_v10000), RT(cudaGraphLaunch_ptsz_v10000),
-    RT(__cudaLaunchKernel_v13000), RT(__cudaLaunchKernel_ptsz_v13000),
-    /* copies */
-    RT(cudaMemcpy_v3020), RT(cudaMemcpy_ptds_v7000), RT(cudaMemcpyAsync_v3020), RT(cudaMemcpyAsync_ptsz_v7000),
-    RT(cudaMemcpy2D_v3020), RT(cudaMemcpy2D_ptds_v7000), RT(cudaMemcpy2DAsync_v3020),
-    RT(cudaMemcpy2DAsync_ptsz_v7000), RT(cudaMemcpyToSymbol_v3020), RT(cudaMemcpyToSymbol_ptds_v7000),
-    RT(cudaMemcpyToSymbolAsync_v3020), RT(cudaMemcpyToSymbolAsync_ptsz_v7000), RT(cudaMemcpyFromSymbol_v3020),
-    RT(cudaMemcpyFromSymbol_ptds_v7000), RT(cudaMemcpyFromSymbolAsync_v3020),
-    RT(cudaMemcpyFromSymbolAsync_ptsz_v7000), RT(cudaMemcpyPeer_v4000), RT(cudaMemcpyPeerAsync_v4000),
-    RT(cudaMemcpy3D_v3020), RT(cudaMemcpy3D_ptds_v7000), RT(cudaMemcpy3DAsync_v3020),
-    RT(cudaMemcpy3DAsync_ptsz_v7000), RT(cudaMemcpy3DPeer_v4000), RT(cudaMemcpy3DPeer_ptds_v7000),
-    RT(cudaMemcpy3DPeerAsync_v4000), RT(cudaMemcpy3DPeerAsync_ptsz_v7000),
-    /* sets */
-    RT(cudaMemset_v3020), RT(cudaMemset_ptds_v7000), RT(cudaMemsetAsync_v3020), RT(cudaMemsetAsync_ptsz_v7000),
-    RT(cudaMemset2D_v3020), RT(cudaMemset2D_ptds_v7000), RT(cudaMemset2DAsync_v3020),
-    RT(cudaMemset2DAsync_ptsz_v7000), RT(cudaMemset3D_v3020), RT(cudaMemset3D_ptds_v7000),
-    RT(cudaMemset3DAsync_v3020), RT(cudaMemset3DAsync_ptsz_v7000),
-    /* memory */
-    RT(cudaMalloc_v3020), RT(cudaMallocPitch_v3020), RT(cudaMallocHost_v3020), RT(cudaHostAlloc_v3020),
-    RT(cudaMallocManaged_v6000), RT(cudaMallocAsync_v11020), RT(cudaMallocAsync_ptsz_v11020),
-    RT(cudaMallocFromPoolAsync_v11020), RT(cudaMallocFromPoolAsync_ptsz_v11020), RT(cudaFree_v3020),
-    RT(cudaFreeHost_v3020), RT(cudaFreeAsync_v11020), RT(cudaFreeAsync_ptsz_v11020),
-    /* driver launches */
-    DRV(cuLaunchKernel), DRV(cuLaunchKernel_ptsz), DRV(cuLaunchKernelEx), DRV(cuLaunchKernelEx_ptsz),
-    DRV(cuGraphLaunch), DRV(cuGraphLaunch_ptsz),
-    /* driver copies and sets */
-    DRV(cuMemcpy), DRV(cuMemcpy_ptds), DRV(cuMemcpyAsync), DRV(cuMemcpyAsync_ptsz), DRV(cuMemcpyHtoD_v2),
-    DRV(cuMemcpyHtoD_v2_ptds), DRV(cuMemcpyHtoDAsync_v2), DRV(cuMemcpyHtoDAsync_v2_ptsz), DRV(cuMemcpyDtoH_v2),
-    DRV(cuMemcpyDtoH_v2_ptds), DRV(cuMemcpyDtoHAsync_v2), DRV(cuMemcpyDtoHAsync_v2_ptsz), DRV(cuMemcpyDtoD_v2),
-    DRV(cuMemcpyDtoD_v2_ptds), DRV(cuMemcpyDtoDAsync_v2), DRV(cuMemcpyDtoDAsync_v2_ptsz), DRV(cuMemsetD8_v2),
-    DRV(cuMemsetD8_v2_ptds), DRV(cuMemsetD32_v2), DRV(cuMemsetD32_v2_ptds), DRV(cuMemsetD8Async),
-    DRV(cuMemsetD8Async_ptsz), DRV(cuMemsetD32Async), DRV(cuMemsetD32Async_ptsz),
-    /* driver memory and virtual memory */
-    DRV(cuMemAlloc_v2), DRV(cuMemFree_v2), DRV(cuMemAllocAsync), DRV(cuMemAllocAsync_ptsz), DRV(cuMemFreeAsync),
-    DRV(cuMemFreeAsync_ptsz), DRV(cuMemAllocManaged), DRV(cuMemAllocHost_v2), DRV(cuMemHostAlloc),
-    DRV(cuMemHostAlloc_v2), DRV(cuMemFreeHost), DRV(cuMemAllocPitch_v2), DRV(cuMemAllocFromPoolAsync),
-    DRV(cuMemAllocFromPoolAsync_ptsz), DRV(cuMemCreate), DRV(cuMemRelease), DRV(cuMemAddressReserve),
-    DRV(cuMemAddressFree), DRV(cuMemMap), DRV(cuMemUnmap), DRV(cuMemSetAccess),
-};
-
-void ana_cupti_calls_enable(CUpti_SubscriberHandle s)
-{
-    for (size_t i = 0; i < sizeof(CALLS) / sizeof(CALLS[0]); i++)
-        ana_cupti_fn.enable_callback(1, s, CALLS[i].domain, CALLS[i].cbid);
-}
-
-/* ---- records ---- */
-
-/* The call recorded through CUPTI on this thread, between its entry and its exit. */
-static __thread struct {
-    ana_call c;
-    uint32_t corr, cbid;
-    int domain, open;
-} tls_open __attribute__((tls_model("initial-exec")));
-
-typedef struct {
-    ana_record *r;
-    const ana_call *c;
-    int64_t ret;
-} rec_ctx;
-
-#define U(x) ((uint64_t)(uintptr_t)(x))
-/* What an out-pointer holds after a successful call; 0 after a failed one. */
-#define OUT(x, pp) ((x)->ret == 0 && (pp) ? U(*(pp)) : 0)
-
-static void alloc(rec_ctx *x, uint32_t api, uint64_t ptr, uint64_t size, uint64_t stream, uint64_t flags)
-{
-    x->r->kind = ANA_K_ALLOC;
-    x->r->u.alloc = (ana_rec_alloc){ api, x->ret, ptr, size, ana_current_device(), stream,
-                                     x->c->stack, x->c->dur, flags, x->c->corr, ANA_VIA_CUPTI };
-}
-
-static void free_(rec_ctx *x, uint32_t api, uint64_t ptr, uint64_t stream)
-{
-    x->r->kind = ANA_K_FREE;
-    x->r->u.free = (ana_rec_free){ api, x->ret, ptr, ana_current_device(), stream, x->c->stack,
-                                   x->c->dur, x->c->corr, ANA_VIA_CUPTI };
-}
-
-static void copy(rec_ctx *x, uint32_t api, uint64_t dst, uint64_t src, uint64_t bytes, uint64_t dir,
-                 uint64_t stream)
-{
-    x->r->kind = ANA_K_MEMCPY;
-    x->r->u.memcpy = (ana_rec_memcpy){ api, x->ret, dst, src, bytes, dir, stream, x->c->stack,
-                                       x->c->dur, x->c->corr, ANA_VIA_CUPTI };
-}
-
+static dim3 d3(unsigned x, unsigned y, unsigned z) { return (dim3){ x, y, z }; }
 /* Bytes of a 3D extent (width is in bytes for linear memory). */
 static uint64_t extent_bytes(struct cudaExtent e) { return (uint64_t)e.width * e.height * e.depth; }
 
-static void set(rec_ctx *x, uint32_t api, uint64_t ptr, int64_t value, uint64_t bytes, uint64_t stream)
-{
-    x->r->kind = ANA_K_MEMSET;
-    x->r->u.memset = (ana_rec_memset){ api, x->ret, ptr, value, bytes, stream, x->c->stack,
-                                       x->c->dur, x->c->corr, ANA_VIA_CUPTI };
-}
-
-static void launch(rec_ctx *x, uint32_t api, uint64_t kernel, dim3 g, dim3 b, uint64_t shmem,
-                   uint64_t stream)
-{
-    x->r->kind = ANA_K_LAUNCH;
-    x->r->u.launch = (ana_rec_launch){ api, x->ret, kernel, g.x, g.y, g.z, b.x, b.y, b.z, shmem,
-                                       stream, x->c->stack, x->c->dur, x->c->corr, ANA_VIA_CUPTI };
-}
-
-static void vmm(rec_ctx *x, uint32_t api, uint64_t va, uint64_t size, uint64_t handle,
-                uint64_t offset, int64_t device, uint64_t flags)
-{
-    x->r->kind = ANA_K_VMM;
-    x->r->u.vmm = (ana_rec_vmm){ api, x->ret, va, size, handle, offset, device, flags,
-                                 x->c->stack, x->c->dur, x->c->corr, ANA_VIA_CUPTI };
-}
-
-static dim3 d3(unsigned x, unsigned y, unsigned z) { return (dim3){ x, y, z }; }
+/* ---- runtime launches ---- */
 
 /* __cudaLaunchKernel has a callback id but no params struct in the headers: its
  * parameters, in the order of the function's arguments. */
 typedef struct { cudaKernel_t kernel; dim3 grid, block; void **args; size_t shmem; cudaStream_t stream; } stub_launch_params;
 
-#define P(type) const type *p = (const type *)params
-#define CASE2(a, b) case CUPTI_RUNTIME_TRACE_CBID_##a: case CUPTI_RUNTIME_TRACE_CBID_##b:
-
-/* Runtime launches and memory; 1 when r was filled. */
-static int runtime_launch_mem(CUpti_CallbackId cbid, const void *params, rec_ctx *x)
+REC(rt_launch)
 {
-    switch (cbid) {
-    CASE2(cudaLaunchKernel_v7000, cudaLaunchKernel_ptsz_v7000) {
-        P(cudaLaunchKernel_v7000_params);
-        uint32_t api = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 ? ANA_API_LAUNCH_KERNEL : ANA_API_LAUNCH_KERNEL_PTSZ;
-        launch(x, api, ana_kernel_id_of_fn(p->func), p->gridDim, p->blockDim, p->sharedMem, U(p->stream));
-        return 1;
-    }
-    CASE2(cudaLaunchKernelExC_v11060, cudaLaunchKernelExC_ptsz_v11060) {
-        P(cudaLaunchKernelExC_v11060_params);
-        if (!p->config)
-            return 0;
-        uint32_t api = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 ? ANA_API_LAUNCH_KERNEL_EXC : ANA_API_LAUNCH_KERNEL_EXC_PTSZ;
-        launch(x, api, ana_kernel_id_of_fn(p->func), p->config->gridDim, p->config->blockDim,
-               p->config->dynamicSmemBytes, U(p->config->stream));
-        return 1;
-    }
-    CASE2(cudaLaunchCooperativeKernel_v9000, cudaLaunchCooperativeKernel_ptsz_v9000) {
-        P(cudaLaunchCooperativeKernel_v9000_params);
-        launch(x, ANA_API_LAUNCH_COOPERATIVE, ana_kernel_id_of_fn(p->func), p->gridDim, p->blockDim,
-               p->sharedMem, U(p->stream));
-        return 1;
-    }
-    CASE2(cudaGraphLaunch_v10000, cudaGraphLaunch_ptsz_v10000) {
-        P(cudaGraphLaunch_v10000_params);
-        uint32_t api = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ? ANA_API_GRAPH_LAUNCH : ANA_API_GRAPH_LAUNCH_PTSZ;
-        launch(x, api, 0, d3(0, 0, 0), d3(0, 0, 0), 0, U(p->stream));
-        return 1;
-    }
-    CASE2(__cudaLaunchKernel_v13000, __cudaLaunchKernel_ptsz_v13000) {
-        P(stub_launch_params);
-        uint32_t api = cbid == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000 ? ANA_API_STUB_LAUNCH_KERNEL : ANA_API_STUB_LAUNCH_KERNEL_PTSZ;
-        launch(x, api, ana_kernel_id_of_handle(p->kernel), p->grid, p->block, p->shmem, U(p->stream));
-        return 1;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
-        P(cudaMalloc_v3020_params);
-        alloc(x, ANA_API_MALLOC, OUT(x, p->devPtr), p->size, 0, 0);
-        return 1;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020: {
-        P(cudaMallocPitch_v3020_params);
-        size_t bytes = x->ret == 0 && p->pitch ? *p->pitch * p->height : p->width * p->height;
-        alloc(x, ANA_API_MALLOC_PITCH, OUT(x, p->devPtr), bytes, 0, 0);
-        return 1;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020: {
-        P(cudaMallocHost_v3020_params);
-        alloc(x, ANA_API_MALLOC_HOST, OUT(x, p->ptr), p->size, 0, 0);
-        return 1;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020: {
-        P(cudaHostAlloc_v3020_params);
-        alloc(x, ANA_API_HOST_ALLOC, OUT(x, p->pHost), p->size, 0, p->flags);
-        return 1;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000: {
-        P(cudaMallocManaged_v6000_params);
-        alloc(x, ANA_API_MALLOC_MANAGED, OUT(x, p->devPtr), p->size, 0, p->flags);
-        return 1;
-    }
-    CASE2(cudaMallocAsync_v11020, cudaMallocAsync_ptsz_v11020) {
-        P(cudaMallocAsync_v11020_params);
-        alloc(x, ANA_API_MALLOC_ASYNC, OUT(x, p->devPtr), p->size, U(p->hStream), 0);
-        return 1;
-    }
-    CASE2(cudaMallocFromPoolAsync_v11020, cudaMallocFromPoolAsync_ptsz_v11020) {
-        P(cudaMallocFromPoolAsync_v11020_params);
-        alloc(x, ANA_API_MALLOC_FROM_POOL_ASYNC, OUT(x, p->ptr), p->size, U(p->stream), 0);
-        return 1;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020:
-        free_(x, ANA_API_FREE, U(((const cudaFree_v3020_params *)params)->devPtr), 0);
-        return 1;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020:
-        free_(x, ANA_API_FREE_HOST, U(((const cudaFreeHost_v3020_params *)params)->ptr), 0);
-        return 1;
-    CASE2(cudaFreeAsync_v11020, cudaFreeAsync_ptsz_v11020) {
-        P(cudaFreeAsync_v11020_params);
-        free_(x, ANA_API_FREE_ASYNC, U(p->devPtr), U(p->hStream));
-        return 1;
-    }
-    }
-    return 0;
+    P(cudaLaunchKernel_v7000_params);
+    ana_rec_launch_done(c, api, r, ana_kernel_id_of_fn(p->func), p->gridDim, p->blockDim, p->sharedMem,
+                        U(p->stream));
+    return 1;
+}
+REC(rt_launch_cooperative)
+{
+    P(cudaLaunchCooperativeKernel_v9000_params);
+    ana_rec_launch_done(c, api, r, ana_kernel_id_of_fn(p->func), p->gridDim, p->blockDim, p->sharedMem,
+                        U(p->stream));
+    return 1;
+}
+REC(rt_launch_exc)
+{
+    P(cudaLaunchKernelExC_v11060_params);
+    if (!p->config)
+        return 0;
+    ana_rec_launch_done(c, api, r, ana_kernel_id_of_fn(p->func), p->config->gridDim, p->config->blockDim,
+                        p->config->dynamicSmemBytes, U(p->config->stream));
+    return 1;
+}
+REC(rt_graph_launch)
+{
+    P(cudaGraphLaunch_v10000_params);
+    ana_rec_launch_done(c, api, r, 0, d3(0, 0, 0), d3(0, 0, 0), 0, U(p->stream));
+    return 1;
+}
+REC(rt_stub_launch)
+{
+    P(stub_launch_params);
+    ana_rec_launch_done(c, api, r, ana_kernel_id_of_handle(p->kernel), p->grid, p->block, p->shmem,
+                        U(p->stream));
+    return 1;
 }
 
-/* Runtime copies and sets (ptds/ptsz variants share their base's layout and api number;
- * the symbol copies' async forms record the symbol copy's api). */
-static int runtime_copy_set(CUpti_CallbackId cbid, const void *params, rec_ctx *x)
+/* ---- runtime copies and sets (ptds/ptsz variants share their base's layout) ---- */
+
+REC(rt_memcpy)
 {
-    switch (cbid) {
-    CASE2(cudaMemcpy_v3020, cudaMemcpy_ptds_v7000) {
-        P(cudaMemcpy_v3020_params);
-        copy(x, ANA_API_MEMCPY, U(p->dst), U(p->src), p->count, p->kind, 0);
-        return 1;
-    }
-    CASE2(cudaMemcpyAsync_v3020, cudaMemcpyAsync_ptsz_v7000) {
-        P(cudaMemcpyAsync_v3020_params);
-        copy(x, ANA_API_MEMCPY_ASYNC, U(p->dst), U(p->src), p->count, p->kind, U(p->stream));
-        return 1;
-    }
-    CASE2(cudaMemcpy2D_v3020, cudaMemcpy2D_ptds_v7000) {
-        P(cudaMemcpy2D_v3020_params);
-        copy(x, ANA_API_MEMCPY_2D, U(p->dst), U(p->src), p->width * p->height, p->kind, 0);
-        return 1;
-    }
-    CASE2(cudaMemcpy2DAsync_v3020, cudaMemcpy2DAsync_ptsz_v7000) {
-        P(cudaMemcpy2DAsync_v3020_params);
-        copy(x, ANA_API_MEMCPY_2D_ASYNC, U(p->dst), U(p->src), p->width * p->height, p->kind, U(p->stream));
-        return 1;
-    }
-    CASE2(cudaMemcpyToSymbol_v3020, cudaMemcpyToSymbol_ptds_v7000) {
-        P(cudaMemcpyToSymbol_v3020_params);
-        copy(x, ANA_API_MEMCPY_TO_SYMBOL, U(p->symbol), U(p->src), p->count, p->kind, 0);
-        return 1;
-    }
-    CASE2(cudaMemcpyToSymbolAsync_v3020, cudaMemcpyToSymbolAsync_ptsz_v7000) {
-        P(cudaMemcpyToSymbolAsync_v3020_params);
-        copy(x, ANA_API_MEMCPY_TO_SYMBOL, U(p->symbol), U(p->src), p->count, p->kind, U(p->stream));
-        return 1;
-    }
-    CASE2(cudaMemcpyFromSymbol_v3020, cudaMemcpyFromSymbol_ptds_v7000) {
-        P(cudaMemcpyFromSymbol_v3020_params);
-        copy(x, ANA_API_MEMCPY_FROM_SYMBOL, U(p->dst), U(p->symbol), p->count, p->kind, 0);
-        return 1;
-    }
-    CASE2(cudaMemcpyFromSymbolAsync_v3020, cudaMemcpyFromSymbolAsync_ptsz_v7000) {
-        P(cudaMemcpyFromSymbolAsync_v3020_params);
-        copy(x, ANA_API_MEMCPY_FROM_SYMBOL, U(p->dst), U(p->symbol), p->count, p->kind, U(p->stream));
-        return 1;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000: {
-        P(cudaMemcpyPeer_v4000_params);
-        copy(x, ANA_API_MEMCPY_PEER, U(p->dst), U(p->src), p->count, cudaMemcpyDeviceToDevice, 0);
-        return 1;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000: {
-        P(cudaMemcpyPeerAsync_v4000_params);
-        copy(x, ANA_API_MEMCPY_PEER_ASYNC, U(p->dst), U(p->src), p->count, cudaMemcpyDeviceToDevice, U(p->stream));
-        return 1;
-    }
-    CASE2(cudaMemset_v3020, cudaMemset_ptds_v7000) {
-        P(cudaMemset_v3020_params);
-        set(x, ANA_API_MEMSET, U(p->devPtr), p->value, p->count, 0);
-        return 1;
-    }
-    CASE2(cudaMemsetAsync_v3020, cudaMemsetAsync_ptsz_v7000) {
-        P(cudaMemsetAsync_v3020_params);
-        set(x, ANA_API_MEMSET_ASYNC, U(p->devPtr), p->value, p->count, U(p->stream));
-        return 1;
-    }
-    CASE2(cudaMemset2D_v3020, cudaMemset2D_ptds_v7000) {
-        P(cudaMemset2D_v3020_params);
-        set(x, ANA_API_MEMSET_2D, U(p->devPtr), p->value, p->width * p->height, 0);
-        return 1;
-    }
-    CASE2(cudaMemset2DAsync_v3020, cudaMemset2DAsync_ptsz_v7000) {
-        P(cudaMemset2DAsync_v3020_params);
-        set(x, ANA_API_MEMSET_2D_ASYNC, U(p->devPtr), p->value, p->width * p->height, U(p->stream));
-        return 1;
-    }
-    CASE2(cudaMemcpy3D_v3020, cudaMemcpy3D_ptds_v7000) {
-        P(cudaMemcpy3D_v3020_params);
-        if (p->p)
-            copy(x, ANA_API_MEMCPY_3D, U(p->p->dstPtr.ptr), U(p->p->srcPtr.ptr), extent_bytes(p->p->extent),
-                 p->p->kind, 0);
-        return p->p != NULL;
-    }
-    CASE2(cudaMemcpy3DAsync_v3020, cudaMemcpy3DAsync_ptsz_v7000) {
-        P(cudaMemcpy3DAsync_v3020_params);
-        if (p->p)
-            copy(x, ANA_API_MEMCPY_3D_ASYNC, U(p->p->dstPtr.ptr), U(p->p->srcPtr.ptr),
-                 extent_bytes(p->p->extent), p->p->kind, U(p->stream));
-        return p->p != NULL;
-    }
-    CASE2(cudaMemset3D_v3020, cudaMemset3D_ptds_v7000) {
-        P(cudaMemset3D_v3020_params);
-        set(x, ANA_API_MEMSET_3D, U(p->pitchedDevPtr.ptr), p->value, extent_bytes(p->extent), 0);
-        return 1;
-    }
-    CASE2(cudaMemset3DAsync_v3020, cudaMemset3DAsync_ptsz_v7000) {
-        P(cudaMemset3DAsync_v3020_params);
-        set(x, ANA_API_MEMSET_3D_ASYNC, U(p->pitchedDevPtr.ptr), p->value, extent_bytes(p->extent),
-            U(p->stream));
-        return 1;
-    }
-    }
-    /* 3D peer copies have no api number: correlated when a hook records them, not
-     * recorded here. */
-    return 0;
+    P(cudaMemcpy_v3020_params);
+    ana_rec_memcpy_done(c, api, r, U(p->dst), U(p->src), p->count, p->kind, 0);
+    return 1;
+}
+REC(rt_memcpy_async)
+{
+    P(cudaMemcpyAsync_v3020_params);
+    ana_rec_memcpy_done(c, api, r, U(p->dst), U(p->src), p->count, p->kind, U(p->stream));
+    return 1;
+}
+REC(rt_memcpy_2d)
+{
+    P(cudaMemcpy2D_v3020_params);
+    ana_rec_memcpy_done(c, api, r, U(p->dst), U(p->src), p->width * p->height, p->kind, 0);
+    return 1;
+}
+REC(rt_memcpy_2d_async)
+{
+    P(cudaMemcpy2DAsync_v3020_params);
+    ana_rec_memcpy_done(c, api, r, U(p->dst), U(p->src), p->width * p->height, p->kind, U(p->stream));
+    return 1;
+}
+REC(rt_memcpy_to_symbol)
+{
+    P(cudaMemcpyToSymbol_v3020_params);
+    ana_rec_memcpy_done(c, api, r, U(p->symbol), U(p->src), p->count, p->kind, 0);
+    return 1;
+}
+REC(rt_memcpy_to_symbol_async)
+{
+    P(cudaMemcpyToSymbolAsync_v3020_params);
+    ana_rec_memcpy_done(c, api, r, U(p->symbol), U(p->src), p->count, p->kind, U(p->stream));
+    return 1;
+}
+REC(rt_memcpy_from_symbol)
+{
+    P(cudaMemcpyFromSymbol_v3020_params);
+    ana_rec_memcpy_done(c, api, r, U(p->dst), U(p->symbol), p->count, p->kind, 0);
+    return 1;
+}
+REC(rt_memcpy_from_symbol_async)
+{
+    P(cudaMemcpyFromSymbolAsync_v3020_params);
+    ana_rec_memcpy_done(c, api, r, U(p->dst), U(p->symbol), p->count, p->kind, U(p->stream));
+    return 1;
+}
+REC(rt_memcpy_peer)
+{
+    P(cudaMemcpyPeer_v4000_params);
+    ana_rec_memcpy_done(c, api, r, U(p->dst), U(p->src), p->count, cudaMemcpyDeviceToDevice, 0);
+    return 1;
+}
+REC(rt_memcpy_peer_async)
+{
+    P(cudaMemcpyPeerAsync_v4000_params);
+    ana_rec_memcpy_done(c, api, r, U(p->dst), U(p->src), p->count, cudaMemcpyDeviceToDevice, U(p->stream));
+    return 1;
+}
+REC(rt_memcpy_3d)
+{
+    P(cudaMemcpy3D_v3020_params);
+    if (!p->p)
+        return 0;
+    ana_rec_memcpy_done(c, api, r, U(p->p->dstPtr.ptr), U(p->p->srcPtr.ptr), extent_bytes(p->p->extent),
+                        p->p->kind, 0);
+    return 1;
+}
+REC(rt_memcpy_3d_async)
+{
+    P(cudaMemcpy3DAsync_v3020_params);
+    if (!p->p)
+        return 0;
+    ana_rec_memcpy_done(c, api, r, U(p->p->dstPtr.ptr), U(p->p->srcPtr.ptr), extent_bytes(p->p->extent),
+                        p->p->kind, U(p->stream));
+    return 1;
+}
+REC(rt_memset)
+{
+    P(cudaMemset_v3020_params);
+    ana_rec_memset_done(c, api, r, U(p->devPtr), p->value, p->count, 0);
+    return 1;
+}
+REC(rt_memset_async)
+{
+    P(cudaMemsetAsync_v3020_params);
+    ana_rec_memset_done(c, api, r, U(p->devPtr), p->value, p->count, U(p->stream));
+    return 1;
+}
+REC(rt_memset_2d)
+{
+    P(cudaMemset2D_v3020_params);
+    ana_rec_memset_done(c, api, r, U(p->devPtr), p->value, p->width * p->height, 0);
+    return 1;
+}
+REC(rt_memset_2d_async)
+{
+    P(cudaMemset2DAsync_v3020_params);
+    ana_rec_memset_done(c, api, r, U(p->devPtr), p->value, p->width * p->height, U(p->stream));
+    return 1;
+}
+REC(rt_memset_3d)
+{
+    P(cudaMemset3D_v3020_params);
+    ana_rec_memset_done(c, api, r, U(p->pitchedDevPtr.ptr), p->value, extent_bytes(p->extent), 0);
+    return 1;
+}
+REC(rt_memset_3d_async)
+{
+    P(cudaMemset3DAsync_v3020_params);
+    ana_rec_memset_done(c, api, r, U(p->pitchedDevPtr.ptr), p->value, extent_bytes(p->extent), U(p->stream));
+    return 1;
 }
 
-#define DCASE2(a, b) case CUPTI_DRIVER_TRACE_CBID_##a: case CUPTI_DRIVER_TRACE_CBID_##b:
-#define DCASE(a) case CUPTI_DRIVER_TRACE_CBID_##a:
+/* ---- runtime memory ---- */
 
-static int driver_launch_copy_set(CUpti_CallbackId cbid, const void *params, rec_ctx *x)
+#define ALLOC(ptrp, size, stream, flags) \
+    ana_rec_alloc_done(c, api, r, ANA_OUT(r, ptrp), size, ana_current_device(), stream, flags)
+
+REC(rt_malloc) { P(cudaMalloc_v3020_params); ALLOC(p->devPtr, p->size, 0, 0); return 1; }
+REC(rt_malloc_host) { P(cudaMallocHost_v3020_params); ALLOC(p->ptr, p->size, 0, 0); return 1; }
+REC(rt_host_alloc) { P(cudaHostAlloc_v3020_params); ALLOC(p->pHost, p->size, 0, p->flags); return 1; }
+REC(rt_malloc_managed) { P(cudaMallocManaged_v6000_params); ALLOC(p->devPtr, p->size, 0, p->flags); return 1; }
+REC(rt_malloc_async)
 {
-    switch (cbid) {
-    DCASE2(cuLaunchKernel, cuLaunchKernel_ptsz) {
-        P(cuLaunchKernel_params); /* the kernel is named by its GPU_KERNEL record */
-        launch(x, ANA_API_CU_LAUNCH_KERNEL, 0, d3(p->gridDimX, p->gridDimY, p->gridDimZ),
-               d3(p->blockDimX, p->blockDimY, p->blockDimZ), p->sharedMemBytes, U(p->hStream));
-        return 1;
-    }
-    DCASE2(cuLaunchKernelEx, cuLaunchKernelEx_ptsz) {
-        P(cuLaunchKernelEx_params);
-        const CUlaunchConfig *k = p->config;
-        if (!k)
-            return 0;
-        launch(x, ANA_API_CU_LAUNCH_KERNEL_EX, 0, d3(k->gridDimX, k->gridDimY, k->gridDimZ),
-               d3(k->blockDimX, k->blockDimY, k->blockDimZ), k->sharedMemBytes, U(k->hStream));
-        return 1;
-    }
-    DCASE2(cuGraphLaunch, cuGraphLaunch_ptsz)
-        launch(x, ANA_API_CU_GRAPH_LAUNCH, 0, d3(0, 0, 0), d3(0, 0, 0), 0,
-               U(((const cuGraphLaunch_params *)params)->hStream));
-        return 1;
-    DCASE2(cuMemcpy, cuMemcpy_ptds) {
-        P(cuMemcpy_params);
-        copy(x, ANA_API_CU_MEMCPY, p->dst, p->src, p->ByteCount, cudaMemcpyDefault, 0);
-        return 1;
-    }
-    DCASE2(cuMemcpyAsync, cuMemcpyAsync_ptsz) {
-        P(cuMemcpyAsync_params);
-        copy(x, ANA_API_CU_MEMCPY_ASYNC, p->dst, p->src, p->ByteCount, cudaMemcpyDefault, U(p->hStream));
-        return 1;
-    }
-    DCASE2(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds) {
-        P(cuMemcpyHtoD_v2_params);
-        copy(x, ANA_API_CU_MEMCPY_HTOD, p->dstDevice, U(p->srcHost), p->ByteCount, cudaMemcpyHostToDevice, 0);
-        return 1;
-    }
-    DCASE2(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz) {
-        P(cuMemcpyHtoDAsync_v2_params);
-        copy(x, ANA_API_CU_MEMCPY_HTOD_ASYNC, p->dstDevice, U(p->srcHost), p->ByteCount,
-             cudaMemcpyHostToDevice, U(p->hStream));
-        return 1;
-    }
-    DCASE2(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds) {
-        P(cuMemcpyDtoH_v2_params);
-        copy(x, ANA_API_CU_MEMCPY_DTOH, U(p->dstHost), p->srcDevice, p->ByteCount, cudaMemcpyDeviceToHost, 0);
-        return 1;
-    }
-    DCASE2(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz) {
-        P(cuMemcpyDtoHAsync_v2_params);
-        copy(x, ANA_API_CU_MEMCPY_DTOH_ASYNC, U(p->dstHost), p->srcDevice, p->ByteCount,
-             cudaMemcpyDeviceToHost, U(p->hStream));
-        return 1;
-    }
-    DCASE2(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds) {
-        P(cuMemcpyDtoD_v2_params);
-        copy(x, ANA_API_CU_MEMCPY_DTOD, p->dstDevice, p->srcDevice, p->ByteCount, cudaMemcpyDeviceToDevice, 0);
-        return 1;
-    }
-    DCASE2(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz) {
-        P(cuMemcpyDtoDAsync_v2_params);
-        copy(x, ANA_API_CU_MEMCPY_DTOD_ASYNC, p->dstDevice, p->srcDevice, p->ByteCount,
-             cudaMemcpyDeviceToDevice, U(p->hStream));
-        return 1;
-    }
-    DCASE2(cuMemsetD8_v2, cuMemsetD8_v2_ptds) {
-        P(cuMemsetD8_v2_params);
-        set(x, ANA_API_CU_MEMSET_D8, p->dstDevice, p->uc, p->N, 0);
-        return 1;
-    }
-    DCASE2(cuMemsetD32_v2, cuMemsetD32_v2_ptds) {
-        P(cuMemsetD32_v2_params);
-        set(x, ANA_API_CU_MEMSET_D32, p->dstDevice, p->ui, p->N * 4, 0);
-        return 1;
-    }
-    DCASE2(cuMemsetD8Async, cuMemsetD8Async_ptsz) {
-        P(cuMemsetD8Async_params);
-        set(x, ANA_API_CU_MEMSET_D8_ASYNC, p->dstDevice, p->uc, p->N, U(p->hStream));
-        return 1;
-    }
-    DCASE2(cuMemsetD32Async, cuMemsetD32Async_ptsz) {
-        P(cuMemsetD32Async_params);
-        set(x, ANA_API_CU_MEMSET_D32_ASYNC, p->dstDevice, p->ui, p->N * 4, U(p->hStream));
-        return 1;
-    }
-    }
-    return 0;
+    P(cudaMallocAsync_v11020_params);
+    ALLOC(p->devPtr, p->size, U(p->hStream), 0);
+    return 1;
+}
+REC(rt_malloc_from_pool)
+{
+    P(cudaMallocFromPoolAsync_v11020_params);
+    ALLOC(p->ptr, p->size, U(p->stream), 0);
+    return 1;
+}
+REC(rt_malloc_pitch)
+{
+    P(cudaMallocPitch_v3020_params);
+    ALLOC(p->devPtr, ana_pitched_bytes(r, p->pitch, p->width, p->height), 0, 0);
+    return 1;
+}
+REC(rt_free) { P(cudaFree_v3020_params); ana_rec_free_done(c, api, r, U(p->devPtr), 0); return 1; }
+REC(rt_free_host) { P(cudaFreeHost_v3020_params); ana_rec_free_done(c, api, r, U(p->ptr), 0); return 1; }
+REC(rt_free_async)
+{
+    P(cudaFreeAsync_v11020_params);
+    ana_rec_free_done(c, api, r, U(p->devPtr), U(p->hStream));
+    return 1;
 }
 
-static int driver_memory(CUpti_CallbackId cbid, const void *params, rec_ctx *x)
+/* ---- driver launches, copies and sets ---- */
+
+REC(cu_launch) /* the kernel is named by its GPU_KERNEL record */
 {
-    switch (cbid) {
-    DCASE(cuMemAlloc_v2) {
-        P(cuMemAlloc_v2_params);
-        alloc(x, ANA_API_CU_MEM_ALLOC, OUT(x, p->dptr), p->bytesize, 0, 0);
-        return 1;
+    P(cuLaunchKernel_params);
+    ana_rec_launch_done(c, api, r, 0, d3(p->gridDimX, p->gridDimY, p->gridDimZ),
+                        d3(p->blockDimX, p->blockDimY, p->blockDimZ), p->sharedMemBytes, U(p->hStream));
+    return 1;
+}
+REC(cu_launch_ex)
+{
+    P(cuLaunchKernelEx_params);
+    const CUlaunchConfig *k = p->config;
+    if (!k)
+        return 0;
+    ana_rec_launch_done(c, api, r, 0, d3(k->gridDimX, k->gridDimY, k->gridDimZ),
+                        d3(k->blockDimX, k->blockDimY, k->blockDimZ), k->sharedMemBytes, U(k->hStream));
+    return 1;
+}
+REC(cu_graph_launch)
+{
+    P(cuGraphLaunch_params);
+    ana_rec_launch_done(c, api, r, 0, d3(0, 0, 0), d3(0, 0, 0), 0, U(p->hStream));
+    return 1;
+}
+
+#define COPY(dst, src, bytes, dir, stream) ana_rec_memcpy_done(c, api, r, dst, src, bytes, dir, stream)
+
+REC(cu_memcpy) { P(cuMemcpy_params); COPY(p->dst, p->src, p->ByteCount, cudaMemcpyDefault, 0); return 1; }
+REC(cu_memcpy_async)
+{
+    P(cuMemcpyAsync_params);
+    COPY(p->dst, p->src, p->ByteCount, cudaMemcpyDefault, U(p->hStream));
+    return 1;
+}
+REC(cu_htod)
+{
+    P(cuMemcpyHtoD_v2_params);
+    COPY(p->dstDevice, U(p->srcHost), p->ByteCount, cudaMemcpyHostToDevice, 0);
+    return 1;
+}
+REC(cu_htod_async)
+{
+    P(cuMemcpyHtoDAsync_v2_params);
+    COPY(p->dstDevice, U(p->srcHost), p->ByteCount, cudaMemcpyHostToDevice, U(p->hStream));
+    return 1;
+}
+REC(cu_dtoh)
+{
+    P(cuMemcpyDtoH_v2_params);
+    COPY(U(p->dstHost), p->srcDevice, p->ByteCount, cudaMemcpyDeviceToHost, 0);
+    return 1;
+}
+REC(cu_dtoh_async)
+{
+    P(cuMemcpyDtoHAsync_v2_params);
+    COPY(U(p->dstHost), p->srcDevice, p->ByteCount, cudaMemcpyDeviceToHost, U(p->hStream));
+    return 1;
+}
+REC(cu_dtod)
+{
+    P(cuMemcpyDtoD_v2_params);
+    COPY(p->dstDevice, p->srcDevice, p->ByteCount, cudaMemcpyDeviceToDevice, 0);
+    return 1;
+}
+REC(cu_dtod_async)
+{
+    P(cuMemcpyDtoDAsync_v2_params);
+    COPY(p->dstDevice, p->srcDevice, p->ByteCount, cudaMemcpyDeviceToDevice, U(p->hStream));
+    return 1;
+}
+REC(cu_memset_d8)
+{
+    P(cuMemsetD8_v2_params);
+    ana_rec_memset_done(c, api, r, p->dstDevice, p->uc, p->N, 0);
+    return 1;
+}
+REC(cu_memset_d32)
+{
+    P(cuMemsetD32_v2_params);
+    ana_rec_memset_done(c, api, r, p->dstDevice, p->ui, (uint64_t)p->N * 4, 0);
+    return 1;
+}
+REC(cu_memset_d8_async)
+{
+    P(cuMemsetD8Async_params);
+    ana_rec_memset_done(c, api, r, p->dstDevice, p->uc, p->N, U(p->hStream));
+    return 1;
+}
+REC(cu_memset_d32_async)
+{
+    P(cuMemsetD32Async_params);
+    ana_rec_memset_done(c, api, r, p->dstDevice, p->ui, (uint64_t)p->N * 4, U(p->hStream));
+    return 1;
+}
+
+/* ---- driver memory and virtual memory (as hooks_driver.c records them) ---- */
+
+REC(cu_alloc) { P(cuMemAlloc_v2_params); ALLOC(p->dptr, p->bytesize, 0, 0); return 1; }
+REC(cu_alloc_async) { P(cuMemAllocAsync_params); ALLOC(p->dptr, p->bytesize, U(p->hStream), 0); return 1; }
+REC(cu_alloc_managed) { P(cuMemAllocManaged_params); ALLOC(p->dptr, p->bytesize, 0, p->flags); return 1; }
+REC(cu_alloc_host) { P(cuMemAllocHost_v2_params); ALLOC(p->pp, p->bytesize, 0, 0); return 1; }
+REC(cu_host_alloc) { P(cuMemHostAlloc_params); ALLOC(p->pp, p->bytesize, 0, p->Flags); return 1; }
+REC(cu_alloc_from_pool)
+{
+    P(cuMemAllocFromPoolAsync_params);
+    ALLOC(p->dptr, p->bytesize, U(p->hStream), 0);
+    return 1;
+}
+REC(cu_alloc_pitch)
+{
+    P(cuMemAllocPitch_v2_params);
+    ALLOC(p->dptr, ana_pitched_bytes(r, p->pPitch, p->WidthInBytes, p->Height), 0, 0);
+    return 1;
+}
+REC(cu_mem_create)
+{
+    P(cuMemCreate_params);
+    ana_rec_alloc_done(c, api, r, ANA_OUT(r, p->handle), p->size, ana_mem_create_device(p->prop), 0, p->flags);
+    return 1;
+}
+REC(cu_free) { P(cuMemFree_v2_params); ana_rec_free_done(c, api, r, p->dptr, 0); return 1; }
+REC(cu_free_async) { P(cuMemFreeAsync_params); ana_rec_free_done(c, api, r, p->dptr, U(p->hStream)); return 1; }
+REC(cu_free_host) { P(cuMemFreeHost_params); ana_rec_free_done(c, api, r, U(p->p), 0); return 1; }
+REC(cu_release) { P(cuMemRelease_params); ana_rec_free_done(c, api, r, p->handle, 0); return 1; }
+
+#define VMM(va, size, handle, offset, device, flags) \
+    ana_rec_vmm_done(c, api, r, va, size, handle, offset, device, flags)
+
+REC(cu_reserve)
+{
+    P(cuMemAddressReserve_params);
+    VMM(ANA_OUT(r, p->ptr), p->size, 0, 0, ana_current_device(), p->flags);
+    return 1;
+}
+REC(cu_address_free)
+{
+    P(cuMemAddressFree_params);
+    VMM(p->ptr, p->size, 0, 0, ana_current_device(), 0);
+    return 1;
+}
+REC(cu_map)
+{
+    P(cuMemMap_params);
+    VMM(p->ptr, p->size, p->handle, p->offset, ana_current_device(), p->flags);
+    return 1;
+}
+REC(cu_unmap) { P(cuMemUnmap_params); VMM(p->ptr, p->size, 0, 0, ana_current_device(), 0); return 1; }
+REC(cu_set_access)
+{
+    P(cuMemSetAccess_params);
+    VMM(p->ptr, p->size, 0, 0, ana_access_device(p->desc, p->count), ana_access_flags(p->desc, p->count));
+    return 1;
+}
+
+/* ---- what we subscribe to ---- */
+
+typedef struct {
+    CUpti_CallbackDomain domain;
+    CUpti_CallbackId cbid;
+    uint32_t api;
+    rec_fn rec;
+} call_entry;
+
+#define RT(name, api, rec) { CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##name, api, rec }
+#define DRV(name, api, rec) { CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##name, api, rec }
+
+/* Every call we correlate (when a hook records it) or record (when none does). 3D peer
+ * copies (cudaMemcpy3DPeer*) have no api number: they are neither. The *SymbolAsync copies
+ * record the api number of their synchronous form. */
+static const call_entry CALLS[] = {
+    /* runtime launches */
+    RT(cudaLaunchKernel_v7000, ANA_API_LAUNCH_KERNEL, rt_launch),
+    RT(cudaLaunchKernel_ptsz_v7000, ANA_API_LAUNCH_KERNEL_PTSZ, rt_launch),
+    RT(cudaLaunchKernelExC_v11060, ANA_API_LAUNCH_KERNEL_EXC, rt_launch_exc),
+    RT(cudaLaunchKernelExC_ptsz_v11060, ANA_API_LAUNCH_KERNEL_EXC_PTSZ, rt_launch_exc),
+    RT(cudaLaunchCooperativeKernel_v9000, ANA_API_LAUNCH_COOPERATIVE, rt_launch_cooperative),
+    RT(cudaLaunchCooperativeKernel_ptsz_v9000, ANA_API_LAUNCH_COOPERATIVE, rt_launch_cooperative),
+    RT(cudaGraphLaunch_v10000, ANA_API_GRAPH_LAUNCH, rt_graph_launch),
+    RT(cudaGraphLaunch_ptsz_v10000, ANA_API_GRAPH_LAUNCH_PTSZ, rt_graph_launch),
+    RT(__cudaLaunchKernel_v13000, ANA_API_STUB_LAUNCH_KERNEL, rt_stub_launch),
+    RT(__cudaLaunchKernel_ptsz_v13000, ANA_API_STUB_LAUNCH_KERNEL_PTSZ, rt_stub_launch),
+    /* runtime copies */
+    RT(cudaMemcpy_v3020, ANA_API_MEMCPY, rt_memcpy),
+    RT(cudaMemcpy_ptds_v7000, ANA_API_MEMCPY, rt_memcpy),
+    RT(cudaMemcpyAsync_v3020, ANA_API_MEMCPY_ASYNC, rt_memcpy_async),
+    RT(cudaMemcpyAsync_ptsz_v7000, ANA_API_MEMCPY_ASYNC, rt_memcpy_async),
+    RT(cudaMemcpy2D_v3020, ANA_API_MEMCPY_2D, rt_memcpy_2d),
+    RT(cudaMemcpy2D_ptds_v7000, ANA_API_MEMCPY_2D, rt_memcpy_2d),
+    RT(cudaMemcpy2DAsync_v3020, ANA_API_MEMCPY_2D_ASYNC, rt_memcpy_2d_async),
+    RT(cudaMemcpy2DAsync_ptsz_v7000, ANA_API_MEMCPY_2D_ASYNC, rt_memcpy_2d_async),
+    RT(cudaMemcpyToSymbol_v3020, ANA_API_MEMCPY_TO_SYMBOL, rt_memcpy_to_symbol),
+    RT(cudaMemcpyToSymbol_ptds_v7000, ANA_API_MEMCPY_TO_SYMBOL, rt_memcpy_to_symbol),
+    RT(cudaMemcpyToSymbolAsync_v3020, ANA_API_MEMCPY_TO_SYMBOL, rt_memcpy_to_symbol_async),
+    RT(cudaMemcpyToSymbolAsync_ptsz_v7000, ANA_API_MEMCPY_TO_SYMBOL, rt_memcpy_to_symbol_async),
+    RT(cudaMemcpyFromSymbol_v3020, ANA_API_MEMCPY_FROM_SYMBOL, rt_memcpy_from_symbol),
+    RT(cudaMemcpyFromSymbol_ptds_v7000, ANA_API_MEMCPY_FROM_SYMBOL, rt_memcpy_from_symbol),
+    RT(cudaMemcpyFromSymbolAsync_v3020, ANA_API_MEMCPY_FROM_SYMBOL, rt_memcpy_from_symbol_async),
+    RT(cudaMemcpyFromSymbolAsync_ptsz_v7000, ANA_API_MEMCPY_FROM_SYMBOL, rt_memcpy_from_symbol_async),
+    RT(cudaMemcpyPeer_v4000, ANA_API_MEMCPY_PEER, rt_memcpy_peer),
+    RT(cudaMemcpyPeerAsync_v4000, ANA_API_MEMCPY_PEER_ASYNC, rt_memcpy_peer_async),
+    RT(cudaMemcpy3D_v3020, ANA_API_MEMCPY_3D, rt_memcpy_3d),
+    RT(cudaMemcpy3D_ptds_v7000, ANA_API_MEMCPY_3D, rt_memcpy_3d),
+    RT(cudaMemcpy3DAsync_v3020, ANA_API_MEMCPY_3D_ASYNC, rt_memcpy_3d_async),
+    RT(cudaMemcpy3DAsync_ptsz_v7000, ANA_API_MEMCPY_3D_ASYNC, rt_memcpy_3d_async),
+    /* runtime sets */
+    RT(cudaMemset_v3020, ANA_API_MEMSET, rt_memset),
+    RT(cudaMemset_ptds_v7000, ANA_API_MEMSET, rt_memset),
+    RT(cudaMemsetAsync_v3020, ANA_API_MEMSET_ASYNC, rt_memset_async),
+    RT(cudaMemsetAsync_ptsz_v7000, ANA_API_MEMSET_ASYNC, rt_memset_async),
+    RT(cudaMemset2D_v3020, ANA_API_MEMSET_2D, rt_memset_2d),
+    RT(cudaMemset2D_ptds_v7000, ANA_API_MEMSET_2D, rt_memset_2d),
+    RT(cudaMemset2DAsync_v3020, ANA_API_MEMSET_2D_ASYNC, rt_memset_2d_async),
+    RT(cudaMemset2DAsync_ptsz_v7000, ANA_API_MEMSET_2D_ASYNC, rt_memset_2d_async),
+    RT(cudaMemset3D_v3020, ANA_API_MEMSET_3D, rt_memset_3d),
+    RT(cudaMemset3D_ptds_v7000, ANA_API_MEMSET_3D, rt_memset_3d),
+    RT(cudaMemset3DAsync_v3020, ANA_API_MEMSET_3D_ASYNC, rt_memset_3d_async),
+    RT(cudaMemset3DAsync_ptsz_v7000, ANA_API_MEMSET_3D_ASYNC, rt_memset_3d_async),
+    /* runtime memory */
+    RT(cudaMalloc_v3020, ANA_API_MALLOC, rt_malloc),
+    RT(cudaMallocPitch_v3020, ANA_API_MALLOC_PITCH, rt_malloc_pitch),
+    RT(cudaMallocHost_v3020, ANA_API_MALLOC_HOST, rt_malloc_host),
+    RT(cudaHostAlloc_v3020, ANA_API_HOST_ALLOC, rt_host_alloc),
+    RT(cudaMallocManaged_v6000, ANA_API_MALLOC_MANAGED, rt_malloc_managed),
+    RT(cudaMallocAsync_v11020, ANA_API_MALLOC_ASYNC, rt_malloc_async),
+    RT(cudaMallocAsync_ptsz_v11020, ANA_API_MALLOC_ASYNC, rt_malloc_async),
+    RT(cudaMallocFromPoolAsync_v11020, ANA_API_MALLOC_FROM_POOL_ASYNC, rt_malloc_from_pool),
+    RT(cudaMallocFromPoolAsync_ptsz_v11020, ANA_API_MALLOC_FROM_POOL_ASYNC, rt_malloc_from_pool),
+    RT(cudaFree_v3020, ANA_API_FREE, rt_free),
+    RT(cudaFreeHost_v3020, ANA_API_FREE_HOST, rt_free_host),
+    RT(cudaFreeAsync_v11020, ANA_API_FREE_ASYNC, rt_free_async),
+    RT(cudaFreeAsync_ptsz_v11020, ANA_API_FREE_ASYNC, rt_free_async),
+    /* driver launches */
+    DRV(cuLaunchKernel, ANA_API_CU_LAUNCH_KERNEL, cu_launch),
+    DRV(cuLaunchKernel_ptsz, ANA_API_CU_LAUNCH_KERNEL, cu_launch),
+    DRV(cuLaunchKernelEx, ANA_API_CU_LAUNCH_KERNEL_EX, cu_launch_ex),
+    DRV(cuLaunchKernelEx_ptsz, ANA_API_CU_LAUNCH_KERNEL_EX, cu_launch_ex),
+    DRV(cuGraphLaunch, ANA_API_CU_GRAPH_LAUNCH, cu_graph_launch),
+    DRV(cuGraphLaunch_ptsz, ANA_API_CU_GRAPH_LAUNCH, cu_graph_launch),
+    /* driver copies and sets */
+    DRV(cuMemcpy, ANA_API_CU_MEMCPY, cu_memcpy),
+    DRV(cuMemcpy_ptds, ANA_API_CU_MEMCPY, cu_memcpy),
+    DRV(cuMemcpyAsync, ANA_API_CU_MEMCPY_ASYNC, cu_memcpy_async),
+    DRV(cuMemcpyAsync_ptsz, ANA_API_CU_MEMCPY_ASYNC, cu_memcpy_async),
+    DRV(cuMemcpyHtoD_v2, ANA_API_CU_MEMCPY_HTOD, cu_htod),
+    DRV(cuMemcpyHtoD_v2_ptds, ANA_API_CU_MEMCPY_HTOD, cu_htod),
+    DRV(cuMemcpyHtoDAsync_v2, ANA_API_CU_MEMCPY_HTOD_ASYNC, cu_htod_async),
+    DRV(cuMemcpyHtoDAsync_v2_ptsz, ANA_API_CU_MEMCPY_HTOD_ASYNC, cu_htod_async),
+    DRV(cuMemcpyDtoH_v2, ANA_API_CU_MEMCPY_DTOH, cu_dtoh),
+    DRV(cuMemcpyDtoH_v2_ptds, ANA_API_CU_MEMCPY_DTOH, cu_dtoh),
+    DRV(cuMemcpyDtoHAsync_v2, ANA_API_CU_MEMCPY_DTOH_ASYNC, cu_dtoh_async),
+    DRV(cuMemcpyDtoHAsync_v2_ptsz, ANA_API_CU_MEMCPY_DTOH_ASYNC, cu_dtoh_async),
+    DRV(cuMemcpyDtoD_v2, ANA_API_CU_MEMCPY_DTOD, cu_dtod),
+    DRV(cuMemcpyDtoD_v2_ptds, ANA_API_CU_MEMCPY_DTOD, cu_dtod),
+    DRV(cuMemcpyDtoDAsync_v2, ANA_API_CU_MEMCPY_DTOD_ASYNC, cu_dtod_async),
+    DRV(cuMemcpyDtoDAsync_v2_ptsz, ANA_API_CU_MEMCPY_DTOD_ASYNC, cu_dtod_async),
+    DRV(cuMemsetD8_v2, ANA_API_CU_MEMSET_D8, cu_memset_d8),
+    DRV(cuMemsetD8_v2_ptds, ANA_API_CU_MEMSET_D8, cu_memset_d8),
+    DRV(cuMemsetD32_v2, ANA_API_CU_MEMSET_D32, cu_memset_d32),
+    DRV(cuMemsetD32_v2_ptds, ANA_API_CU_MEMSET_D32, cu_memset_d32),
+    DRV(cuMemsetD8Async, ANA_API_CU_MEMSET_D8_ASYNC, cu_memset_d8_async),
+    DRV(cuMemsetD8Async_ptsz, ANA_API_CU_MEMSET_D8_ASYNC, cu_memset_d8_async),
+    DRV(cuMemsetD32Async, ANA_API_CU_MEMSET_D32_ASYNC, cu_memset_d32_async),
+    DRV(cuMemsetD32Async_ptsz, ANA_API_CU_MEMSET_D32_ASYNC, cu_memset_d32_async),
+    /* driver memory and virtual memory */
+    DRV(cuMemAlloc_v2, ANA_API_CU_MEM_ALLOC, cu_alloc),
+    DRV(cuMemAllocAsync, ANA_API_CU_MEM_ALLOC_ASYNC, cu_alloc_async),
+    DRV(cuMemAllocAsync_ptsz, ANA_API_CU_MEM_ALLOC_ASYNC, cu_alloc_async),
+    DRV(cuMemAllocManaged, ANA_API_CU_MEM_ALLOC_MANAGED, cu_alloc_managed),
+    DRV(cuMemAllocHost_v2, ANA_API_CU_MEM_ALLOC_HOST, cu_alloc_host),
+    DRV(cuMemHostAlloc, ANA_API_CU_MEM_HOST_ALLOC, cu_host_alloc),
+    DRV(cuMemHostAlloc_v2, ANA_API_CU_MEM_HOST_ALLOC, cu_host_alloc),
+    DRV(cuMemAllocPitch_v2, ANA_API_CU_MEM_ALLOC_PITCH, cu_alloc_pitch),
+    DRV(cuMemAllocFromPoolAsync, ANA_API_CU_MEM_ALLOC_FROM_POOL_ASYNC, cu_alloc_from_pool),
+    DRV(cuMemAllocFromPoolAsync_ptsz, ANA_API_CU_MEM_ALLOC_FROM_POOL_ASYNC, cu_alloc_from_pool),
+    DRV(cuMemCreate, ANA_API_CU_MEM_CREATE, cu_mem_create),
+    DRV(cuMemFree_v2, ANA_API_CU_MEM_FREE, cu_free),
+    DRV(cuMemFreeAsync, ANA_API_CU_MEM_FREE_ASYNC, cu_free_async),
+    DRV(cuMemFreeAsync_ptsz, ANA_API_CU_MEM_FREE_ASYNC, cu_free_async),
+    DRV(cuMemFreeHost, ANA_API_CU_MEM_FREE_HOST, cu_free_host),
+    DRV(cuMemRelease, ANA_API_CU_MEM_RELEASE, cu_release),
+    DRV(cuMemAddressReserve, ANA_API_CU_MEM_ADDRESS_RESERVE, cu_reserve),
+    DRV(cuMemAddressFree, ANA_API_CU_MEM_ADDRESS_FREE, cu_address_free),
+    DRV(cuMemMap, ANA_API_CU_MEM_MAP, cu_map),
+    DRV(cuMemUnmap, ANA_API_CU_MEM_UNMAP, cu_unmap),
+    DRV(cuMemSetAccess, ANA_API_CU_MEM_SET_ACCESS, cu_set_access),
+};
+#define N_CALLS (sizeof(CALLS) / sizeof(CALLS[0]))
+_Static_assert(N_CALLS < 255, "entry numbers are kept in uint8_t");
+
+/* Per domain, by callback id: 1 + the index of its CALLS entry, 0 for none. Written by
+ * ana_cupti_calls_enable before any callback is enabled; read-only after. */
+static uint8_t rt_entry[CUPTI_RUNTIME_TRACE_CBID_SIZE], drv_entry[CUPTI_DRIVER_TRACE_CBID_SIZE];
+
+static const call_entry *entry_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+    unsigned i = 0;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
+        i = rt_entry[cbid];
+    else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+        i = drv_entry[cbid];
+    return i ? &CALLS[i - 1] : NULL;
+}
+
+void ana_cupti_calls_enable(CUpti_SubscriberHandle s)
+{
+    for (size_t i = 0; i < N_CALLS; i++) {
+        uint8_t *slot = CALLS[i].domain == CUPTI_CB_DOMAIN_RUNTIME_API ? &rt_entry[CALLS[i].cbid]
+                                                                       : &drv_entry[CALLS[i].cbid];
+        *slot = (uint8_t)(i + 1);
     }
-    DCASE2(cuMemAllocAsync, cuMemAllocAsync_ptsz) {
-        P(cuMemAllocAsync_params);
-        alloc(x, ANA_API_CU_MEM_ALLOC_ASYNC, OUT(x, p->dptr), p->bytesize, U(p->hStream), 0);
-        return 1;
-    }
-    DCASE(cuMemAllocManaged) {
-        P(cuMemAllocManaged_params);
-        alloc(x, ANA_API_CU_MEM_ALLOC_MANAGED, OUT(x, p->dptr), p->bytesize, 0, p->flags);
-        return 1;
-    }
-    DCASE(cuMemAllocHost_v2) {
-        P(cuMemAllocHost_v2_params);
-        alloc(x, ANA_API_CU_MEM_ALLOC_HOST, OUT(x, p->pp), p->bytesize, 0, 0);
-        return 1;
-    }
-    DCASE2(cuMemHostAlloc, cuMemHostAlloc_v2) {
-        P(cuMemHostAlloc_params);
-        alloc(x, ANA_API_CU_MEM_HOST_ALLOC, OUT(x, p->pp), p->bytesize, 0, p->Flags);
-        return 1;
-    }
-    DCASE(cuMemAllocPitch_v2) {
-        P(cuMemAllocPitch_v2_params);
-        size_t bytes = x->ret == 0 && p->pPitch ? *p->pPitch * p->Height : p->WidthInBytes * p->Height;
-        alloc(x, ANA_API_CU_MEM_ALLOC_PITCH, OUT(x, p->dptr), bytes, 0, 0);
-        return 1;
-    }
-    DCASE2(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz) {
-        P(cuMemAllocFromPoolAsync_params);
-        alloc(x, ANA_API_CU_MEM_ALLOC_FROM_POOL_ASYNC, OUT(x, p->dptr), p->bytesize, U(p->hStream), 0);
-        return 1;
-    }
-    DCASE(cuMemCreate) {
-        P(cuMemCreate_params);
-        alloc(x, ANA_API_CU_MEM_CREATE, OUT(x, p->handle), p->size, 0, p->flags);
-        return 1;
-    }
-    DCASE(cuMemFree_v2)
-        free_(x, ANA_API_CU_MEM_FREE, ((const cuMemFree_v2_params *)params)->dptr, 0);
-        return 1;
-    DCASE2(cuMemFreeAsync, cuMemFreeAsync_ptsz) {
-        P(cuMemFreeAsync_params);
-        free_(x, ANA_API_CU_MEM_FREE_ASYNC, p->dptr, U(p->hStream));
-        return 1;
-    }
-    DCASE(cuMemFreeHost)
-        free_(x, ANA_API_CU_MEM_FREE_HOST, U(((const cuMemFreeHost_params *)params)->p), 0);
-        return 1;
-    DCASE(cuMemRelease)
-        free_(x, ANA_API_CU_MEM_RELEASE, ((const cuMemRelease_params *)params)->handle, 0);
-        return 1;
-    DCASE(cuMemAddressReserve) {
-        P(cuMemAddressReserve_params);
-        vmm(x, ANA_API_CU_MEM_ADDRESS_RESERVE, OUT(x, p->ptr), p->size, 0, 0, ana_current_device(), p->flags);
-        return 1;
-    }
-    DCASE(cuMemAddressFree) {
-        P(cuMemAddressFree_params);
-        vmm(x, ANA_API_CU_MEM_ADDRESS_FREE, p->ptr, p->size, 0, 0, ana_current_device(), 0);
-        return 1;
-    }
-    DCASE(cuMemMap) {
-        P(cuMemMap_params);
-        vmm(x, ANA_API_CU_MEM_MAP, p->ptr, p->size, p->handle, p->offset, ana_current_device(), p->flags);
-        return 1;
-    }
-    DCASE(cuMemUnmap) {
-        P(cuMemUnmap_params);
-        vmm(x, ANA_API_CU_MEM_UNMAP, p->ptr, p->size, 0, 0, ana_current_device(), 0);
-        return 1;
-    }
-    DCASE(cuMemSetAccess) {
-        P(cuMemSetAccess_params); /* device and flags of the first descriptor */
-        int has = p->desc && p->count > 0;
-        vmm(x, ANA_API_CU_MEM_SET_ACCESS, p->ptr, p->size, 0, 0,
-            has ? p->desc[0].location.id : ana_current_device(), has ? (uint64_t)p->desc[0].flags : 0);
-        return 1;
-    }
-    }
-    return 0;
+    for (size_t i = 0; i < N_CALLS; i++)
+        ana_cupti_fn.enable_callback(1, s, CALLS[i].domain, CALLS[i].cbid);
 }
 
 /* ---- the callback ---- */
 
-static void open_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *d)
+/* The call recorded through CUPTI on this thread, between its entry and its exit. Its
+ * correlation id is ana_tls_corr, which nothing changes while the bracket is open: calls
+ * nested in it store theirs only over a 0, and CUPTI's correlation ids are never 0. */
+static __thread struct {
+    ana_call c;
+    const call_entry *e;
+} tls_open __attribute__((tls_model("initial-exec")));
+
+static void open_call(const call_entry *e, const CUpti_CallbackData *d)
 {
-    if (!ana_enter(&tls_open.c))
+    if (!e || !ana_enter(&tls_open.c))
         return;
-    ana_tls_corr = d->correlationId; /* calls nested in this one see it and stay quiet */
-    tls_open.corr = d->correlationId;
-    tls_open.cbid = cbid;
-    tls_open.domain = domain;
-    tls_open.open = 1;
+    tls_open.c.via = ANA_VIA_CUPTI;
+    ana_tls_corr = d->correlationId; /* the record's corr; nested calls see it and stay quiet */
+    tls_open.e = e;
 }
 
-static void close_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *d)
+static void close_call(const call_entry *e, const CUpti_CallbackData *d)
 {
     ana_call *c = &tls_open.c;
-    tls_open.open = 0;
-    c->saved_errno = errno;
-    c->dur = ana_now_ns() - c->t0;
-    c->corr = tls_open.corr;
-    c->stack = ana_stack_capture();
-    ana_record r = { .time_ns = c->t0 };
-    rec_ctx x = { &r, c, 0 };
-    const void *params = d->functionParams;
-    int ok = 0;
-    if (params && d->functionReturnValue) {
-        if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-            x.ret = *(const cudaError_t *)d->functionReturnValue;
-            ok = runtime_launch_mem(cbid, params, &x) || runtime_copy_set(cbid, params, &x);
-        } else {
-            x.ret = *(const CUresult *)d->functionReturnValue;
-            ok = driver_launch_copy_set(cbid, params, &x) || driver_memory(cbid, params, &x);
-        }
+    tls_open.e = NULL;
+    const void *params = d->functionParams, *ret = d->functionReturnValue;
+    if (params && ret) {
+        int r = e->domain == CUPTI_CB_DOMAIN_RUNTIME_API ? (int)*(const cudaError_t *)ret
+                                                          : (int)*(const CUresult *)ret;
+        if (e->rec(c, e->api, r, params))
+            return;
     }
-    if (ok)
-        ana_emit(c->t, &r);
-    if (ok && r.kind == ANA_K_ALLOC && x.ret != 0 && ana_api_is_device_alloc(r.u.alloc.api))
-        ana_collector_flush_now(200); /* the failure reaches the disk with what led to it */
+    c->saved_errno = errno;
     ana_leave(c);
 }
 
@@ -575,14 +591,15 @@ void CUPTIAPI ana_cupti_callback(void *userdata, CUpti_CallbackDomain domain, CU
     (void)userdata;
     const CUpti_CallbackData *d = data;
     if (d->callbackSite == CUPTI_API_ENTER) {
-        if (!atomic_load_explicit(&ana_cupti_on, memory_order_relaxed))
+        if (!ana_cupti_on())
             return; /* not yet, handed over, or a forked child */
         if (!ana_in_hook())
-            open_call(domain, cbid, d);
+            open_call(entry_of(domain, cbid), d);
         else if (!ana_tls_corr)
             ana_tls_corr = d->correlationId;
         return;
     }
-    if (tls_open.open && tls_open.corr == d->correlationId && tls_open.cbid == cbid && tls_open.domain == (int)domain)
-        close_call(domain, cbid, d);
+    const call_entry *e = tls_open.e;
+    if (e && e->cbid == cbid && e->domain == domain && ana_tls_corr == d->correlationId)
+        close_call(e, d);
 }

@@ -31,9 +31,19 @@ typedef struct ana_cupti_fns {
 
 extern ana_cupti_fns ana_cupti_fn;
 
-/* 1 while our activity collection and callbacks are on (not before start, not after the
- * program took CUPTI over, not in a forked child). */
-extern _Atomic int ana_cupti_on;
+/* cupti.c's state: OFF (not started, unavailable, taken, or a forked child) -> ON ->
+ * HANDOVER (the program subscribed, or the process exits: our last forced flush) -> GONE
+ * (ours is off). */
+enum { ANA_CUPTI_OFF, ANA_CUPTI_ON, ANA_CUPTI_HANDOVER, ANA_CUPTI_GONE };
+extern _Atomic int ana_cupti_state;
+
+/* 1 while our activity collection and callbacks are on (ON or HANDOVER: not before start,
+ * not after the program took CUPTI over, not in a forked child). One relaxed load. */
+static inline int ana_cupti_on(void)
+{
+    int s = atomic_load_explicit(&ana_cupti_state, memory_order_relaxed);
+    return s == ANA_CUPTI_ON || s == ANA_CUPTI_HANDOVER;
+}
 
 /* "CUPTI_ERROR_..." for r (the library's own name when it can give one). */
 const char *ana_cupti_err_name(CUptiResult r);

@@ -18,6 +18,12 @@
  * entry points; elsewhere the preload exports no dlsym/dlvsym and driver memory is seen only
  * through programs linked against libcuda and through CUPTI (docs/trace-format.md).
  *
+ * Also here, built on glibc's functions once found: the one lookup of a CUDA library's
+ * real functions the preload makes (ana_dl_real_sym: the runtime's for the hooks, the
+ * driver's for its wrappers, CUPTI's for the interposed cupti* calls), and the test of
+ * whether a function lies in libcuda. These call library functions; the bootstrap never
+ * does.
+ *
  * Thread-safety: the two pointers are written once with the same value by whichever thread
  * gets there first; readers see either NULL (and look them up themselves) or the value. */
 #define _GNU_SOURCE
@@ -26,9 +32,8 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <string.h>
-
-#define ANA_HIDDEN __attribute__((visibility("hidden")))
 
 /* Read by the assembly below; written by ana_dl_bootstrap. */
 ANA_HIDDEN void *ana_dl_glibc_dlsym;
@@ -277,43 +282,50 @@ void *ana_real_dlvsym(void *handle, const char *name, const char *version)
     return fn ? fn(handle, name, version) : NULL;
 }
 
+/* ---- later lookups (library calls allowed) ------------------------------------------- */
+
+void *ana_dl_real_sym(const char *soname, const char *version, const char *name)
+{
+    void *p = version ? ana_real_dlvsym(RTLD_NEXT, name, version) : NULL;
+    if (!p)
+        p = ana_real_dlsym(RTLD_NEXT, name);
+    if (!p) {
+        void *h = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            p = ana_real_dlsym(h, name);
+            dlclose(h); /* the NOLOAD open only counted one more reference */
+        }
+    }
+    return p;
+}
+
+/* The load base (dli_fbase) of the libcuda.so.1 recognised last: a lookup that returns a
+ * driver function (the common case) is answered without reading dynamic sections again.
+ * (A libcuda unloaded and another module mapped at its base would be mistaken for it;
+ * libcuda is not unloaded in practice.) */
+static _Atomic uintptr_t libcuda_base;
+
 int ana_dl_in_libcuda(const void *addr)
 {
     Dl_info info;
     struct link_map *lm = NULL;
     if (!addr || !dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
         return 0;
+    uintptr_t base = (uintptr_t)info.dli_fbase;
+    if (base && base == atomic_load_explicit(&libcuda_base, memory_order_relaxed))
+        return 1;
+    int yes;
     elf_view v;
-    if (elf_view_of(lm->l_addr, lm->l_ld, &v) == 0 && v.soname)
-        return strcmp(v.soname, "libcuda.so.1") == 0;
-    const char *base = info.dli_fname ? strrchr(info.dli_fname, '/') : NULL;
-    base = base ? base + 1 : info.dli_fname;
-    return base && strncmp(base, "libcuda.so", 10) == 0;
-}
-
-static int find_libcuda(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    const ElfW(Dyn) *dyn = NULL;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    elf_view v;
-    if (!dyn || elf_view_of(info->dlpi_addr, dyn, &v) < 0 || !v.soname || strcmp(v.soname, "libcuda.so.1") != 0)
-        return 0;
-    *(void **)data = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-    return *(void **)data != NULL;
-}
-
-void *ana_dl_libcuda_sym(const char *name)
-{
-    void *h = NULL;
-    dl_iterate_phdr(find_libcuda, &h);
-    if (!h)
-        return NULL;
-    void *p = ana_real_dlsym(h, name);
-    dlclose(h); /* the NOLOAD open only counted one more reference */
-    return p;
+    if (elf_view_of(lm->l_addr, lm->l_ld, &v) == 0 && v.soname) {
+        yes = strcmp(v.soname, "libcuda.so.1") == 0;
+    } else {
+        const char *file = info.dli_fname ? strrchr(info.dli_fname, '/') : NULL;
+        file = file ? file + 1 : info.dli_fname;
+        yes = file && strncmp(file, "libcuda.so", 10) == 0;
+    }
+    if (yes)
+        atomic_store_explicit(&libcuda_base, base, memory_order_relaxed);
+    return yes;
 }
 
 /* Early, so that the first lookups take the fast path; says once if glibc's functions

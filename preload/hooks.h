@@ -1,16 +1,21 @@
-/* hooks.h — shared by the interposed CUDA entry points (hooks_*.c). Only files that must
- * see CUDA types include it. Every wrapper: resolve the real function, bracket with
+/* hooks.h — shared by the interposed CUDA entry points (hooks_*.c, dl_entry.c) and the CUPTI
+ * callback (cupti_calls.c), which builds its records with the same builders. Only files
+ * that must see CUDA types include it. Every wrapper: resolve the real function, bracket with
  * ana_enter, call the real function, record, return its result unchanged. */
 #ifndef ANA_HOOKS_H
 #define ANA_HOOKS_H
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "preload.h"
 
-/* The next definition of `name` after the preload (the real CUDA runtime, wherever it was
- * loaded), or NULL. */
-void *ana_resolve(const char *name);
+/* The CUDA runtime's `name` wherever it was loaded (ana_dl_real_sym: the next definition
+ * after the preload, else the loaded libcudart.so.13's, even in a local scope), or NULL. */
+static inline void *ana_resolve(const char *name)
+{
+    return ana_dl_real_sym("libcudart.so.13", "libcudart.so.13", name);
+}
 /* Says once that `name` cannot be found; returns the error the wrapper gives back. */
 cudaError_t ana_missing(const char *name);
 
@@ -37,17 +42,37 @@ cudaError_t ana_missing(const char *name);
         return r;                             \
     }
 
-/* Record builders: each ends the bracket (ana_leave), preserving the errno the real call
- * left. */
-void ana_rec_alloc_done(ana_call *c, uint32_t api, cudaError_t r, void **p, size_t size,
-                        cudaStream_t stream, uint64_t flags);
-void ana_rec_free_done(ana_call *c, uint32_t api, cudaError_t r, const void *ptr, cudaStream_t stream);
-void ana_rec_launch_done(ana_call *c, uint32_t api, cudaError_t r, uint64_t kernel, dim3 grid,
-                         dim3 block, size_t shmem, cudaStream_t stream);
-void ana_rec_memcpy_done(ana_call *c, uint32_t api, cudaError_t r, const void *dst, const void *src,
-                         size_t bytes, int dir, cudaStream_t stream);
-void ana_rec_memset_done(ana_call *c, uint32_t api, cudaError_t r, const void *ptr, int value,
-                         size_t bytes, cudaStream_t stream);
+/* Pointers, handles and streams as the integers records hold. */
+#define ANA_U64(x) ((uint64_t)(uintptr_t)(x))
+/* What an out-parameter holds after a call that returned r: *pp after a success, else 0. */
+#define ANA_OUT(r, pp) ((r) == 0 && (pp) ? ANA_U64(*(pp)) : 0)
+
+/* Bytes of a pitched allocation (cudaMallocPitch, cuMemAllocPitch_v2): pitch × height once
+ * the call set the pitch, else the width × height asked for. */
+static inline uint64_t ana_pitched_bytes(int r, const size_t *pitch, size_t width, size_t height)
+{
+    return r == 0 && pitch ? (uint64_t)*pitch * height : (uint64_t)width * height;
+}
+
+/* Record builders, one per record kind, shared by the hooks (runtime and driver) and the
+ * CUPTI callback (cupti_calls.c), so that one call gives the same record either way. They
+ * take values: r is what the call returned (a cudaError_t or a CUresult), out-values are
+ * read by the caller (ANA_OUT). Each ends the timed part of the call, captures the stack,
+ * appends the record (via = c->via) and ends the bracket (ana_leave), preserving the errno
+ * the real call left. After a device allocation failed, ALLOC is followed by MEMINFO and
+ * written at once; after the first successful allocation on a device, by its DEVICE. */
+void ana_rec_alloc_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t size, int64_t device,
+                        uint64_t stream, uint64_t flags);
+/* FREE: the device is the thread's current one. */
+void ana_rec_free_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t stream);
+void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3 grid, dim3 block,
+                         uint64_t shmem, uint64_t stream);
+void ana_rec_memcpy_done(ana_call *c, uint32_t api, int r, uint64_t dst, uint64_t src, uint64_t bytes,
+                         uint64_t dir, uint64_t stream);
+void ana_rec_memset_done(ana_call *c, uint32_t api, int r, uint64_t ptr, int64_t value, uint64_t bytes,
+                         uint64_t stream);
+void ana_rec_vmm_done(ana_call *c, uint32_t api, int r, uint64_t va, uint64_t size, uint64_t handle,
+                      uint64_t offset, int64_t device, uint64_t flags);
 void ana_record_device(int ordinal, const struct cudaDeviceProp *p);
 /* Records the device unless a DEVICE record for that ordinal exists already. */
 void ana_record_device_once(int ordinal, const struct cudaDeviceProp *p);
@@ -106,14 +131,25 @@ void *ana_real_dlsym(void *handle, const char *name);
 void *ana_real_dlvsym(void *handle, const char *name, const char *version);
 /* 1 when addr lies in the CUDA driver (a module whose soname is libcuda.so.1). */
 int ana_dl_in_libcuda(const void *addr);
-/* `name` in a libcuda.so.1 already loaded (in any scope), or NULL. Never loads one. */
-void *ana_dl_libcuda_sym(const char *name);
 
-/* Record builders of driver calls (CUresult ret; ptr/handle as integers). */
-void ana_rec_drv_alloc_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t size,
-                            int64_t device, uint64_t stream, uint64_t flags);
-void ana_rec_drv_free_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t stream);
-void ana_rec_vmm_done(ana_call *c, uint32_t api, int r, uint64_t va, uint64_t size,
-                      uint64_t handle, uint64_t offset, int64_t device, uint64_t flags);
+/* ---- what the driver wrappers and the CUPTI callback both read from a call ---- */
+/* cuMemCreate's ALLOC.device: the allocation's location when that is a device, else the
+ * thread's current device. */
+static inline int64_t ana_mem_create_device(const CUmemAllocationProp *prop)
+{
+    return prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id
+                                                                      : ana_current_device();
+}
+/* cuMemSetAccess's VMM device and flags: those of the first descriptor (the usual single
+ * one); its device when its location is a device, else the thread's current device. */
+static inline int64_t ana_access_device(const CUmemAccessDesc *d, size_t count)
+{
+    return d && count && d->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? d->location.id
+                                                                          : ana_current_device();
+}
+static inline uint64_t ana_access_flags(const CUmemAccessDesc *d, size_t count)
+{
+    return d && count ? (uint64_t)d->flags : 0;
+}
 
 #endif

@@ -1,10 +1,8 @@
-/* hooks_common.c — real-symbol resolution and the record builders of hooks.h. */
-#define _GNU_SOURCE
+/* hooks_common.c — the record builders of hooks.h, shared by the hooks and the CUPTI
+ * callback, and the per-thread device. */
 #include "hooks.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
 #include <string.h>
 
 static __thread int tls_device __attribute__((tls_model("initial-exec")));
@@ -15,42 +13,10 @@ static uint64_t dev_bit(int d) { return 1ull << ((unsigned)d & 63); }
 int ana_current_device(void) { return tls_device; }
 void ana_set_current_device(int dev) { tls_device = dev; }
 
-static int find_cudart(struct dl_phdr_info *info, size_t size, void *data)
-{
-    const char *base = strrchr(info->dlpi_name, '/');
-    base = base ? base + 1 : info->dlpi_name;
-    if (strncmp(base, "libcudart.so", 12) != 0)
-        return 0;
-    *(void **)data = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-    return *(void **)data != NULL;
-}
-
-void *ana_resolve(const char *name)
-{
-    void *p = dlvsym(RTLD_NEXT, name, "libcudart.so.13");
-    if (!p)
-        p = dlsym(RTLD_NEXT, name);
-    if (!p) {
-        /* libcudart loaded in a local scope (a library dlopen'ed with RTLD_LOCAL, as Python
-         * extensions are) is invisible to RTLD_NEXT: look it up by handle. */
-        void *h = NULL;
-        dl_iterate_phdr(find_cudart, &h);
-        if (h)
-            p = dlsym(h, name);
-    }
-    return p;
-}
-
 cudaError_t ana_missing(const char *name)
 {
     ana_disable("cannot find the CUDA runtime's %s; returning an error to the caller", name);
     return cudaErrorSharedObjectSymbolNotFound;
-}
-
-static void finish(ana_call *c, ana_record *rec)
-{
-    ana_emit(c->t, rec);
-    ana_leave(c);
 }
 
 /* Ends the timed part of a call (before the stack walk, which is ours, not the call's) and
@@ -113,73 +79,20 @@ static void maybe_record_device(void)
         atomic_fetch_or(&devices_recorded, dev_bit(dev)); /* do not ask again */
 }
 
-void ana_rec_alloc_done(ana_call *c, uint32_t api, cudaError_t r, void **p, size_t size,
-                        cudaStream_t stream, uint64_t flags)
+/* Appends rec and ends the bracket. */
+static void finish(ana_call *c, ana_record *rec)
 {
-    measure(c);
-    ana_record rec = { .kind = ANA_K_ALLOC, .time_ns = c->t0 };
-    rec.u.alloc = (ana_rec_alloc){ api, r, r == cudaSuccess && p ? (uint64_t)(uintptr_t)*p : 0, size,
-                                   ana_current_device(), (uint64_t)(uintptr_t)stream,
-                                   c->stack, c->dur, flags, c->corr, ANA_VIA_HOOK };
-    ana_emit(c->t, &rec);
-    if (r != cudaSuccess && ana_api_is_device_alloc(api))
-        after_failed_alloc(c);
-    else if (r == cudaSuccess)
-        maybe_record_device();
+    ana_emit(c->t, rec);
     ana_leave(c);
 }
 
-void ana_rec_free_done(ana_call *c, uint32_t api, cudaError_t r, const void *ptr, cudaStream_t stream)
-{
-    measure(c);
-    ana_record rec = { .kind = ANA_K_FREE, .time_ns = c->t0 };
-    rec.u.free = (ana_rec_free){ api, r, (uint64_t)(uintptr_t)ptr, ana_current_device(),
-                                 (uint64_t)(uintptr_t)stream, c->stack, c->dur, c->corr, ANA_VIA_HOOK };
-    finish(c, &rec);
-}
-
-void ana_rec_launch_done(ana_call *c, uint32_t api, cudaError_t r, uint64_t kernel, dim3 grid,
-                         dim3 block, size_t shmem, cudaStream_t stream)
-{
-    measure(c);
-    ana_record rec = { .kind = ANA_K_LAUNCH, .time_ns = c->t0 };
-    rec.u.launch = (ana_rec_launch){ api, r, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                     shmem, (uint64_t)(uintptr_t)stream, c->stack, c->dur, c->corr,
-                                     ANA_VIA_HOOK };
-    finish(c, &rec);
-}
-
-void ana_rec_memcpy_done(ana_call *c, uint32_t api, cudaError_t r, const void *dst, const void *src,
-                         size_t bytes, int dir, cudaStream_t stream)
-{
-    measure(c);
-    ana_record rec = { .kind = ANA_K_MEMCPY, .time_ns = c->t0 };
-    rec.u.memcpy = (ana_rec_memcpy){ api, r, (uint64_t)(uintptr_t)dst, (uint64_t)(uintptr_t)src, bytes,
-                                     (uint64_t)dir, (uint64_t)(uintptr_t)stream, c->stack, c->dur, c->corr,
-                                     ANA_VIA_HOOK };
-    finish(c, &rec);
-}
-
-void ana_rec_memset_done(ana_call *c, uint32_t api, cudaError_t r, const void *ptr, int value,
-                         size_t bytes, cudaStream_t stream)
-{
-    measure(c);
-    ana_record rec = { .kind = ANA_K_MEMSET, .time_ns = c->t0 };
-    rec.u.memset = (ana_rec_memset){ api, r, (uint64_t)(uintptr_t)ptr, value, bytes,
-                                     (uint64_t)(uintptr_t)stream, c->stack, c->dur, c->corr,
-                                     ANA_VIA_HOOK };
-    finish(c, &rec);
-}
-
-/* ---- driver calls (hooks_driver.c): the same records with CUresult codes ---- */
-
-void ana_rec_drv_alloc_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t size,
-                            int64_t device, uint64_t stream, uint64_t flags)
+void ana_rec_alloc_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t size, int64_t device,
+                        uint64_t stream, uint64_t flags)
 {
     measure(c);
     ana_record rec = { .kind = ANA_K_ALLOC, .time_ns = c->t0 };
-    rec.u.alloc = (ana_rec_alloc){ api, r, r == 0 ? ptr : 0, size, device, stream, c->stack, c->dur,
-                                   flags, c->corr, ANA_VIA_HOOK };
+    rec.u.alloc = (ana_rec_alloc){ api, r, ptr, size, device, stream, c->stack, c->dur, flags, c->corr,
+                                   (uint64_t)c->via };
     ana_emit(c->t, &rec);
     if (r != 0 && ana_api_is_device_alloc(api))
         after_failed_alloc(c);
@@ -188,21 +101,51 @@ void ana_rec_drv_alloc_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint
     ana_leave(c);
 }
 
-void ana_rec_drv_free_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t stream)
+void ana_rec_free_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t stream)
 {
     measure(c);
     ana_record rec = { .kind = ANA_K_FREE, .time_ns = c->t0 };
     rec.u.free = (ana_rec_free){ api, r, ptr, ana_current_device(), stream, c->stack, c->dur, c->corr,
-                                 ANA_VIA_HOOK };
+                                 (uint64_t)c->via };
     finish(c, &rec);
 }
 
-void ana_rec_vmm_done(ana_call *c, uint32_t api, int r, uint64_t va, uint64_t size,
-                      uint64_t handle, uint64_t offset, int64_t device, uint64_t flags)
+void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3 grid, dim3 block,
+                         uint64_t shmem, uint64_t stream)
+{
+    measure(c);
+    ana_record rec = { .kind = ANA_K_LAUNCH, .time_ns = c->t0 };
+    rec.u.launch = (ana_rec_launch){ api, r, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                     shmem, stream, c->stack, c->dur, c->corr, (uint64_t)c->via };
+    finish(c, &rec);
+}
+
+void ana_rec_memcpy_done(ana_call *c, uint32_t api, int r, uint64_t dst, uint64_t src, uint64_t bytes,
+                         uint64_t dir, uint64_t stream)
+{
+    measure(c);
+    ana_record rec = { .kind = ANA_K_MEMCPY, .time_ns = c->t0 };
+    rec.u.memcpy = (ana_rec_memcpy){ api, r, dst, src, bytes, dir, stream, c->stack, c->dur, c->corr,
+                                     (uint64_t)c->via };
+    finish(c, &rec);
+}
+
+void ana_rec_memset_done(ana_call *c, uint32_t api, int r, uint64_t ptr, int64_t value, uint64_t bytes,
+                         uint64_t stream)
+{
+    measure(c);
+    ana_record rec = { .kind = ANA_K_MEMSET, .time_ns = c->t0 };
+    rec.u.memset = (ana_rec_memset){ api, r, ptr, value, bytes, stream, c->stack, c->dur, c->corr,
+                                     (uint64_t)c->via };
+    finish(c, &rec);
+}
+
+void ana_rec_vmm_done(ana_call *c, uint32_t api, int r, uint64_t va, uint64_t size, uint64_t handle,
+                      uint64_t offset, int64_t device, uint64_t flags)
 {
     measure(c);
     ana_record rec = { .kind = ANA_K_VMM, .time_ns = c->t0 };
     rec.u.vmm = (ana_rec_vmm){ api, r, va, size, handle, offset, device, flags, c->stack, c->dur, c->corr,
-                               ANA_VIA_HOOK };
+                               (uint64_t)c->via };
     finish(c, &rec);
 }

@@ -53,9 +53,7 @@ void *ana_drv_real(int i)
     int e = errno;
     /* A program linked against libcuda: the next definition after the preload, or a
      * libcuda loaded in a local scope (invisible to RTLD_NEXT). */
-    p = ana_real_dlsym(RTLD_NEXT, f->name);
-    if (!p || p == f->wrapper)
-        p = ana_dl_libcuda_sym(f->name);
+    p = ana_dl_real_sym("libcuda.so.1", NULL, f->name);
     errno = e;
     if (!p || p == f->wrapper)
         return NULL;

@@ -16,8 +16,6 @@
  * wrappers only forward. */
 #include "hooks.h"
 
-#include <cuda.h>
-
 /* Declared by cuda.h only when a program is compiled for per-thread default streams. */
 CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
 CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
@@ -26,8 +24,6 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize
 /* hooks_dl.c: the legacy four-argument cuGetProcAddress, defined under its exported name. */
 CUresult ana_cu_get_proc_address_legacy(const char *symbol, void **pfn, int version, cuuint64_t flags)
     __asm__("cuGetProcAddress");
-
-#define U64(x) ((uint64_t)(uintptr_t)(x))
 
 /* DRV_HOOK(slot, name, params, args, record): the exported wrapper `name`; `record` may use
  * `c` (the bracket) and `r` (the CUresult). */
@@ -47,8 +43,8 @@ CUresult ana_cu_get_proc_address_legacy(const char *symbol, void **pfn, int vers
 
 #define DEV ana_current_device()
 #define ALLOC(api, ptr, size, stream, flags) \
-    ana_rec_drv_alloc_done(&c, api, r, r == CUDA_SUCCESS && (ptr) ? U64(*(ptr)) : 0, size, DEV, U64(stream), flags)
-#define FREE(api, ptr, stream) ana_rec_drv_free_done(&c, api, r, U64(ptr), U64(stream))
+    ana_rec_alloc_done(&c, api, r, ANA_OUT(r, ptr), size, DEV, ANA_U64(stream), flags)
+#define FREE(api, ptr, stream) ana_rec_free_done(&c, api, r, ANA_U64(ptr), ANA_U64(stream))
 
 DRV_HOOK(ANA_DFN_MEM_ALLOC, cuMemAlloc_v2, (CUdeviceptr *p, size_t n), (p, n),
          ALLOC(ANA_API_CU_MEM_ALLOC, p, n, 0, 0))
@@ -71,7 +67,7 @@ DRV_HOOK(ANA_DFN_MEM_HOST_ALLOC, cuMemHostAlloc, (void **p, size_t n, unsigned i
 /* Pitched: the bytes are pitch × height, as for cudaMallocPitch. */
 DRV_HOOK(ANA_DFN_MEM_ALLOC_PITCH, cuMemAllocPitch_v2,
          (CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned int elem), (p, pitch, w, h, elem),
-         ALLOC(ANA_API_CU_MEM_ALLOC_PITCH, p, r == CUDA_SUCCESS && pitch ? *pitch * h : w * h, 0, 0))
+         ALLOC(ANA_API_CU_MEM_ALLOC_PITCH, p, ana_pitched_bytes(r, pitch, w, h), 0, 0))
 
 DRV_HOOK(ANA_DFN_MEM_FREE, cuMemFree_v2, (CUdeviceptr p), (p), FREE(ANA_API_CU_MEM_FREE, p, 0))
 DRV_HOOK(ANA_DFN_MEM_FREE_ASYNC, cuMemFreeAsync, (CUdeviceptr p, CUstream s), (p, s),
@@ -81,26 +77,20 @@ DRV_HOOK(ANA_DFN_MEM_FREE_ASYNC_PTSZ, cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstr
 DRV_HOOK(ANA_DFN_MEM_FREE_HOST, cuMemFreeHost, (void *p), (p), FREE(ANA_API_CU_MEM_FREE_HOST, p, 0))
 
 /* Physical allocations: ALLOC/FREE whose ptr is the allocation handle. */
-static int64_t prop_device(const CUmemAllocationProp *prop)
-{
-    return prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : DEV;
-}
-
 DRV_HOOK(ANA_DFN_MEM_CREATE, cuMemCreate,
          (CUmemGenericAllocationHandle * h, size_t n, const CUmemAllocationProp *prop, unsigned long long f),
          (h, n, prop, f),
-         ana_rec_drv_alloc_done(&c, ANA_API_CU_MEM_CREATE, r, r == CUDA_SUCCESS && h ? (uint64_t)*h : 0, n,
-                                prop_device(prop), 0, f))
+         ana_rec_alloc_done(&c, ANA_API_CU_MEM_CREATE, r, ANA_OUT(r, h), n, ana_mem_create_device(prop), 0, f))
 DRV_HOOK(ANA_DFN_MEM_RELEASE, cuMemRelease, (CUmemGenericAllocationHandle h), (h),
-         ana_rec_drv_free_done(&c, ANA_API_CU_MEM_RELEASE, r, (uint64_t)h, 0))
+         ana_rec_free_done(&c, ANA_API_CU_MEM_RELEASE, r, (uint64_t)h, 0))
 
 /* Virtual memory: VMM records (va, size, handle, offset, flags). */
 #define VMM(api, va, size, handle, offset, device, flags) \
-    ana_rec_vmm_done(&c, api, r, U64(va), size, (uint64_t)(handle), offset, device, flags)
+    ana_rec_vmm_done(&c, api, r, ANA_U64(va), size, (uint64_t)(handle), offset, device, flags)
 
 DRV_HOOK(ANA_DFN_MEM_ADDRESS_RESERVE, cuMemAddressReserve,
          (CUdeviceptr * p, size_t n, size_t align, CUdeviceptr addr, unsigned long long f), (p, n, align, addr, f),
-         VMM(ANA_API_CU_MEM_ADDRESS_RESERVE, r == CUDA_SUCCESS && p ? *p : 0, n, 0, 0, DEV, f))
+         VMM(ANA_API_CU_MEM_ADDRESS_RESERVE, ANA_OUT(r, p), n, 0, 0, DEV, f))
 DRV_HOOK(ANA_DFN_MEM_ADDRESS_FREE, cuMemAddressFree, (CUdeviceptr p, size_t n), (p, n),
          VMM(ANA_API_CU_MEM_ADDRESS_FREE, p, n, 0, 0, DEV, 0))
 DRV_HOOK(ANA_DFN_MEM_MAP, cuMemMap,
@@ -111,9 +101,7 @@ DRV_HOOK(ANA_DFN_MEM_UNMAP, cuMemUnmap, (CUdeviceptr p, size_t n), (p, n),
 /* Access: device and flags of the first descriptor (the usual single one). */
 DRV_HOOK(ANA_DFN_MEM_SET_ACCESS, cuMemSetAccess,
          (CUdeviceptr p, size_t n, const CUmemAccessDesc *d, size_t count), (p, n, d, count),
-         VMM(ANA_API_CU_MEM_SET_ACCESS, p, n, 0, 0,
-             d && count && d->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? d->location.id : DEV,
-             d && count ? (uint64_t)d->flags : 0))
+         VMM(ANA_API_CU_MEM_SET_ACCESS, p, n, 0, 0, ana_access_device(d, count), ana_access_flags(d, count)))
 
 /* The slots. Versions: the CUDA version that introduced the function under its base name
  * (cudaTypedefs.h, PFN_<name>_v<version>). */

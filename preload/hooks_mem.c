@@ -4,8 +4,9 @@
 
 #include <errno.h>
 
-#define ALLOC_HOOK(name, api, params, args, ptrp, size, stream, flags) \
-    ANA_HOOK(name, params, args, ana_rec_alloc_done(&c, api, r, ptrp, size, stream, flags))
+#define ALLOC_HOOK(name, api, params, args, ptrp, size, stream, flags)                              \
+    ANA_HOOK(name, params, args,                                                                 \
+             ana_rec_alloc_done(&c, api, r, ANA_OUT(r, ptrp), size, ana_current_device(), ANA_U64(stream), flags))
 
 ALLOC_HOOK(cudaMalloc, ANA_API_MALLOC, (void **p, size_t n), (p, n), p, n, 0, 0)
 ALLOC_HOOK(cudaMallocAsync, ANA_API_MALLOC_ASYNC, (void **p, size_t n, cudaStream_t s), (p, n, s), p, n, s, 0)
@@ -25,13 +26,13 @@ ANA_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t width, si
     if (!ana_enter(&c))
         return real(p, pitch, width, height);
     cudaError_t r = real(p, pitch, width, height);
-    size_t bytes = r == cudaSuccess && pitch ? *pitch * height : width * height;
-    ana_rec_alloc_done(&c, ANA_API_MALLOC_PITCH, r, p, bytes, 0, 0);
+    ana_rec_alloc_done(&c, ANA_API_MALLOC_PITCH, r, ANA_OUT(r, p), ana_pitched_bytes(r, pitch, width, height),
+                       ana_current_device(), 0, 0);
     return r;
 }
 
 #define FREE_HOOK(name, api, params, args, ptr, stream) \
-    ANA_HOOK(name, params, args, ana_rec_free_done(&c, api, r, ptr, stream))
+    ANA_HOOK(name, params, args, ana_rec_free_done(&c, api, r, ANA_U64(ptr), ANA_U64(stream)))
 
 FREE_HOOK(cudaFree, ANA_API_FREE, (void *p), (p), p, 0)
 FREE_HOOK(cudaFreeAsync, ANA_API_FREE_ASYNC, (void *p, cudaStream_t s), (p, s), p, s)
@@ -39,7 +40,8 @@ FREE_HOOK(cudaFreeAsync_ptsz, ANA_API_FREE_ASYNC, (void *p, cudaStream_t s), (p,
 FREE_HOOK(cudaFreeHost, ANA_API_FREE_HOST, (void *p), (p), p, 0)
 
 #define COPY_HOOK(name, api, params, args, dst, src, bytes, dir, stream) \
-    ANA_HOOK(name, params, args, ana_rec_memcpy_done(&c, api, r, dst, src, bytes, dir, stream))
+    ANA_HOOK(name, params, args,                                                  \
+             ana_rec_memcpy_done(&c, api, r, ANA_U64(dst), ANA_U64(src), bytes, dir, ANA_U64(stream)))
 
 #define MC_PARAMS (void *d, const void *s, size_t n, enum cudaMemcpyKind k)
 #define MCA_PARAMS (void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st)
@@ -67,7 +69,7 @@ COPY_HOOK(cudaMemcpyPeerAsync, ANA_API_MEMCPY_PEER_ASYNC,
           cudaMemcpyDeviceToDevice, st)
 
 #define SET_HOOK(name, api, params, args, ptr, value, bytes, stream) \
-    ANA_HOOK(name, params, args, ana_rec_memset_done(&c, api, r, ptr, value, bytes, stream))
+    ANA_HOOK(name, params, args, ana_rec_memset_done(&c, api, r, ANA_U64(ptr), value, bytes, ANA_U64(stream)))
 
 SET_HOOK(cudaMemset, ANA_API_MEMSET, (void *p, int v, size_t n), (p, v, n), p, v, n, 0)
 SET_HOOK(cudaMemset_ptds, ANA_API_MEMSET, (void *p, int v, size_t n), (p, v, n), p, v, n, 0)

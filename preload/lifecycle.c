@@ -27,10 +27,8 @@ static _Atomic int session = S_OFF; /* until the constructor has run */
 static _Atomic int said_disabled;
 static _Atomic int warnings;
 static int forked_child;
-static __thread int tls_busy __attribute__((tls_model("initial-exec")));
+__thread int ana_tls_busy __attribute__((tls_model("initial-exec")));
 __thread uint32_t ana_tls_corr __attribute__((tls_model("initial-exec")));
-
-int ana_in_hook(void) { return tls_busy; }
 
 /* One line "anatomist: ..." on stderr in a single write (no stdio state touched);
  * errno is left as it was. */
@@ -120,32 +118,32 @@ int ana_session_ensure(void)
 
 int ana_enter(ana_call *c)
 {
-    if (tls_busy || atomic_load_explicit(&session, memory_order_relaxed) == S_OFF)
+    if (ana_tls_busy || atomic_load_explicit(&session, memory_order_relaxed) == S_OFF)
         return 0;
     int e = errno;
-    tls_busy = 1;
+    ana_tls_busy = 1;
     if (!ana_session_ensure() || !(c->t = ana_thread_self())) {
-        tls_busy = 0;
+        ana_tls_busy = 0;
         errno = e;
         return 0;
     }
     errno = e;
     ana_tls_corr = 0;
-    c->corr = 0;
+    c->via = ANA_VIA_HOOK;
     c->t0 = ana_now_ns();
     return 1;
 }
 
 void ana_leave(ana_call *c)
 {
-    tls_busy = 0;
+    ana_tls_busy = 0;
     errno = c->saved_errno;
 }
 
 static void atfork_child(void)
 {
     forked_child = 1;
-    tls_busy = 0;
+    ana_tls_busy = 0;
     ana_threads_atfork_child();
     ana_stacks_atfork_child();
     ana_kernels_atfork_child();
@@ -173,7 +171,7 @@ __attribute__((destructor)) static void ana_fini(void)
     int s = atomic_load(&session);
     if (s != S_RUNNING)
         return;
-    tls_busy = 1; /* CUDA calls made by other destructors after this are not recorded */
+    ana_tls_busy = 1; /* CUDA calls made by other destructors after this are not recorded */
     atomic_store(&ana_active, 0);
     atomic_store(&session, S_OFF);
     ana_collector_stop(ANA_END_EXIT, "exit");

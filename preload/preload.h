@@ -17,6 +17,7 @@
 #include "records.h"
 
 #define ANA_EXPORT __attribute__((visibility("default")))
+#define ANA_HIDDEN __attribute__((visibility("hidden")))
 #define ANA_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ANA_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -112,6 +113,16 @@ void ana_collector_kick(void);
 void ana_collector_stop(uint64_t reason, const char *detail);
 void ana_collector_atfork_child(void);
 
+/* ---- dl_entry.c: the real functions of CUDA's libraries ---- */
+/* `name` in the library whose soname is `soname`, wherever it was loaded, never loading
+ * it: the next definition after the preload (of `version` first when one is given), else
+ * the definition in the loaded object with that soname (glibc's dlopen(soname,
+ * RTLD_NOLOAD) finds it by DT_SONAME), which covers a library loaded in a local scope — a
+ * plugin or Python extension dlopen'ed with RTLD_LOCAL — invisible to RTLD_NEXT. Lookups
+ * go to glibc's dlsym, never through the preload's own. NULL when neither has it. Calls
+ * dlopen: not for the bootstrap of dl_entry.c. */
+void *ana_dl_real_sym(const char *soname, const char *version, const char *name);
+
 /* ---- cupti: GPU activity and correlation (cupti.c, cupti_decode.c, cupti_calls.c) ----
  * libcupti.so.13 is loaded with dlopen, never linked; without it the preload records API
  * calls only. Activity buffers come from a capped pool; CUPTI's buffer callbacks only move
@@ -136,20 +147,24 @@ typedef struct ana_call {
     uint64_t t0;     /* when the call started */
     uint64_t dur;    /* how long the real call took */
     uint64_t stack;  /* interned stack id, 0 = none */
-    uint64_t corr;   /* CUPTI correlation id of the call, 0 = unknown */
+    uint64_t corr;   /* CUPTI correlation id of the call, 0 = unknown (set by the builder) */
     int saved_errno; /* errno as the real call left it */
+    int via;         /* ANA_VIA_HOOK (set by ana_enter) or ANA_VIA_CUPTI (the callback's bracket) */
 } ana_call;
 
 /* Returns 1 when this call is to be recorded (then ana_leave must follow). */
 int ana_enter(ana_call *c);
 void ana_leave(ana_call *c);
-/* 1 while the calling thread is inside a hook's bracket (between ana_enter and ana_leave):
- * CUPTI callbacks use it to tell calls a hook records from calls no hook saw. */
-int ana_in_hook(void);
+
+/* 1 while the calling thread is inside a bracket (between ana_enter and ana_leave); hidden,
+ * initial-exec, so that CUPTI's callback reads it inline. */
+extern __thread int ana_tls_busy ANA_HIDDEN __attribute__((tls_model("initial-exec")));
+/* CUPTI callbacks use it to tell calls a hook records from calls no hook saw. */
+static inline int ana_in_hook(void) { return ana_tls_busy; }
 
 /* Correlation: the CUPTI callback of the outermost API call a hook is in stores the call's
  * correlation id here at the call's entry (if it is still 0); ana_enter sets it to 0 and
  * the record builders read it after the real call returned. */
-extern __thread uint32_t ana_tls_corr __attribute__((tls_model("initial-exec")));
+extern __thread uint32_t ana_tls_corr ANA_HIDDEN __attribute__((tls_model("initial-exec")));
 
 #endif

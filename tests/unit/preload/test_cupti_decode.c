@@ -8,7 +8,7 @@
 #include "cupti_int.h"
 
 ana_cupti_fns ana_cupti_fn;
-_Atomic int ana_cupti_on;
+_Atomic int ana_cupti_state;
 
 #define MAXR 8
 static ana_record got[MAXR];
