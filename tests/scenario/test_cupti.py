@@ -157,6 +157,24 @@ class CallsNoHookSaw(unittest.TestCase):
         self.assertEqual({names[a]: n for a, n in calls.items()},
                          {k: v for k, v in want.items() if k in names.values()})
 
+    def test_failed_driver_allocation_is_recorded_alike_either_way(self):
+        """vmm_alloc on a 64 MiB device: its cuMemAlloc_v2 of 8 MiB fails after 60 MiB of
+        cuMemCreate. Hook or CUPTI's callback, the failure is recorded alike and followed by
+        the device's MEMINFO (free 0 of 64 MiB)."""
+        runs = {}
+        for hooks in ("1", "0"):
+            p, recs = profile(sample("vmm_alloc"), ANATOMIST_DRIVER_HOOKS=hooks,
+                              ANATOMIST_SIM_MEMORY="64MiB")
+            self.assertEqual(p.returncode, 1, p.stderr)
+            [failed] = [r for r in of(recs, "ALLOC") if r["ret"] != 0]
+            self.assertEqual((failed["api"], failed["ret"], failed["size"], failed["via"]),
+                             (50, 2, 8 << 20, 0 if hooks == "1" else 1))
+            [info] = of(recs, "MEMINFO")
+            self.assertEqual((info["free"], info["total"], info["reason"]), (0, 64 << 20, 1))
+            self.assertGreater(info["time"], failed["time"])
+            runs[hooks] = canonical(recs, API | {"MEMINFO"}, drop=("via",))
+        self.assertEqual(runs["1"], runs["0"])
+
 
 class WithoutCupti(unittest.TestCase):
     def test_unloadable_cupti_gives_the_api_trace_and_one_warning(self):
