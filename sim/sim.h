@@ -228,29 +228,8 @@ void *ana_sim_map_del(struct ana_sim_map *m, const void *key);
 /* Calls fn on every value, then empties the map. */
 void ana_sim_map_clear(struct ana_sim_map *m, void (*fn)(void *val));
 
-/* ---- nvcc stub ABI (crt/host_runtime.h, crt/device_functions.h are C++-only) ------ */
-ANA_SIM_API void **__cudaRegisterFatBinary(void *fatCubin);
-ANA_SIM_API void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-ANA_SIM_API void __cudaUnregisterFatBinary(void **fatCubinHandle);
-ANA_SIM_API void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid,
-                            uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
-ANA_SIM_API void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
-                       const char *deviceName, int ext, size_t size, int constant,
-                       int global);
-ANA_SIM_API void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress,
-                              char *deviceAddress, const char *deviceName, int ext,
-                              size_t size, int constant, int global);
-ANA_SIM_API char __cudaInitModule(void **fatCubinHandle);
-ANA_SIM_API unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
-                                     struct CUstream_st *stream);
-ANA_SIM_API cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
-                                       void *stream);
-ANA_SIM_API cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun);
-ANA_SIM_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                               void **args, size_t sharedMem, cudaStream_t stream);
-ANA_SIM_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                                    void **args, size_t sharedMem, cudaStream_t stream);
+/* ---- nvcc stub ABI: stub_abi.h ---------------------------------------------------- */
+#include "stub_abi.h"
 
 /* ---- drvlink.c: the runtime's libcuda.so.1 ------------------------------------------
  * The runtime answers its memory calls through the driver, as NVIDIA's does: on first

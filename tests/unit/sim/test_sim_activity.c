@@ -13,20 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The nvcc stub ABI, as crt/host_runtime.h declares it (C++-only header). */
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid,
-                            uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
-void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
-                       const char *deviceName, int ext, size_t size, int constant,
-                       int global);
-cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun);
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                               void **args, size_t sharedMem, cudaStream_t stream);
+#include "stub_abi.h" /* the nvcc stub ABI */
 
-/* ---- cost model of docs/sim.md (ns, rounded to nearest) ------------------------------ */
 static uint64_t kernel_ns(dim3 g, dim3 b)
 {
     double threads = (double)g.x * g.y * g.z * (double)b.x * b.y * b.z;

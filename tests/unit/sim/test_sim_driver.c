@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stub_abi.h" /* the nvcc stub ABI */
+
 #define MIB (1ull << 20)
 
 /* The per-thread-default-stream variant, which cuda_runtime_api.h declares only for
@@ -111,12 +113,6 @@ Test(sim_driver, device_and_context)
                  "released more often than retained");
 }
 
-/* The nvcc stub ABI (crt/host_runtime.h is C++-only): a module with one kernel. */
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid,
-                            uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
 static char fatbin_stand_in[16];
 static void long_kernel(void) {}
 

@@ -8,28 +8,8 @@
 #include <pthread.h>
 #include <string.h>
 
-/* The nvcc stub ABI, as crt/host_runtime.h declares it (C++-only header). */
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-void __cudaUnregisterFatBinary(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid,
-                            uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
-void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
-                       const char *deviceName, int ext, size_t size, int constant,
-                       int global);
-void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress,
-                              char *deviceAddress, const char *deviceName, int ext,
-                              size_t size, int constant, int global);
-unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
-                                     struct CUstream_st *stream);
-cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
-                                       void *stream);
-cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun);
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
-                               void **args, size_t sharedMem, cudaStream_t stream);
+#include "stub_abi.h" /* the nvcc stub ABI */
 
-/* Cost model of docs/sim.md. */
 static double kernel_ms(double threads) { return (3000.0 + threads * 0.02) / 1e6; }
 static double pageable_ms(double bytes) { return bytes / 12e9 * 1e3; }
 static double hbm_ms(double bytes) { return bytes / 1.5e12 * 1e3; }

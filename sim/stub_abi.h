@@ -1,0 +1,36 @@
+/*
+ * stub_abi.h — the nvcc stub ABI: the registration and launch entry points nvcc-generated
+ * code calls (crt/host_runtime.h and crt/device_functions.h declare them, but only for
+ * C++). The sim's libcudart.so.13 defines them (sim.h exports them); its C unit tests
+ * call them to register and launch kernels as an nvcc-built program does.
+ */
+#ifndef ANA_SIM_STUB_ABI_H
+#define ANA_SIM_STUB_ABI_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
+void __cudaUnregisterFatBinary(void **fatCubinHandle);
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                            const char *deviceName, int thread_limit, uint3 *tid,
+                            uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
+void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
+                       const char *deviceName, int ext, size_t size, int constant,
+                       int global);
+void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress,
+                              char *deviceAddress, const char *deviceName, int ext,
+                              size_t size, int constant, int global);
+char __cudaInitModule(void **fatCubinHandle);
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                     struct CUstream_st *stream);
+cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+                                       void *stream);
+cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun);
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                               void **args, size_t sharedMem, cudaStream_t stream);
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                    void **args, size_t sharedMem, cudaStream_t stream);
+
+#endif /* ANA_SIM_STUB_ABI_H */
