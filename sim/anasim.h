@@ -191,6 +191,26 @@ ANASIM_PRIVATE_API CUresult anasim_kernel_launch(const anasim_launch *req);
  * CUDA_ERROR_INVALID_HANDLE for anything else, CUDA_ERROR_INVALID_VALUE for a NULL name. */
 ANASIM_PRIVATE_API CUresult anasim_kernel_name(const void *func, const char **name);
 
+/* Kernels of the sim's libraries (libcublas.so.13, libcublasLt.so.13, libnccl.so.2), which
+ * have no module: the kernel handle (a CUfunction for cuLaunchKernel & co, and for
+ * cuFuncGetName) of the kernel called `name`, registered on first use — one handle per
+ * name, valid for the life of the process (cudaDeviceReset and module unloading do not
+ * touch it); it accepts up to 227 KiB of dynamic shared memory. NULL only when out of
+ * memory. */
+ANASIM_PRIVATE_API const void *anasim_library_kernel(const char *name);
+/* The next kernel launch the calling thread submits (through any entry point) lasts
+ * `duration_ns` instead of the cost model's formula and, when it runs eagerly, starts no
+ * earlier than `not_before_ns` on the device clock (0: no constraint). Libraries call it
+ * right before their launch: GEMMs timed by FLOPs, collectives that wait for every rank.
+ * That launch consumes the setting, whether it succeeds or not; a captured launch keeps
+ * the duration for its replays. */
+ANASIM_PRIVATE_API void anasim_next_launch(uint64_t not_before_ns, uint64_t duration_ns);
+/* When work submitted now to `stream` (as in anasim_launch) would start on the device
+ * clock: after the stream's last work, the host's now and the thread's host floor, and
+ * the default-stream dependencies. CUDA_ERROR_INVALID_HANDLE for an unknown stream,
+ * CUDA_ERROR_INVALID_VALUE for a NULL t. */
+ANASIM_PRIVATE_API CUresult anasim_stream_ready(CUstream stream, int ptsz, uint64_t *t);
+
 /* cuDeviceGetAttribute: CUdevice_attribute and cudaDeviceAttr share their numbers.
  * CUDA_ERROR_INVALID_VALUE for an attribute out of range. */
 ANASIM_PRIVATE_API CUresult anasim_device_attribute(int attr, int *value);

@@ -299,8 +299,8 @@ static void run_locked(const struct ana_sim_op *op, const struct ana_sim_exec *x
                        union ana_sim_record *rec)
 {
     rec->base.kind = CUPTI_ACTIVITY_KIND_INVALID;
-    uint64_t dur = ana_sim_cost_kernel_ns(op->grid, op->block);
-    uint64_t start = ana_sim_stream_enqueue_locked(x->stream, dur);
+    uint64_t dur = op->fixed_ns ? op->fixed_ns : ana_sim_cost_kernel_ns(op->grid, op->block);
+    uint64_t start = ana_sim_stream_enqueue_after_locked(x->stream, dur, op->not_before_ns);
     int64_t grid_id = next_grid_id++;
     if (ANA_SIM_WANTS(x->want, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
         fill_kernel(&rec->kernel, op, x, grid_id, start, start + dur);
@@ -315,6 +315,53 @@ cudaError_t ana_sim_kernel_replay_locked(const struct ana_sim_op *op,
     if (err == cudaSuccess)
         run_locked(op, x, rec);
     return err;
+}
+
+/* ---- library kernels (anasim.h) ---- */
+
+/* What anasim_next_launch set for this thread's next launch. */
+struct next_launch {
+    uint64_t not_before_ns, duration_ns;
+};
+static __thread struct next_launch next_launch;
+
+ANASIM_PRIVATE_API void anasim_next_launch(uint64_t not_before_ns, uint64_t duration_ns)
+{
+    next_launch = (struct next_launch){ not_before_ns, duration_ns };
+}
+
+/* Library kernels by name: few (tens), looked up once per launch by their library, so a
+ * list is enough. */
+struct library_kernel {
+    struct sim_kernel k;
+    struct library_kernel *next;
+};
+static struct library_kernel *library_kernels;
+
+ANASIM_PRIVATE_API const void *anasim_library_kernel(const char *name)
+{
+    if (!name)
+        return NULL;
+    ana_sim_enter();
+    struct library_kernel *l = library_kernels;
+    while (l && strcmp(l->k.name, name) != 0)
+        l = l->next;
+    if (!l && (l = calloc(1, sizeof(*l))) != NULL) {
+        l->k.name = strdup(name);
+        l->k.loaded = 1;
+        l->k.max_dynamic_smem = ANA_SIM_SMEM_OPTIN_MAX;
+        l->k.carveout = -1;
+        if (!l->k.name || ana_sim_map_put(&kernels_by_handle, &l->k, &l->k) != 0) {
+            free(l->k.name);
+            free(l);
+            l = NULL;
+        } else {
+            l->next = library_kernels;
+            library_kernels = l;
+        }
+    }
+    ana_sim_leave();
+    return l ? (const void *)&l->k : NULL;
 }
 
 /* A kernel handle only (cudaKernel_t, cudaFunction_t): what the driver's launches take. */
@@ -339,10 +386,12 @@ static cudaError_t submit(kernel_finder find, const void *func, dim3 grid, dim3 
     uint64_t want = ana_sim_wanted_kinds();
     union ana_sim_record rec = { .base.kind = CUPTI_ACTIVITY_KIND_INVALID };
     struct ana_sim_stream *s = NULL;
+    struct next_launch next = next_launch;
+    next_launch = (struct next_launch){ 0, 0 };
     ana_sim_enter();
     struct ana_sim_op op = { .kind = ANA_SIM_OP_KERNEL, .async = 1, .kernel = find(func),
                              .grid = grid, .block = block, .smem = smem,
-                             .launch_type = launch_type };
+                             .launch_type = launch_type, .fixed_ns = next.duration_ns };
     cudaError_t err = check_locked(&op);
     if (err == cudaSuccess)
         err = ana_sim_stream_resolve_locked(stream, ptsz, &s);
@@ -350,6 +399,7 @@ static cudaError_t submit(kernel_finder find, const void *func, dim3 grid, dim3 
         err = ana_sim_capture_add_locked(s, &op);
     } else if (err == cudaSuccess) {
         struct ana_sim_exec x = { s, 0, 0, want };
+        op.not_before_ns = next.not_before_ns;
         run_locked(&op, &x, &rec);
     }
     ana_sim_leave();

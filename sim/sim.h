@@ -130,6 +130,11 @@ cudaError_t ana_sim_stream_resolve_locked(cudaStream_t h, int ptsz,
 cudaError_t ana_sim_stream_check(cudaStream_t h, int ptsz);
 /* Enqueues work of the given duration; returns its start time on the device clock. */
 uint64_t ana_sim_stream_enqueue_locked(struct ana_sim_stream *s, uint64_t duration_ns);
+/* The same, starting no earlier than not_before_ns (device clock; 0: no constraint). */
+uint64_t ana_sim_stream_enqueue_after_locked(struct ana_sim_stream *s, uint64_t duration_ns,
+                                             uint64_t not_before_ns);
+/* Earliest device time at which work submitted now to s could start. */
+uint64_t ana_sim_stream_ready_locked(const struct ana_sim_stream *s);
 /* The stream's CUPTI-style id: 7 for the legacy default stream; 13, 14, ... (never
  * reused) for each per-thread default stream and created stream. */
 uint32_t ana_sim_stream_id_locked(const struct ana_sim_stream *s);
@@ -159,6 +164,9 @@ struct ana_sim_op {
     dim3 grid, block;
     size_t smem;
     uint8_t launch_type;         /* KERNEL: CUpti_ActivityLaunchType */
+    uint64_t fixed_ns;           /* KERNEL: duration a library set (anasim_next_launch); 0:
+                                  * the cost model's */
+    uint64_t not_before_ns;      /* KERNEL, eager only: earliest start a library set */
     void *dst;                   /* COPY, PEER, SET: rows of width bytes, height rows */
     const void *src;
     size_t dpitch, spitch, width, height;

@@ -109,11 +109,35 @@ static void advance_locked(struct ana_sim_stream *s, uint64_t end)
         blocking_max_ns = max_u64(blocking_max_ns, end);
 }
 
-uint64_t ana_sim_stream_enqueue_locked(struct ana_sim_stream *s, uint64_t duration_ns)
+uint64_t ana_sim_stream_enqueue_after_locked(struct ana_sim_stream *s, uint64_t duration_ns,
+                                             uint64_t not_before_ns)
 {
-    uint64_t start = ready_time_locked(s);
+    uint64_t start = max_u64(ready_time_locked(s), not_before_ns);
     advance_locked(s, start + duration_ns);
     return start;
+}
+
+uint64_t ana_sim_stream_enqueue_locked(struct ana_sim_stream *s, uint64_t duration_ns)
+{
+    return ana_sim_stream_enqueue_after_locked(s, duration_ns, 0);
+}
+
+uint64_t ana_sim_stream_ready_locked(const struct ana_sim_stream *s)
+{
+    return ready_time_locked(s);
+}
+
+ANASIM_PRIVATE_API CUresult anasim_stream_ready(CUstream stream, int ptsz, uint64_t *t)
+{
+    struct ana_sim_stream *s;
+    if (!t)
+        return CUDA_ERROR_INVALID_VALUE;
+    ana_sim_enter();
+    cudaError_t err = ana_sim_stream_resolve_locked((cudaStream_t)stream, ptsz, &s);
+    if (err == cudaSuccess)
+        *t = ready_time_locked(s);
+    ana_sim_leave();
+    return err == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 cudaError_t ana_sim_stream_resolve_locked(cudaStream_t h, int ptsz,
