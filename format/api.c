@@ -69,7 +69,55 @@ static const char *const API_NAMES[ANA_API_COUNT] = {
     [ANA_API_CU_MEMSET_D32] = "cuMemsetD32_v2",
     [ANA_API_CU_MEMSET_D8_ASYNC] = "cuMemsetD8Async",
     [ANA_API_CU_MEMSET_D32_ASYNC] = "cuMemsetD32Async",
+    [ANA_API_CUBLAS_CREATE] = "cublasCreate_v2",
+    [ANA_API_CUBLAS_DESTROY] = "cublasDestroy_v2",
+    [ANA_API_CUBLAS_SET_STREAM] = "cublasSetStream_v2",
+    [ANA_API_CUBLAS_SET_WORKSPACE] = "cublasSetWorkspace_v2",
+    [ANA_API_CUBLAS_SET_MATH_MODE] = "cublasSetMathMode",
+    [ANA_API_CUBLASLT_CREATE] = "cublasLtCreate",
+    [ANA_API_CUBLASLT_DESTROY] = "cublasLtDestroy",
+    [ANA_API_CUBLAS_SGEMM] = "cublasSgemm_v2",
+    [ANA_API_CUBLAS_DGEMM] = "cublasDgemm_v2",
+    [ANA_API_CUBLAS_HGEMM] = "cublasHgemm",
+    [ANA_API_CUBLAS_GEMM_EX] = "cublasGemmEx",
+    [ANA_API_CUBLAS_SGEMM_STRIDED_BATCHED] = "cublasSgemmStridedBatched",
+    [ANA_API_CUBLAS_DGEMM_STRIDED_BATCHED] = "cublasDgemmStridedBatched",
+    [ANA_API_CUBLAS_HGEMM_STRIDED_BATCHED] = "cublasHgemmStridedBatched",
+    [ANA_API_CUBLAS_GEMM_STRIDED_BATCHED_EX] = "cublasGemmStridedBatchedEx",
+    [ANA_API_CUBLAS_SGEMM_BATCHED] = "cublasSgemmBatched",
+    [ANA_API_CUBLAS_GEMM_BATCHED_EX] = "cublasGemmBatchedEx",
+    [ANA_API_CUBLASLT_MATMUL] = "cublasLtMatmul",
+    [ANA_API_CUBLAS_DGEMM_BATCHED] = "cublasDgemmBatched",
+    [ANA_API_CUBLAS_HGEMM_BATCHED] = "cublasHgemmBatched",
+    [ANA_API_CUBLAS_SGEMM_EX] = "cublasSgemmEx",
+    [ANA_API_NCCL_COMM_INIT_RANK] = "ncclCommInitRank",
+    [ANA_API_NCCL_COMM_INIT_RANK_CONFIG] = "ncclCommInitRankConfig",
+    [ANA_API_NCCL_COMM_INIT_ALL] = "ncclCommInitAll",
+    [ANA_API_NCCL_COMM_SPLIT] = "ncclCommSplit",
+    [ANA_API_NCCL_COMM_DESTROY] = "ncclCommDestroy",
+    [ANA_API_NCCL_COMM_ABORT] = "ncclCommAbort",
+    [ANA_API_NCCL_COMM_FINALIZE] = "ncclCommFinalize",
+    [ANA_API_NCCL_ALL_REDUCE] = "ncclAllReduce",
+    [ANA_API_NCCL_REDUCE] = "ncclReduce",
+    [ANA_API_NCCL_BROADCAST] = "ncclBroadcast",
+    [ANA_API_NCCL_BCAST] = "ncclBcast",
+    [ANA_API_NCCL_ALL_GATHER] = "ncclAllGather",
+    [ANA_API_NCCL_REDUCE_SCATTER] = "ncclReduceScatter",
+    [ANA_API_NCCL_SEND] = "ncclSend",
+    [ANA_API_NCCL_RECV] = "ncclRecv",
+    [ANA_API_NCCL_GROUP_START] = "ncclGroupStart",
+    [ANA_API_NCCL_GROUP_END] = "ncclGroupEnd",
 };
+
+static const char *const LIB_NAMES[ANA_LIB_COUNT] = {
+    [ANA_LIB_CUBLAS] = "cuBLAS", [ANA_LIB_CUBLASLT] = "cuBLASLt", [ANA_LIB_NCCL] = "NCCL",
+    [ANA_LIB_CUDNN] = "cuDNN",
+};
+
+const char *ana_lib_name(uint32_t lib)
+{
+    return lib < ANA_LIB_COUNT ? LIB_NAMES[lib] : NULL;
+}
 
 const char *ana_api_name(uint32_t api)
 {

@@ -39,11 +39,13 @@ static const struct field f_alloc[] = {
     U(ana_rec_alloc, api), S(ana_rec_alloc, ret), U(ana_rec_alloc, ptr), U(ana_rec_alloc, size),
     S(ana_rec_alloc, device), U(ana_rec_alloc, stream), U(ana_rec_alloc, stack),
     U(ana_rec_alloc, dur_ns), U(ana_rec_alloc, flags),
-    U(ana_rec_alloc, corr), U(ana_rec_alloc, via), END };
+    U(ana_rec_alloc, corr), U(ana_rec_alloc, via),
+    U(ana_rec_alloc, lib), U(ana_rec_alloc, call), END };
 static const struct field f_free[] = {
     U(ana_rec_free, api), S(ana_rec_free, ret), U(ana_rec_free, ptr), S(ana_rec_free, device),
     U(ana_rec_free, stream), U(ana_rec_free, stack), U(ana_rec_free, dur_ns),
-    U(ana_rec_free, corr), U(ana_rec_free, via), END };
+    U(ana_rec_free, corr), U(ana_rec_free, via),
+    U(ana_rec_free, lib), U(ana_rec_free, call), END };
 static const struct field f_meminfo[] = {
     S(ana_rec_meminfo, device), U(ana_rec_meminfo, free), U(ana_rec_meminfo, total),
     U(ana_rec_meminfo, reason), END };
@@ -53,17 +55,20 @@ static const struct field f_launch[] = {
     U(ana_rec_launch, block_x), U(ana_rec_launch, block_y), U(ana_rec_launch, block_z),
     U(ana_rec_launch, shmem), U(ana_rec_launch, stream), U(ana_rec_launch, stack),
     U(ana_rec_launch, dur_ns),
-    U(ana_rec_launch, corr), U(ana_rec_launch, via), END };
+    U(ana_rec_launch, corr), U(ana_rec_launch, via),
+    U(ana_rec_launch, lib), U(ana_rec_launch, call), END };
 static const struct field f_memcpy[] = {
     U(ana_rec_memcpy, api), S(ana_rec_memcpy, ret), U(ana_rec_memcpy, dst), U(ana_rec_memcpy, src),
     U(ana_rec_memcpy, bytes), U(ana_rec_memcpy, dir), U(ana_rec_memcpy, stream),
     U(ana_rec_memcpy, stack), U(ana_rec_memcpy, dur_ns),
-    U(ana_rec_memcpy, corr), U(ana_rec_memcpy, via), END };
+    U(ana_rec_memcpy, corr), U(ana_rec_memcpy, via),
+    U(ana_rec_memcpy, lib), U(ana_rec_memcpy, call), END };
 static const struct field f_memset[] = {
     U(ana_rec_memset, api), S(ana_rec_memset, ret), U(ana_rec_memset, ptr), S(ana_rec_memset, value),
     U(ana_rec_memset, bytes), U(ana_rec_memset, stream), U(ana_rec_memset, stack),
     U(ana_rec_memset, dur_ns),
-    U(ana_rec_memset, corr), U(ana_rec_memset, via), END };
+    U(ana_rec_memset, corr), U(ana_rec_memset, via),
+    U(ana_rec_memset, lib), U(ana_rec_memset, call), END };
 static const struct field f_device[] = {
     S(ana_rec_device, ordinal), STR(ana_rec_device, name), U(ana_rec_device, total_mem),
     U(ana_rec_device, sm_count), U(ana_rec_device, cc_major), U(ana_rec_device, cc_minor), END };
@@ -99,7 +104,33 @@ static const struct field f_gpu_dropped[] = {
 #define VM(m) U(ana_rec_vmm, m)
 static const struct field f_vmm[] = {
     VM(api), S(ana_rec_vmm, ret), VM(va), VM(size), VM(handle), VM(offset), S(ana_rec_vmm, device),
-    VM(flags), VM(stack), VM(dur_ns), VM(corr), VM(via), END };
+    VM(flags), VM(stack), VM(dur_ns), VM(corr), VM(via), VM(lib), VM(call), END };
+#define GE(m) U(ana_rec_gemm, m)
+static const struct field f_gemm[] = {
+    GE(api), S(ana_rec_gemm, ret), GE(call), GE(handle), GE(stream), GE(m), GE(n), GE(k), GE(batch),
+    GE(trans_a), GE(trans_b), GE(lda), GE(ldb), GE(ldc), GE(a_type), GE(b_type), GE(c_type),
+    GE(compute_type), GE(math_mode), GE(epilogue), GE(workspace), GE(flops), GE(stack), GE(dur_ns),
+    END };
+#define CO(m) U(ana_rec_coll, m)
+static const struct field f_coll[] = {
+    CO(api), S(ana_rec_coll, ret), CO(call), CO(comm), CO(stream), CO(count), CO(dtype), CO(bytes),
+    CO(op), S(ana_rec_coll, peer), CO(sendbuff), CO(recvbuff), CO(group), CO(seq), CO(stack),
+    CO(dur_ns), END };
+static const struct field f_comm[] = {
+    U(ana_rec_comm, api), S(ana_rec_comm, ret), U(ana_rec_comm, call), U(ana_rec_comm, comm),
+    U(ana_rec_comm, comm_id), S(ana_rec_comm, rank), S(ana_rec_comm, size), S(ana_rec_comm, device),
+    U(ana_rec_comm, parent), S(ana_rec_comm, color), S(ana_rec_comm, key), U(ana_rec_comm, stack),
+    U(ana_rec_comm, dur_ns), END };
+static const struct field f_libcall[] = {
+    U(ana_rec_libcall, lib), U(ana_rec_libcall, api), S(ana_rec_libcall, ret),
+    U(ana_rec_libcall, call), U(ana_rec_libcall, handle), U(ana_rec_libcall, arg),
+    U(ana_rec_libcall, arg2), U(ana_rec_libcall, stack), U(ana_rec_libcall, dur_ns), END };
+static const struct field f_range[] = {
+    U(ana_rec_range, op), U(ana_rec_range, domain), U(ana_rec_range, id),
+    U(ana_rec_range, category), U(ana_rec_range, color), STR(ana_rec_range, name), END };
+static const struct field f_label[] = {
+    U(ana_rec_label, what), U(ana_rec_label, domain), U(ana_rec_label, id), U(ana_rec_label, size),
+    STR(ana_rec_label, name), END };
 
 static const struct field *const FIELDS[ANA_K_COUNT] = {
     [ANA_K_SEGMENT] = f_segment, [ANA_K_PROCESS] = f_process, [ANA_K_THREAD] = f_thread,
@@ -112,6 +143,8 @@ static const struct field *const FIELDS[ANA_K_COUNT] = {
     [ANA_K_GPU_MEMSET] = f_gpu_memset, [ANA_K_GPU_MEMORY] = f_gpu_memory,
     [ANA_K_GPU_POOL] = f_gpu_pool,     [ANA_K_GPU_DROPPED] = f_gpu_dropped,
     [ANA_K_VMM] = f_vmm,
+    [ANA_K_GEMM] = f_gemm, [ANA_K_COLL] = f_coll, [ANA_K_COMM] = f_comm,
+    [ANA_K_LIBCALL] = f_libcall, [ANA_K_RANGE] = f_range, [ANA_K_LABEL] = f_label,
 };
 
 static const char *const KIND_NAMES[ANA_K_COUNT] = {
@@ -124,6 +157,8 @@ static const char *const KIND_NAMES[ANA_K_COUNT] = {
     [ANA_K_GPU_KERNEL] = "kernel", [ANA_K_GPU_MEMCPY] = "memcpy", [ANA_K_GPU_MEMSET] = "memset",
     [ANA_K_GPU_MEMORY] = "gpu_memory", [ANA_K_GPU_POOL] = "gpu_pool",
     [ANA_K_GPU_DROPPED] = "gpu_dropped", [ANA_K_VMM] = "vmm",
+    [ANA_K_GEMM] = "gemm", [ANA_K_COLL] = "collective", [ANA_K_COMM] = "communicator",
+    [ANA_K_LIBCALL] = "library_call", [ANA_K_RANGE] = "range", [ANA_K_LABEL] = "label",
 };
 
 const char *ana_kind_name(uint32_t kind)

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define ANA_FORMAT_MAJOR 1
-#define ANA_FORMAT_MINOR 1
+#define ANA_FORMAT_MINOR 2
 #define ANA_HEADER_SIZE 32
 #define ANA_CHUNK_HEADER_SIZE 16
 #define ANA_CHUNK_MAX (64u << 20)
@@ -41,6 +41,12 @@ enum ana_kind {
     ANA_K_GPU_POOL = 21,    /* (1.1) a memory-pool operation as the driver saw it */
     ANA_K_GPU_DROPPED = 22, /* (1.1) activity records lost before reaching the trace */
     ANA_K_VMM = 23,         /* (1.1) a virtual-memory call: reserve, map, unmap, access, free */
+    ANA_K_GEMM = 24,        /* (1.2) a cuBLAS / cuBLASLt matrix multiplication */
+    ANA_K_COLL = 25,        /* (1.2) an NCCL collective or point-to-point operation */
+    ANA_K_COMM = 26,        /* (1.2) an NCCL communicator created or destroyed */
+    ANA_K_LIBCALL = 27,     /* (1.2) any other recorded library call (handles, settings, groups) */
+    ANA_K_RANGE = 28,       /* (1.2) an NVTX range push/pop/start/end or mark */
+    ANA_K_LABEL = 29,       /* (1.2) an NVTX name given to a thread, stream, domain, memory region... */
     ANA_K_COUNT /* one past the last known kind */
 };
 
@@ -118,8 +124,61 @@ enum ana_api {
     ANA_API_CU_MEMSET_D32 = 91,
     ANA_API_CU_MEMSET_D8_ASYNC = 92,
     ANA_API_CU_MEMSET_D32_ASYNC = 93,
-    ANA_API_COUNT = 128
+    /* (1.2) cuBLAS and cuBLASLt (GEMM; the others LIBCALL). The _64 forms record the
+     * number of their 32-bit form. */
+    ANA_API_CUBLAS_CREATE = 128,
+    ANA_API_CUBLAS_DESTROY = 129,
+    ANA_API_CUBLAS_SET_STREAM = 130,
+    ANA_API_CUBLAS_SET_WORKSPACE = 131,
+    ANA_API_CUBLAS_SET_MATH_MODE = 132,
+    ANA_API_CUBLASLT_CREATE = 133,
+    ANA_API_CUBLASLT_DESTROY = 134,
+    ANA_API_CUBLAS_SGEMM = 140,
+    ANA_API_CUBLAS_DGEMM = 141,
+    ANA_API_CUBLAS_HGEMM = 142,
+    ANA_API_CUBLAS_GEMM_EX = 143,
+    ANA_API_CUBLAS_SGEMM_STRIDED_BATCHED = 144,
+    ANA_API_CUBLAS_DGEMM_STRIDED_BATCHED = 145,
+    ANA_API_CUBLAS_HGEMM_STRIDED_BATCHED = 146,
+    ANA_API_CUBLAS_GEMM_STRIDED_BATCHED_EX = 147,
+    ANA_API_CUBLAS_SGEMM_BATCHED = 148,
+    ANA_API_CUBLAS_GEMM_BATCHED_EX = 149,
+    ANA_API_CUBLASLT_MATMUL = 150,
+    ANA_API_CUBLAS_DGEMM_BATCHED = 151,
+    ANA_API_CUBLAS_HGEMM_BATCHED = 152,
+    ANA_API_CUBLAS_SGEMM_EX = 153,
+    /* (1.2) NCCL: communicators (COMM), operations (COLL), groups (LIBCALL) */
+    ANA_API_NCCL_COMM_INIT_RANK = 160,
+    ANA_API_NCCL_COMM_INIT_RANK_CONFIG = 161,
+    ANA_API_NCCL_COMM_INIT_ALL = 162,
+    ANA_API_NCCL_COMM_SPLIT = 163,
+    ANA_API_NCCL_COMM_DESTROY = 164,
+    ANA_API_NCCL_COMM_ABORT = 165,
+    ANA_API_NCCL_COMM_FINALIZE = 166,
+    ANA_API_NCCL_ALL_REDUCE = 170,
+    ANA_API_NCCL_REDUCE = 171,
+    ANA_API_NCCL_BROADCAST = 172,
+    ANA_API_NCCL_BCAST = 173,
+    ANA_API_NCCL_ALL_GATHER = 174,
+    ANA_API_NCCL_REDUCE_SCATTER = 175,
+    ANA_API_NCCL_SEND = 176,
+    ANA_API_NCCL_RECV = 177,
+    ANA_API_NCCL_GROUP_START = 178,
+    ANA_API_NCCL_GROUP_END = 179,
+    ANA_API_COUNT = 256
 };
+
+/* The library a call belongs to: LIBCALL.lib, and the `lib` field of the API records made
+ * inside a library call (1.2). */
+enum ana_lib { ANA_LIB_NONE = 0, ANA_LIB_CUBLAS = 1, ANA_LIB_CUBLASLT = 2, ANA_LIB_NCCL = 3,
+               ANA_LIB_CUDNN = 4, ANA_LIB_COUNT };
+/* RANGE.op (1.2). */
+enum ana_range_op { ANA_RANGE_PUSH = 1, ANA_RANGE_POP = 2, ANA_RANGE_START = 3, ANA_RANGE_END = 4,
+                    ANA_RANGE_MARK = 5 };
+/* LABEL.what (1.2). */
+enum ana_label_what { ANA_LABEL_THREAD = 1, ANA_LABEL_STREAM = 2, ANA_LABEL_DEVICE = 3,
+                      ANA_LABEL_CONTEXT = 4, ANA_LABEL_EVENT = 5, ANA_LABEL_DOMAIN = 6,
+                      ANA_LABEL_CATEGORY = 7, ANA_LABEL_MEM_REGION = 8 };
 
 enum ana_end_reason { ANA_END_EXIT = 1, ANA_END_DISABLED = 2 };
 enum ana_meminfo_reason { ANA_MEMINFO_FAILED_ALLOC = 1 };
@@ -151,6 +210,8 @@ int ana_api_is_device_alloc(uint32_t api);
 int ana_api_is_host_alloc(uint32_t api);
 /* 1 when the api launches a graph (a LAUNCH with kernel 0 that runs the graph's work). */
 int ana_api_is_graph_launch(uint32_t api);
+/* Name of a library ("cuBLAS"), or NULL when unknown. */
+const char *ana_lib_name(uint32_t lib);
 
 typedef struct ana_str {
     const char *s; /* NUL-terminated when produced by the decoder */
@@ -183,11 +244,13 @@ typedef struct {
     uint64_t api; int64_t ret; uint64_t ptr, size; int64_t device;
     uint64_t stream, stack, dur_ns, flags;
     uint64_t corr, via; /* (1.1) */
+    uint64_t lib, call; /* (1.2) */
 } ana_rec_alloc;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t ptr; int64_t device;
     uint64_t stream, stack, dur_ns;
     uint64_t corr, via; /* (1.1) */
+    uint64_t lib, call; /* (1.2) */
 } ana_rec_free;
 typedef struct { int64_t device; uint64_t free, total, reason; } ana_rec_meminfo;
 typedef struct {
@@ -195,15 +258,18 @@ typedef struct {
     uint64_t grid_x, grid_y, grid_z, block_x, block_y, block_z, shmem;
     uint64_t stream, stack, dur_ns;
     uint64_t corr, via; /* (1.1) */
+    uint64_t lib, call; /* (1.2) */
 } ana_rec_launch;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t dst, src, bytes, dir, stream, stack, dur_ns;
     uint64_t corr, via; /* (1.1) */
+    uint64_t lib, call; /* (1.2) */
 } ana_rec_memcpy;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t ptr; int64_t value;
     uint64_t bytes, stream, stack, dur_ns;
     uint64_t corr, via; /* (1.1) */
+    uint64_t lib, call; /* (1.2) */
 } ana_rec_memset;
 typedef struct {
     int64_t ordinal; ana_str name; uint64_t total_mem, sm_count, cc_major, cc_minor;
@@ -237,7 +303,34 @@ typedef struct { uint64_t records, reason; } ana_rec_gpu_dropped;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t va, size, handle, offset; int64_t device;
     uint64_t flags, stack, dur_ns, corr, via;
+    uint64_t lib, call; /* (1.2) */
 } ana_rec_vmm;
+/* Library records (1.2). `call` numbers the process's recorded library calls (1, 2, ...);
+ * API records made while the call ran carry it. Types are cudaDataType_t numbers, compute
+ * types cublasComputeType_t, data types ncclDataType_t, operations ncclRedOp_t. */
+typedef struct {
+    uint64_t api; int64_t ret; uint64_t call, handle, stream;
+    uint64_t m, n, k, batch, trans_a, trans_b, lda, ldb, ldc;
+    uint64_t a_type, b_type, c_type, compute_type, math_mode, epilogue, workspace, flops;
+    uint64_t stack, dur_ns;
+} ana_rec_gemm;
+typedef struct {
+    uint64_t api; int64_t ret; uint64_t call, comm, stream, count, dtype, bytes, op;
+    int64_t peer; uint64_t sendbuff, recvbuff, group, seq, stack, dur_ns;
+} ana_rec_coll;
+typedef struct {
+    uint64_t api; int64_t ret; uint64_t call, comm, comm_id; int64_t rank, size, device;
+    uint64_t parent; int64_t color, key; uint64_t stack, dur_ns;
+} ana_rec_comm;
+typedef struct {
+    uint64_t lib, api; int64_t ret; uint64_t call, handle, arg, arg2, stack, dur_ns;
+} ana_rec_libcall;
+typedef struct {
+    uint64_t op, domain, id, category, color; ana_str name;
+} ana_rec_range;
+typedef struct {
+    uint64_t what, domain, id, size; ana_str name;
+} ana_rec_label;
 enum ana_gpu_dropped_reason { ANA_GPU_DROPPED_CUPTI = 1, ANA_GPU_DROPPED_DECODE = 2 };
 
 typedef struct ana_record {
@@ -268,6 +361,12 @@ typedef struct ana_record {
         ana_rec_gpu_pool gpu_pool;
         ana_rec_gpu_dropped gpu_dropped;
         ana_rec_vmm vmm;
+        ana_rec_gemm gemm;
+        ana_rec_coll coll;
+        ana_rec_comm comm;
+        ana_rec_libcall libcall;
+        ana_rec_range range;
+        ana_rec_label label;
     } u;
 } ana_record;
 

@@ -37,6 +37,7 @@ cudaError_t ana_missing(const char *name);
         ana_call c;                           \
         if (!ana_enter(&c))                   \
             return real args;                 \
+        ANA_CALLER(c);                        \
         cudaError_t r = real args;            \
         record;                               \
         return r;                             \

@@ -29,6 +29,14 @@ static void measure(ana_call *c)
     c->stack = ana_stack_capture();
 }
 
+/* The record's library and library call: the thread's library context, else (allocations)
+ * the library the caller's code lies in. */
+static uint64_t lib_of(const ana_call *c) { return ana_tls_lib; }
+static uint64_t alloc_lib_of(const ana_call *c)
+{
+    return ana_tls_lib ? ana_tls_lib : ana_lib_of_pc(c->caller);
+}
+
 void ana_record_device(int ordinal, const struct cudaDeviceProp *p)
 {
     ana_thread *t = ana_thread_self();
@@ -92,7 +100,7 @@ void ana_rec_alloc_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t
     measure(c);
     ana_record rec = { .kind = ANA_K_ALLOC, .time_ns = c->t0 };
     rec.u.alloc = (ana_rec_alloc){ api, r, ptr, size, device, stream, c->stack, c->dur, flags, c->corr,
-                                   (uint64_t)c->via };
+                                   (uint64_t)c->via, alloc_lib_of(c), ana_tls_libcall };
     ana_emit(c->t, &rec);
     if (r != 0 && ana_api_is_device_alloc(api))
         after_failed_alloc(c);
@@ -106,7 +114,7 @@ void ana_rec_free_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t 
     measure(c);
     ana_record rec = { .kind = ANA_K_FREE, .time_ns = c->t0 };
     rec.u.free = (ana_rec_free){ api, r, ptr, ana_current_device(), stream, c->stack, c->dur, c->corr,
-                                 (uint64_t)c->via };
+                                 (uint64_t)c->via, alloc_lib_of(c), ana_tls_libcall };
     finish(c, &rec);
 }
 
@@ -116,7 +124,8 @@ void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3
     measure(c);
     ana_record rec = { .kind = ANA_K_LAUNCH, .time_ns = c->t0 };
     rec.u.launch = (ana_rec_launch){ api, r, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                     shmem, stream, c->stack, c->dur, c->corr, (uint64_t)c->via };
+                                     shmem, stream, c->stack, c->dur, c->corr, (uint64_t)c->via,
+                                     lib_of(c), ana_tls_libcall };
     finish(c, &rec);
 }
 
@@ -126,7 +135,7 @@ void ana_rec_memcpy_done(ana_call *c, uint32_t api, int r, uint64_t dst, uint64_
     measure(c);
     ana_record rec = { .kind = ANA_K_MEMCPY, .time_ns = c->t0 };
     rec.u.memcpy = (ana_rec_memcpy){ api, r, dst, src, bytes, dir, stream, c->stack, c->dur, c->corr,
-                                     (uint64_t)c->via };
+                                     (uint64_t)c->via, lib_of(c), ana_tls_libcall };
     finish(c, &rec);
 }
 
@@ -136,7 +145,7 @@ void ana_rec_memset_done(ana_call *c, uint32_t api, int r, uint64_t ptr, int64_t
     measure(c);
     ana_record rec = { .kind = ANA_K_MEMSET, .time_ns = c->t0 };
     rec.u.memset = (ana_rec_memset){ api, r, ptr, value, bytes, stream, c->stack, c->dur, c->corr,
-                                     (uint64_t)c->via };
+                                     (uint64_t)c->via, lib_of(c), ana_tls_libcall };
     finish(c, &rec);
 }
 
@@ -146,6 +155,6 @@ void ana_rec_vmm_done(ana_call *c, uint32_t api, int r, uint64_t va, uint64_t si
     measure(c);
     ana_record rec = { .kind = ANA_K_VMM, .time_ns = c->t0 };
     rec.u.vmm = (ana_rec_vmm){ api, r, va, size, handle, offset, device, flags, c->stack, c->dur, c->corr,
-                               (uint64_t)c->via };
+                               (uint64_t)c->via, alloc_lib_of(c), ana_tls_libcall };
     finish(c, &rec);
 }

@@ -130,6 +130,7 @@ int ana_enter(ana_call *c)
     errno = e;
     ana_tls_corr = 0;
     c->via = ANA_VIA_HOOK;
+    c->caller = 0;
     c->t0 = ana_now_ns();
     return 1;
 }
@@ -149,6 +150,7 @@ static void atfork_child(void)
     ana_kernels_atfork_child();
     ana_modules_reset();
     ana_cupti_atfork_child();
+    ana_lib_atfork_child();
     ana_collector_atfork_child();
     atomic_store(&ana_active, 0);
     atomic_store(&session, (ana_cfg.disable || said_disabled) ? S_OFF : S_NONE);

@@ -150,7 +150,12 @@ typedef struct ana_call {
     uint64_t corr;   /* CUPTI correlation id of the call, 0 = unknown (set by the builder) */
     int saved_errno; /* errno as the real call left it */
     int via;         /* ANA_VIA_HOOK (set by ana_enter) or ANA_VIA_CUPTI (the callback's bracket) */
+    uintptr_t caller; /* the hook's return address (ANA_CALLER), 0 = unknown: ALLOC's library
+                       * outside a hooked library call */
 } ana_call;
+
+/* In an exported hook, after ana_enter succeeded: notes who called it. */
+#define ANA_CALLER(c) ((c).caller = (uintptr_t)__builtin_return_address(0))
 
 /* Returns 1 when this call is to be recorded (then ana_leave must follow). */
 int ana_enter(ana_call *c);
@@ -166,5 +171,36 @@ static inline int ana_in_hook(void) { return ana_tls_busy; }
  * correlation id here at the call's entry (if it is still 0); ana_enter sets it to 0 and
  * the record builders read it after the real call returned. */
 extern __thread uint32_t ana_tls_corr ANA_HIDDEN __attribute__((tls_model("initial-exec")));
+
+/* ---- libctx.c: library calls (cuBLAS, cuBLASLt, NCCL) ----
+ * The calling thread's library context: the library and call id of the outermost library
+ * call it is in (0, 0 outside), read by the record builders for `lib` and `call`. */
+extern __thread uint32_t ana_tls_lib ANA_HIDDEN __attribute__((tls_model("initial-exec")));
+extern __thread uint64_t ana_tls_libcall ANA_HIDDEN __attribute__((tls_model("initial-exec")));
+
+typedef struct ana_libcall {
+    ana_thread *t;
+    uint64_t t0, dur, stack;
+    uint64_t id;      /* the call id, when recorded */
+    int outer;        /* the thread's outermost library call */
+    int record;       /* to be recorded: ana_lib_emit must follow ana_lib_leave */
+    int saved_errno;
+} ana_libcall;
+
+/* Before forwarding a library call of `lib` (enum ana_lib). Returns 1 when the call is to
+ * be recorded: the outermost library call of the thread, with the session running (it
+ * starts the session, as the first CUDA call does); the call then is the thread's library
+ * context. ana_lib_leave must follow every ana_lib_enter, whatever it returned. */
+int ana_lib_enter(ana_libcall *c, uint32_t lib);
+/* After the real call returned: ends the timing and the context; when recording, captures
+ * the stack and saves errno (the record is then built and given to ana_lib_emit). */
+void ana_lib_leave(ana_libcall *c);
+/* Appends rec (time = the call's start) and restores the errno the real call left. Only
+ * after ana_lib_leave of a call that is recorded. */
+void ana_lib_emit(ana_libcall *c, ana_record *rec);
+void ana_lib_atfork_child(void);
+/* The library (enum ana_lib) whose module holds code address pc; ANA_LIB_NONE for any
+ * other module. Cached per address; the first lookup of an address calls dladdr. */
+uint32_t ana_lib_of_pc(uintptr_t pc);
 
 #endif

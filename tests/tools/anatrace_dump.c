@@ -23,7 +23,8 @@ static const char *const KIND_NAMES[ANA_K_COUNT] = {
     [ANA_K_DEVICE] = "DEVICE", [ANA_K_DROPPED] = "DROPPED", [ANA_K_END] = "END", [ANA_K_INFO] = "INFO",
     [ANA_K_GPU_KERNEL] = "GPU_KERNEL", [ANA_K_GPU_MEMCPY] = "GPU_MEMCPY", [ANA_K_GPU_MEMSET] = "GPU_MEMSET",
     [ANA_K_GPU_MEMORY] = "GPU_MEMORY", [ANA_K_GPU_POOL] = "GPU_POOL", [ANA_K_GPU_DROPPED] = "GPU_DROPPED",
-    [ANA_K_VMM] = "VMM",
+    [ANA_K_VMM] = "VMM", [ANA_K_GEMM] = "GEMM", [ANA_K_COLL] = "COLL", [ANA_K_COMM] = "COMM",
+    [ANA_K_LIBCALL] = "LIBCALL", [ANA_K_RANGE] = "RANGE", [ANA_K_LABEL] = "LABEL",
 };
 
 static void str(const char *key, ana_str s)
@@ -44,9 +45,9 @@ static void str(const char *key, ana_str s)
 static void u(const char *key, uint64_t v) { printf(",\"%s\":%" PRIu64, key, v); }
 static void s(const char *key, int64_t v) { printf(",\"%s\":%" PRId64, key, v); }
 
-static void call_tail(uint64_t stack, uint64_t dur, uint64_t corr, uint64_t via)
+static void call_tail(uint64_t stack, uint64_t dur, uint64_t corr, uint64_t via, uint64_t lib, uint64_t call)
 {
-    u("stack", stack), u("dur_ns", dur), u("corr", corr), u("via", via);
+    u("stack", stack), u("dur_ns", dur), u("corr", corr), u("via", via), u("lib", lib), u("call", call);
 }
 
 static void fields(const ana_record *r)
@@ -68,13 +69,13 @@ static void fields(const ana_record *r)
     case ANA_K_ALLOC: {
         const ana_rec_alloc *a = &r->u.alloc;
         u("api", a->api), s("ret", a->ret), u("ptr", a->ptr), u("size", a->size), s("device", a->device);
-        u("stream", a->stream), u("flags", a->flags), call_tail(a->stack, a->dur_ns, a->corr, a->via);
+        u("stream", a->stream), u("flags", a->flags), call_tail(a->stack, a->dur_ns, a->corr, a->via, a->lib, a->call);
         break;
     }
     case ANA_K_FREE: {
         const ana_rec_free *f = &r->u.free;
         u("api", f->api), s("ret", f->ret), u("ptr", f->ptr), s("device", f->device), u("stream", f->stream);
-        call_tail(f->stack, f->dur_ns, f->corr, f->via);
+        call_tail(f->stack, f->dur_ns, f->corr, f->via, f->lib, f->call);
         break;
     }
     case ANA_K_MEMINFO:
@@ -85,19 +86,19 @@ static void fields(const ana_record *r)
         const ana_rec_launch *l = &r->u.launch;
         u("api", l->api), s("ret", l->ret), u("kernel", l->kernel), u("grid_x", l->grid_x), u("grid_y", l->grid_y);
         u("grid_z", l->grid_z), u("block_x", l->block_x), u("block_y", l->block_y), u("block_z", l->block_z);
-        u("shmem", l->shmem), u("stream", l->stream), call_tail(l->stack, l->dur_ns, l->corr, l->via);
+        u("shmem", l->shmem), u("stream", l->stream), call_tail(l->stack, l->dur_ns, l->corr, l->via, l->lib, l->call);
         break;
     }
     case ANA_K_MEMCPY: {
         const ana_rec_memcpy *m = &r->u.memcpy;
         u("api", m->api), s("ret", m->ret), u("dst", m->dst), u("src", m->src), u("bytes", m->bytes);
-        u("dir", m->dir), u("stream", m->stream), call_tail(m->stack, m->dur_ns, m->corr, m->via);
+        u("dir", m->dir), u("stream", m->stream), call_tail(m->stack, m->dur_ns, m->corr, m->via, m->lib, m->call);
         break;
     }
     case ANA_K_MEMSET: {
         const ana_rec_memset *m = &r->u.memset;
         u("api", m->api), s("ret", m->ret), u("ptr", m->ptr), s("value", m->value), u("bytes", m->bytes);
-        u("stream", m->stream), call_tail(m->stack, m->dur_ns, m->corr, m->via);
+        u("stream", m->stream), call_tail(m->stack, m->dur_ns, m->corr, m->via, m->lib, m->call);
         break;
     }
     case ANA_K_DEVICE:
@@ -141,7 +142,49 @@ static void fields(const ana_record *r)
         const ana_rec_vmm *v = &r->u.vmm;
         u("api", v->api), s("ret", v->ret), u("va", v->va), u("size", v->size), u("handle", v->handle);
         u("offset", v->offset), s("device", v->device), u("flags", v->flags);
-        call_tail(v->stack, v->dur_ns, v->corr, v->via);
+        call_tail(v->stack, v->dur_ns, v->corr, v->via, v->lib, v->call);
+        break;
+    }
+    case ANA_K_GEMM: {
+        const ana_rec_gemm *g = &r->u.gemm;
+        u("api", g->api), s("ret", g->ret), u("call", g->call), u("handle", g->handle), u("stream", g->stream);
+        u("m", g->m), u("n", g->n), u("k", g->k), u("batch", g->batch), u("trans_a", g->trans_a);
+        u("trans_b", g->trans_b), u("lda", g->lda), u("ldb", g->ldb), u("ldc", g->ldc), u("a_type", g->a_type);
+        u("b_type", g->b_type), u("c_type", g->c_type), u("compute_type", g->compute_type);
+        u("math_mode", g->math_mode), u("epilogue", g->epilogue), u("workspace", g->workspace);
+        u("flops", g->flops), u("stack", g->stack), u("dur_ns", g->dur_ns);
+        break;
+    }
+    case ANA_K_COLL: {
+        const ana_rec_coll *c = &r->u.coll;
+        u("api", c->api), s("ret", c->ret), u("call", c->call), u("comm", c->comm), u("stream", c->stream);
+        u("count", c->count), u("dtype", c->dtype), u("bytes", c->bytes), u("op", c->op), s("peer", c->peer);
+        u("sendbuff", c->sendbuff), u("recvbuff", c->recvbuff), u("group", c->group), u("seq", c->seq);
+        u("stack", c->stack), u("dur_ns", c->dur_ns);
+        break;
+    }
+    case ANA_K_COMM: {
+        const ana_rec_comm *c = &r->u.comm;
+        u("api", c->api), s("ret", c->ret), u("call", c->call), u("comm", c->comm), u("comm_id", c->comm_id);
+        s("rank", c->rank), s("size", c->size), s("device", c->device), u("parent", c->parent);
+        s("color", c->color), s("key", c->key), u("stack", c->stack), u("dur_ns", c->dur_ns);
+        break;
+    }
+    case ANA_K_LIBCALL: {
+        const ana_rec_libcall *c = &r->u.libcall;
+        u("lib", c->lib), u("api", c->api), s("ret", c->ret), u("call", c->call), u("handle", c->handle);
+        u("arg", c->arg), u("arg2", c->arg2), u("stack", c->stack), u("dur_ns", c->dur_ns);
+        break;
+    }
+    case ANA_K_RANGE: {
+        const ana_rec_range *g = &r->u.range;
+        u("op", g->op), u("domain", g->domain), u("id", g->id), u("category", g->category), u("color", g->color);
+        str("name", g->name);
+        break;
+    }
+    case ANA_K_LABEL: {
+        const ana_rec_label *l = &r->u.label;
+        u("what", l->what), u("domain", l->domain), u("id", l->id), u("size", l->size), str("name", l->name);
         break;
     }
     default: break;
