@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -37,6 +38,7 @@ static const char ana_run_usage[] =
     "                         --sim)\n"
     "      --no-stacks        do not capture call stacks (less overhead, no sites)\n"
     "      --no-cupti         do not collect GPU activity through CUPTI (API calls only)\n"
+    "      --no-nvtx          do not record NVTX ranges, marks and names\n"
     "      --stack-depth N    frames captured per stack (1..256)\n"
     "      --flush-ms N       write the trace at least every N milliseconds\n"
     "  -q, --quiet            do not say where the trace was written\n"
@@ -55,13 +57,13 @@ static const char ana_run_usage[] =
 
 typedef struct ana_run_opts {
     const char *output;
-    int sim, quiet, no_stacks, no_cupti;
+    int sim, quiet, no_stacks, no_cupti, no_nvtx;
     const char *stack_depth, *flush_ms;
     char sim_memory[32];
 } ana_run_opts;
 
 enum { ANA_OPT_SIM = 256, ANA_OPT_SIM_MEMORY, ANA_OPT_NO_STACKS, ANA_OPT_DEPTH, ANA_OPT_FLUSH,
-       ANA_OPT_NO_CUPTI };
+       ANA_OPT_NO_CUPTI, ANA_OPT_NO_NVTX };
 
 static volatile sig_atomic_t ana_run_child = 0;
 
@@ -89,6 +91,7 @@ static int ana_run_parse_opt(ana_run_opts *o, int c, char **argv)
     case ANA_OPT_SIM: o->sim = 1; return 0;
     case ANA_OPT_NO_STACKS: o->no_stacks = 1; return 0;
     case ANA_OPT_NO_CUPTI: o->no_cupti = 1; return 0;
+    case ANA_OPT_NO_NVTX: o->no_nvtx = 1; return 0;
     case ANA_OPT_SIM_MEMORY:
         if (ana_parse_size(optarg, &bytes) != 0)
             return ana_cli_usage_error("run", "run: --sim-memory wants a size such as 16GiB, "
@@ -112,6 +115,7 @@ static int ana_run_parse(ana_run_opts *o, int argc, char **argv)
         { "sim-memory", required_argument, NULL, ANA_OPT_SIM_MEMORY },
         { "no-stacks", no_argument, NULL, ANA_OPT_NO_STACKS },
         { "no-cupti", no_argument, NULL, ANA_OPT_NO_CUPTI },
+        { "no-nvtx", no_argument, NULL, ANA_OPT_NO_NVTX },
         { "stack-depth", required_argument, NULL, ANA_OPT_DEPTH },
         { "flush-ms", required_argument, NULL, ANA_OPT_FLUSH },
         { "help", no_argument, NULL, 'h' },
@@ -211,6 +215,18 @@ static int ana_run_locate(const ana_run_opts *o, ana_run_env *env)
     return ana_run_check_outdir(env->pattern);
 }
 
+/* The program's NVTX loads its injection library at its first NVTX call; the preload is
+ * that library (unless NVTX is off, or the user named another, e.g. a second profiler's).
+ * Set here as well as by the preload's constructor: NVTX may initialise before that ran. */
+static void ana_run_nvtx_env(const ana_run_opts *o, const ana_run_env *env)
+{
+    const char *v = getenv("ANATOMIST_NVTX"), *inj = getenv("NVTX_INJECTION64_PATH");
+    int off = o->no_nvtx || (v && (!strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "false") ||
+                                   !strcasecmp(v, "off")));
+    if (!off && (!inj || !*inj))
+        setenv("NVTX_INJECTION64_PATH", env->preload, 1);
+}
+
 /* In the child, between fork and exec. */
 static void ana_run_child_env(const ana_run_opts *o, const ana_run_env *env)
 {
@@ -225,6 +241,9 @@ static void ana_run_child_env(const ana_run_opts *o, const ana_run_env *env)
         setenv("ANATOMIST_STACKS", "0", 1);
     if (o->no_cupti)
         setenv("ANATOMIST_CUPTI", "0", 1);
+    if (o->no_nvtx)
+        setenv("ANATOMIST_NVTX", "0", 1);
+    ana_run_nvtx_env(o, env);
     if (o->stack_depth)
         setenv("ANATOMIST_STACK_DEPTH", o->stack_depth, 1);
     if (o->flush_ms)

@@ -40,6 +40,9 @@ static const ana_config_var VARS[] = {
     { "ANATOMIST_DRIVER_HOOKS", ANA_CFG_BOOL, "1", 0, 1, OFF(driver_hooks),
       "0 leaves driver entry points obtained through dlsym, cuGetProcAddress or "
       "cudaGetDriverEntryPoint unwrapped (CUPTI callbacks then record driver memory calls)." },
+    { "ANATOMIST_NVTX", ANA_CFG_BOOL, "1", 0, 1, OFF(nvtx),
+      "0 records no NVTX ranges, marks or names: the preload does not offer itself as the "
+      "program's NVTX injection library." },
     { NULL, 0, NULL, 0, 0, 0, NULL },
 };
 

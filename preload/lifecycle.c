@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "naming.h"
+#include "nvtx.h"
 
 enum { S_NONE, S_STARTING, S_RUNNING, S_OFF };
 
@@ -105,6 +106,7 @@ int ana_session_ensure(void)
             atomic_store(&ana_active, 1);
             atomic_store_explicit(&session, S_RUNNING, memory_order_release);
             ana_cupti_start(); /* before the first call goes on: its GPU work is seen */
+            ana_nvtx_session_started();
             return 1;
         }
     }
@@ -151,6 +153,7 @@ static void atfork_child(void)
     ana_modules_reset();
     ana_cupti_atfork_child();
     ana_lib_atfork_child();
+    ana_nvtx_atfork_child();
     ana_collector_atfork_child();
     atomic_store(&ana_active, 0);
     atomic_store(&session, (ana_cfg.disable || said_disabled) ? S_OFF : S_NONE);
@@ -164,6 +167,7 @@ __attribute__((constructor)) static void ana_init(void)
     ana_modules_find_self((const void *)ana_init, &ana_self_lo, &ana_self_hi);
     if (ana_cfg.stacks && ana_stacks_init() < 0)
         ana_warn("call stacks are off: libunwind.so.8 could not be loaded (install libunwind8)");
+    ana_nvtx_setup();
     pthread_atfork(NULL, NULL, atfork_child);
     atomic_store(&session, S_NONE);
 }
