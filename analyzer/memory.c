@@ -14,7 +14,7 @@
 typedef struct ana_mem_slot {
     uint64_t size, stack;
     uint32_t maps;    /* cuMemCreate: live mappings of the handle */
-    uint8_t cls;
+    uint8_t cls, lib;
     uint8_t live;     /* charged: the slot is not on the free list */
     uint8_t vmm;      /* made by cuMemCreate */
     uint8_t released; /* cuMemCreate: cuMemRelease seen, waiting for the last unmap */
@@ -31,6 +31,7 @@ typedef struct ana_mem_state {
     uint64_t *free_slots;
     size_t n_free, cap_free;
     uint64_t bytes[3], count[3]; /* by class */
+    uint64_t lib_bytes[ANA_MEM_LIBS]; /* device bytes by library */
     uint64_t vmm_bytes;
     uint64_t unknown_frees, reused_ptrs, vmm_late, gpu_dup, gpu_replayed, gpu_ignored;
 } ana_mem_state;
@@ -66,7 +67,7 @@ static void ana_mem_state_free(ana_mem_state *st)
 }
 
 static uint64_t ana_mem_charge(ana_mem_state *st, uint64_t size, uint64_t stack, uint8_t cls,
-                               uint8_t vmm)
+                               uint8_t vmm, uint8_t lib)
 {
     uint64_t slot;
     if (st->n_free) {
@@ -75,9 +76,11 @@ static uint64_t ana_mem_charge(ana_mem_state *st, uint64_t size, uint64_t stack,
         ANA_GROW(st->slots, st->cap_slots, st->n_slots + 1);
         slot = st->n_slots++;
     }
-    st->slots[slot] = (ana_mem_slot){ .size = size, .stack = stack, .cls = cls, .live = 1,
-                                      .vmm = vmm };
+    st->slots[slot] = (ana_mem_slot){ .size = size, .stack = stack, .cls = cls, .lib = lib,
+                                      .live = 1, .vmm = vmm };
     st->bytes[cls] += size;
+    if (cls == ANA_MEM_DEVICE)
+        st->lib_bytes[lib] += size;
     st->count[cls]++;
     if (vmm)
         st->vmm_bytes += size;
@@ -89,6 +92,8 @@ static void ana_mem_release(ana_mem_state *st, uint64_t slot)
     ana_mem_slot *s = &st->slots[slot];
     st->bytes[s->cls] -= s->size;
     st->count[s->cls]--;
+    if (s->cls == ANA_MEM_DEVICE)
+        st->lib_bytes[s->lib] -= s->size;
     if (s->vmm)
         st->vmm_bytes -= s->size;
     s->live = 0;
@@ -115,7 +120,7 @@ static void ana_mem_on_create(ana_mem_state *st, const ana_mev *e)
         st->reused_ptrs++; /* its release was lost: trust the newer call */
         ana_mem_drop_handle(st, slot);
     }
-    slot = ana_mem_charge(st, e->size, e->stack, e->cls, 1);
+    slot = ana_mem_charge(st, e->size, e->stack, e->cls, 1, e->lib);
     ana_u64map_put(&st->handles, e->ptr, slot);
 }
 
@@ -133,7 +138,7 @@ static void ana_mem_on_alloc(ana_mem_state *st, const ana_mev *e)
         st->reused_ptrs++;
         ana_mem_release(st, slot);
     }
-    ana_u64map_put(&st->live, e->ptr, ana_mem_charge(st, e->size, e->stack, e->cls, 0));
+    ana_u64map_put(&st->live, e->ptr, ana_mem_charge(st, e->size, e->stack, e->cls, 0, e->lib));
 }
 
 static void ana_mem_on_release(ana_mem_state *st, const ana_mev *e)
@@ -227,7 +232,7 @@ static void ana_mem_on_gpu(ana_mem_state *st, const ana_mev *e)
         return;
     }
     ana_u64map_put(&st->live, e->ptr,
-                   ana_mem_charge(st, e->size, ANA_MEM_STACK_DRIVER, e->cls, 0));
+                   ana_mem_charge(st, e->size, ANA_MEM_STACK_DRIVER, e->cls, 0, 0));
 }
 
 static void ana_mem_apply(ana_mem_state *st, const ana_mev *e)
@@ -316,6 +321,7 @@ static void ana_mem_track_peaks(ana_mem_result *res, const ana_mem_state *st, co
         res->peak_time_ns = e->time_ns;
         res->peak_count = st->count[ANA_MEM_DEVICE];
         res->vmm_peak_bytes = st->vmm_bytes;
+        memcpy(res->peak_by_lib, st->lib_bytes, sizeof(res->peak_by_lib));
         *peak_idx = i;
     }
     if (st->bytes[ANA_MEM_HOST_PINNED] > res->host_peak_bytes) {
@@ -324,14 +330,34 @@ static void ana_mem_track_peaks(ana_mem_result *res, const ana_mem_state *st, co
     }
 }
 
+/* The live device allocations whose address lies in each range. */
+static void ana_mem_cover(const ana_mem_state *st, ana_mem_range *ranges, size_t n_ranges)
+{
+    for (size_t r = 0; r < n_ranges; r++) {
+        ana_mem_range *g = &ranges[r];
+        for (size_t i = 0; i < st->live.cap; i++) {
+            const ana_mem_slot *s;
+            if (!st->live.used[i] || st->live.keys[i] < g->address ||
+                st->live.keys[i] - g->address >= g->size)
+                continue;
+            s = &st->slots[st->live.vals[i]];
+            if (s->cls != ANA_MEM_DEVICE)
+                continue;
+            g->peak_bytes += s->size;
+            g->peak_count++;
+        }
+    }
+}
+
 static void ana_mem_sites_at_peak(const ana_mev *ev, size_t peak_idx, const ana_u64map *dup,
-                                  ana_mem_result *res)
+                                  ana_mem_range *ranges, size_t n_ranges, ana_mem_result *res)
 {
     ana_mem_state st;
     ana_mem_state_init(&st, dup);
     for (size_t i = 0; i <= peak_idx; i++)
         ana_mem_apply(&st, &ev[i]);
     res->peak_sites = ana_mem_group_live(&st, &res->n_peak_sites);
+    ana_mem_cover(&st, ranges, n_ranges);
     ana_mem_state_free(&st);
 }
 
@@ -347,6 +373,12 @@ static void ana_mem_dup_corrs(const ana_mev *ev, size_t n, ana_u64map *dup)
 }
 
 void ana_mem_replay(const ana_mev *ev, size_t n, ana_mem_result *res)
+{
+    ana_mem_replay_ranges(ev, n, NULL, 0, res);
+}
+
+void ana_mem_replay_ranges(const ana_mev *ev, size_t n, ana_mem_range *ranges, size_t n_ranges,
+                           ana_mem_result *res)
 {
     ana_mem_state st;
     ana_u64map pending, dup;
@@ -375,11 +407,12 @@ void ana_mem_replay(const ana_mev *ev, size_t n, ana_mem_result *res)
     res->gpu_mem_duplicates = st.gpu_dup;
     res->gpu_mem_replayed = st.gpu_replayed;
     res->gpu_mem_ignored = st.gpu_ignored;
+    memcpy(res->end_by_lib, st.lib_bytes, sizeof(res->end_by_lib));
     res->leaks = ana_mem_group_live(&st, &res->n_leaks);
     ana_mem_state_free(&st);
     ana_u64map_free(&pending);
     if (res->peak_bytes > 0)
-        ana_mem_sites_at_peak(ev, peak_idx, &dup, res);
+        ana_mem_sites_at_peak(ev, peak_idx, &dup, ranges, n_ranges, res);
     ana_u64map_free(&dup);
 }
 

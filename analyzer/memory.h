@@ -46,8 +46,21 @@ typedef struct ana_mev {
     int32_t device;
     uint16_t api;     /* for MEMINFO: reason */
     uint8_t type;     /* enum ana_mev_type */
-    uint8_t cls;      /* ALLOC: enum ana_mem_class */
+    uint8_t cls : 4;  /* ALLOC: enum ana_mem_class */
+    uint8_t lib : 4;  /* ALLOC: the library that made it (enum ana_lib; ANA_MEM_LIB_OTHER above) */
 } ana_mev;
+
+/* Device bytes are also summed by ana_mev.lib: 0 none, 1 cuBLAS, 2 cuBLASLt, 3 NCCL,
+ * 4 cuDNN, ..., ANA_MEM_LIB_OTHER for any larger number. */
+#define ANA_MEM_LIB_OTHER 15
+#define ANA_MEM_LIBS 16
+
+/* A named address range (an NVTX memory region): the device bytes of the allocations
+ * whose address lies in [address, address + size) are summed at the peak. */
+typedef struct ana_mem_range {
+    uint64_t address, size;
+    uint64_t peak_bytes, peak_count; /* filled by the replay */
+} ana_mem_range;
 
 /* Bytes and allocation count that share one canonical stack (ANA_MEM_STACK_DRIVER:
  * allocations seen by the driver only). */
@@ -86,6 +99,8 @@ typedef struct ana_mem_result {
     ana_mem_failure *failures; /* in time order, the first ANA_MEM_MAX_FAILURES */
     size_t n_failures;
     uint64_t failures_total;
+    uint64_t peak_by_lib[ANA_MEM_LIBS]; /* device bytes live at the peak, by library */
+    uint64_t end_by_lib[ANA_MEM_LIBS];  /* device bytes live at the end, by library */
 } ana_mem_result;
 
 /* Sorts by time_ns, then seq (a stable order for equal times). */
@@ -93,6 +108,10 @@ void ana_mem_sort(ana_mev *ev, size_t n);
 
 /* Replays ev[0..n) (sorted) into res (which it initializes). */
 void ana_mem_replay(const ana_mev *ev, size_t n, ana_mem_result *res);
+/* The same, and fills the peak_* fields of ranges[0..n_ranges) (device allocations at an
+ * address; cuMemCreate handles are not addresses and count in none). */
+void ana_mem_replay_ranges(const ana_mev *ev, size_t n, ana_mem_range *ranges, size_t n_ranges,
+                           ana_mem_result *res);
 void ana_mem_result_free(ana_mem_result *res);
 
 #endif

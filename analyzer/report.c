@@ -26,8 +26,13 @@ void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *
     memset(r, 0, sizeof(*r));
     r->t = t;
     r->opt = *opt;
-    ana_mem_replay(t->mev, t->n_mev, &r->mem);
+    r->regions = ana_xcalloc(t->libs.n_regions + 1, sizeof(*r->regions));
+    for (size_t i = 0; i < t->libs.n_regions; i++)
+        r->regions[i] = (ana_mem_range){ t->libs.regions[i].address, t->libs.regions[i].size, 0, 0 };
+    ana_mem_replay_ranges(t->mev, t->n_mev, r->regions, t->libs.n_regions, &r->mem);
     ana_gpu_analyze(t, opt->min_gap_ns, opt->top, &r->gpu);
+    ana_libcalls_analyze(t, &r->lc);
+    ana_nvtx_analyze(t, &r->nvtx);
     r->sym = ana_sym_new(t, opt->symbols);
     r->kernel_order = ana_xcalloc(t->n_kernels + 1, sizeof(size_t));
     for (size_t i = 0; i < t->n_kernels; i++)
@@ -41,6 +46,9 @@ void ana_report_free(ana_report *r)
 {
     ana_mem_result_free(&r->mem);
     ana_gpu_result_free(&r->gpu);
+    ana_libcalls_free(&r->lc);
+    ana_nvtx_free(&r->nvtx);
+    free(r->regions);
     ana_sym_free(r->sym);
     free(r->kernel_order);
     memset(r, 0, sizeof(*r));

@@ -1,8 +1,10 @@
 /* report.h — the v1 report (`anatomist report`): what is computed from a loaded trace and
  * how it is written as text or as JSON (schema in docs/report-schema.md).
  *
- * ana_report_build runs the memory replay, the GPU analysis (gpu.h) and orders kernels;
- * the writers only format (the GPU section: report_gpu_text.c, report_gpu_json.c).
+ * ana_report_build runs the memory replay, the GPU analysis (gpu.h), the library-call and
+ * NVTX analyses (libcalls.h, nvtx.h) and orders kernels; the writers only format (the GPU
+ * section: report_gpu_text.c, report_gpu_json.c; libraries and NVTX: report_libs_text.c,
+ * report_libs_json.c).
  * The report borrows the trace, which must outlive it. Not thread-safe. */
 #ifndef ANA_REPORT_H
 #define ANA_REPORT_H
@@ -11,7 +13,9 @@
 
 #include "gpu.h"
 #include "json.h"
+#include "libcalls.h"
 #include "memory.h"
+#include "nvtx.h"
 #include "symbolize.h"
 #include "trace.h"
 
@@ -26,6 +30,9 @@ typedef struct ana_report {
     ana_report_opts opt;
     ana_mem_result mem;
     ana_gpu_result gpu;
+    ana_libcalls lc;
+    ana_nvtx nvtx;
+    ana_mem_range *regions; /* one per t->libs.regions, covered bytes at the peak */
     ana_symbolizer *sym;
     size_t *kernel_order; /* indices into t->kernels, most launched first */
 } ana_report;
@@ -37,6 +44,14 @@ void ana_report_write_json(const ana_report *r, FILE *f);
 /* The GPU section of each. */
 void ana_report_gpu_text(const ana_report *r, FILE *f);
 void ana_report_gpu_json(const ana_report *r, ana_json *j);
+/* The library (GEMM, NCCL), findings and NVTX sections of each; the memory section's
+ * lines by library and by NVTX memory region. */
+void ana_report_libs_text(const ana_report *r, FILE *f);
+void ana_report_libs_json(const ana_report *r, ana_json *j);
+void ana_report_libs_memory_text(const ana_report *r, FILE *f);
+void ana_report_libs_memory_json(const ana_report *r, ana_json *j);
+/* "NT": the operations on A and B of a GEMM shape. */
+void ana_report_gemm_trans(const ana_gemm_shape *s, char out[3]);
 /* A call stack as each writer prints it. */
 void ana_report_text_stack(FILE *f, const ana_report *r, uint64_t stack);
 void ana_report_json_stack(ana_json *j, const ana_report *r, uint64_t stack);

@@ -121,6 +121,7 @@ static void ana_rj_memory(ana_json *j, const ana_report *r)
     ana_rj_groups(j, r, "leaks", m->leaks, m->n_leaks, 0);
     ana_json_ku64(j, "peak_sites", m->n_peak_sites);
     ana_rj_groups(j, r, "top_sites", m->peak_sites, m->n_peak_sites, 1);
+    ana_report_libs_memory_json(r, j);
     ana_json_obj_end(j);
 }
 
@@ -240,6 +241,7 @@ void ana_report_write_json(const ana_report *r, FILE *f)
     ana_rj_kernels(&j, r);
     ana_rj_copies(&j, r->t);
     ana_report_gpu_json(r, &j);
+    ana_report_libs_json(r, &j);
     ana_json_obj_end(&j);
     ana_json_finish(&j);
 }

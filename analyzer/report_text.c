@@ -132,6 +132,7 @@ static void ana_rt_memory(FILE *o, const ana_report *r)
         fprintf(o, "  driver records     %llu GPU_MEMORY records of traced calls ignored, %llu "
                    "replayed (seen by the driver only)\n",
                 (unsigned long long)m->gpu_mem_duplicates, (unsigned long long)m->gpu_mem_replayed);
+    ana_report_libs_memory_text(r, o);
 }
 
 static void ana_rt_apis(FILE *o, const char *title, const ana_api_stats *s, int bytes)
@@ -281,4 +282,5 @@ void ana_report_write_text(const ana_report *r, FILE *o)
     ana_rt_kernels(o, r);
     ana_rt_copies(o, r->t);
     ana_report_gpu_text(r, o);
+    ana_report_libs_text(r, o);
 }

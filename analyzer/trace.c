@@ -125,21 +125,22 @@ static int32_t ana_i32(int64_t v)
 
 /* Keeps a LAUNCH/MEMCPY/MEMSET call for the GPU analysis (not in summary mode). */
 static void ana_trace_add_call(ana_trace *t, const ana_record *r, uint64_t api, int64_t ret,
-                               uint64_t stack, uint64_t corr, uint64_t via, uint64_t arg)
+                               uint64_t stack, uint64_t corr, uint64_t via, uint64_t arg,
+                               uint64_t call)
 {
     if (t->flags & ANA_LOAD_SUMMARY)
         return;
     ANA_GROW(t->calls, t->cap_calls, t->n_calls + 1);
     t->calls[t->n_calls++] = (ana_api_call){
         .time_ns = r->time_ns, .corr = corr, .tid = r->tid, .stack = stack, .arg = arg,
-        .ret = ana_i32(ret), .api = ana_u16(api), .kind = (uint8_t)r->kind, .via = ana_u8(via),
+        .call = call, .ret = ana_i32(ret), .api = ana_u16(api), .kind = (uint8_t)r->kind, .via = ana_u8(via),
     };
 }
 
 static void ana_trace_on_launch(ana_trace *t, const ana_record *r)
 {
     const ana_rec_launch *l = &r->u.launch;
-    ana_trace_add_call(t, r, l->api, l->ret, l->stack, l->corr, l->via, l->kernel);
+    ana_trace_add_call(t, r, l->api, l->ret, l->stack, l->corr, l->via, l->kernel, l->call);
     if (ana_api_is_graph_launch((uint32_t)l->api)) {
         /* A graph launch runs a graph's kernels, not one kernel: counted apart. */
         t->graph_launches++;
@@ -200,6 +201,7 @@ static void ana_trace_on_alloc(ana_trace *t, const ana_record *r)
     e->stack = a->stack;
     e->corr = a->corr;
     e->device = (int32_t)a->device;
+    e->lib = a->lib < ANA_MEM_LIB_OTHER ? (uint8_t)a->lib : ANA_MEM_LIB_OTHER;
 }
 
 static void ana_trace_on_free(ana_trace *t, const ana_record *r)
@@ -351,13 +353,13 @@ static void ana_trace_on_record(ana_trace *t, const ana_record *r)
         const ana_rec_memcpy *m = &r->u.memcpy;
         ana_copy_count(&t->memcpy_total, m->ret, m->bytes);
         ana_copy_count(&t->memcpy_by_dir[m->dir < 5 ? m->dir : 5], m->ret, m->bytes);
-        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->via, m->bytes);
+        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->via, m->bytes, m->call);
         break;
     }
     case ANA_K_MEMSET: {
         const ana_rec_memset *m = &r->u.memset;
         ana_copy_count(&t->memset_total, m->ret, m->bytes);
-        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->via, m->bytes);
+        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->via, m->bytes, m->call);
         break;
     }
     case ANA_K_GPU_KERNEL: ana_trace_on_gpu_kernel(t, r); break;
@@ -373,6 +375,15 @@ static void ana_trace_on_record(ana_trace *t, const ana_record *r)
         break;
     case ANA_K_END: ana_trace_on_end(t, &r->u.end); break;
     case ANA_K_INFO: ana_trace_on_info(t, &r->u.info); break;
+    case ANA_K_GEMM:
+    case ANA_K_COLL:
+    case ANA_K_COMM:
+    case ANA_K_LIBCALL:
+    case ANA_K_RANGE:
+    case ANA_K_LABEL:
+        if (!(t->flags & ANA_LOAD_SUMMARY))
+            ana_libs_on_record(&t->libs, r);
+        break;
     default: break;
     }
 }
@@ -462,6 +473,7 @@ static void ana_trace_finish(ana_trace *t)
                 ana_u64map_put(&t->call_by_corr, t->calls[i].corr, i);
     }
     ana_trace_name_launches(t);
+    ana_libs_finish(&t->libs);
 }
 
 int ana_trace_load(const char *path, unsigned flags, ana_trace **out, ana_error *err)
@@ -478,6 +490,7 @@ int ana_trace_load(const char *path, unsigned flags, ana_trace **out, ana_error 
     ana_u64map_init(&t->kernel_idx);
     ana_u64map_init(&t->call_by_corr);
     ana_stacks_init(&t->stacks);
+    ana_libs_init(&t->libs);
     while ((rc = ana_reader_next(rd, &rec, err)) == 1) {
         if (rec.kind < ANA_K_COUNT)
             t->counts[rec.kind]++;
@@ -533,6 +546,7 @@ void ana_trace_free(ana_trace *t)
     free(t->path);
     ana_u64map_free(&t->kernel_idx);
     ana_stacks_free(&t->stacks);
+    ana_libs_free(&t->libs);
     free(t);
 }
 

@@ -5,7 +5,8 @@
  * ALLOC/FREE/MEMINFO/VMM map-unmap/GPU_MEMORY record for the memory replay (sorted by
  * time, stacks canonical), one ana_gpu_act per GPU_KERNEL/GPU_MEMCPY/GPU_MEMSET record
  * (sorted by device, then start) and one ana_api_call per LAUNCH/MEMCPY/MEMSET record
- * (sorted by time, indexed by correlation id) for the GPU analysis (gpu.h).
+ * (sorted by time, indexed by correlation id) for the GPU analysis (gpu.h), and the
+ * library and NVTX records (libs.h).
  * Strings are copied; the model owns everything and ana_trace_free releases it. */
 #ifndef ANA_TRACE_H
 #define ANA_TRACE_H
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "format/reader.h"
+#include "libs.h"
 #include "memory.h"
 #include "stacks.h"
 #include "u64map.h"
@@ -58,6 +60,7 @@ typedef struct ana_api_call {
     uint64_t time_ns, corr, tid;
     uint64_t stack; /* canonical */
     uint64_t arg;   /* LAUNCH: KERNEL id; MEMCPY/MEMSET: bytes */
+    uint64_t call;  /* the library call it was made in (1.2), 0 = none */
     int32_t ret;    /* clamped to int32 */
     uint16_t api;
     uint8_t kind;   /* ANA_K_LAUNCH, ANA_K_MEMCPY or ANA_K_MEMSET */
@@ -123,6 +126,7 @@ typedef struct ana_trace {
     size_t n_calls, cap_calls;
     ana_u64map call_by_corr;  /* corr (≠ 0) -> index into calls */
     uint64_t gpu_dropped_records, gpu_dropped_by_reason[3]; /* GPU_DROPPED: [0] other reasons */
+    ana_libs libs; /* library calls and NVTX (empty in summary mode) */
 } ana_trace;
 
 enum ana_load_flags {

@@ -492,6 +492,203 @@ static void gen_gpu_body(gen *g)
     gen_add(g, &r);
 }
 
+/* "libs" (format 1.2): cuBLAS/cuBLASLt GEMMs, NCCL communicators and collectives (a group
+ * of two operations whose ncclGroupEnd launches the kernels), NVTX ranges, marks and
+ * labels, and allocations made inside library calls. The tables below are mirrored in
+ * tests/cli/test_libs.py, which computes the expected numbers from them; keep both in
+ * step. Every API record is on thread A unless a table says otherwise. */
+struct gen_gemm {
+    uint64_t t, call, api; int64_t ret; uint64_t m, n, k, batch, ta, tb, at, bt, ct, compute, math;
+};
+static const struct gen_gemm gen_lib_gemms[] = {
+    { 10000, 1, ANA_API_CUBLAS_GEMM_EX, 0, 4096, 4096, 4096, 1, 0, 0, 14, 14, 14, 68, 0 },
+    { 20000, 2, ANA_API_CUBLAS_GEMM_EX, 0, 4096, 4096, 4096, 1, 0, 0, 14, 14, 14, 68, 0 },
+    { 30000, 3, ANA_API_CUBLAS_GEMM_EX, 0, 1000, 4100, 1022, 1, 1, 0, 14, 14, 14, 68, 0 },
+    { 40000, 4, ANA_API_CUBLAS_SGEMM, 0, 1024, 1024, 1024, 1, 0, 0, 0, 0, 0, 68, 0 },
+    { 50000, 5, ANA_API_CUBLAS_SGEMM, 0, 1024, 1024, 1024, 1, 0, 0, 0, 0, 0, 68, 0 },
+    { 60000, 6, ANA_API_CUBLAS_SGEMM_STRIDED_BATCHED, 0, 512, 512, 64, 16, 0, 1, 0, 0, 0, 68, 3 },
+    { 70000, 7, ANA_API_CUBLASLT_MATMUL, 0, 2048, 2048, 2048, 1, 1, 0, 28, 28, 14, 68, 0 },
+    { 75000, 8, ANA_API_CUBLAS_GEMM_EX, 13, 64, 64, 64, 1, 0, 0, 14, 14, 14, 68, 0 },
+};
+/* Launches: time, thread, library call (0 = none), corr, kernel id, GPU duration (0 = no
+ * GPU_KERNEL record); the kernel starts 1000 ns after its launch on device 0. */
+struct gen_lib_launch { uint64_t t, tid, call, corr, kernel, dur; };
+static const struct gen_lib_launch gen_lib_launches[] = {
+    { 10100, TID_A, 1, 101, 10, 200000 }, { 20100, TID_A, 2, 102, 10, 210000 },
+    { 30100, TID_A, 3, 103, 10, 50000 },  { 40100, TID_A, 4, 104, 11, 40000 },
+    { 50100, TID_A, 5, 105, 11, 30000 },  { 50200, TID_A, 5, 106, 11, 10000 },
+    { 60100, TID_A, 6, 107, 11, 20000 },  { 70100, TID_A, 7, 108, 10, 0 },
+    { 80000, TID_A, 0, 109, 17, 5000 },   { 110100, TID_A, 30, 201, 12, 100000 },
+    { 120100, TID_A, 31, 202, 12, 140000 }, { 130100, TID_A, 32, 203, 13, 20000 },
+    { 143100, TID_A, 36, 204, 14, 30000 }, { 143200, TID_A, 36, 205, 15, 50000 },
+    { 160100, TID_A, 37, 206, 16, 10000 }, { 250000, TID_A, 0, 110, 17, 7000 },
+};
+static const char *const gen_lib_kernels[] = {
+    [10] = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64",
+    [11] = "ampere_sgemm_128x64_nn",
+    [12] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+    [13] = "ncclKernel_AllGather_RING_LL128_Sum_int8_t",
+    [14] = "_Z48ncclDevKernel_ReduceScatter_Sum_bf16_RING_SIMPLE24ncclDevKernelArgs4K",
+    [15] = "ncclDevKernel_AllReduce_Sum_f32_TREE_LL128",
+    [16] = "ncclDevKernel_SendRecv",
+    [17] = "relu_kernel",
+};
+/* Collectives: time, call, api, comm handle, count, dtype, bytes, group depth. */
+struct gen_coll { uint64_t t, call, api, comm, count, dtype, bytes, group; };
+static const struct gen_coll gen_lib_colls[] = {
+    { 110000, 30, ANA_API_NCCL_ALL_REDUCE, 0xC0111, 1 << 20, 7, 4 << 20, 0 },
+    { 120000, 31, ANA_API_NCCL_ALL_REDUCE, 0xC0111, 1 << 20, 7, 4 << 20, 0 },
+    { 130000, 32, ANA_API_NCCL_ALL_GATHER, 0xC0111, 262144, 0, 262144, 0 },
+    { 141000, 34, ANA_API_NCCL_REDUCE_SCATTER, 0xC0111, 524288, 9, 1 << 20, 1 },
+    { 142000, 35, ANA_API_NCCL_ALL_REDUCE, 0xC0111, 786432, 7, 3 << 20, 1 },
+    { 160000, 37, ANA_API_NCCL_SEND, 0xC0222, 32768, 9, 65536, 0 },
+};
+/* NVTX: time, thread, op, domain handle, id, name. */
+struct gen_range { uint64_t t, tid, op, domain, id; const char *name; };
+static const struct gen_range gen_lib_ranges[] = {
+    { 4000, TID_B, ANA_RANGE_START, 0, 77, "epoch" },
+    { 5000, TID_A, ANA_RANGE_PUSH, 0, 0, "step" },
+    { 6000, TID_A, ANA_RANGE_PUSH, 0, 0, "forward" },
+    { 7000, TID_B, ANA_RANGE_PUSH, 0xD0D0, 0, "load" },
+    { 9000, TID_B, ANA_RANGE_POP, 0xD0D0, 0, "" },
+    { 9500, TID_B, ANA_RANGE_PUSH, 0, 0, "never-popped" },
+    { 100000, TID_A, ANA_RANGE_POP, 0, 0, "" },
+    { 150000, TID_A, ANA_RANGE_MARK, 0, 0, "checkpoint" },
+    { 151000, TID_A, ANA_RANGE_MARK, 0, 0, "checkpoint" },
+    { 200000, TID_A, ANA_RANGE_POP, 0, 0, "" },
+    { 300000, TID_A, ANA_RANGE_POP, 0, 0, "" },
+    { 400000, TID_C, ANA_RANGE_END, 0, 77, "" },
+    { 410000, TID_C, ANA_RANGE_END, 0, 78, "" },
+};
+
+static void gen_lib_gemm(gen *g, const struct gen_gemm *m)
+{
+    ana_record r = { .kind = ANA_K_GEMM, .tid = TID_A, .time_ns = T0 + m->t };
+    r.u.gemm = (ana_rec_gemm){ .api = m->api, .ret = m->ret, .call = m->call, .handle = 0xB1A5,
+                               .m = m->m, .n = m->n, .k = m->k, .batch = m->batch,
+                               .trans_a = m->ta, .trans_b = m->tb, .a_type = m->at,
+                               .b_type = m->bt, .c_type = m->ct, .compute_type = m->compute,
+                               .math_mode = m->math, .flops = 2 * m->m * m->n * m->k * m->batch,
+                               .dur_ns = 500 };
+    gen_add(g, &r);
+}
+
+static void gen_lib_launch(gen *g, const struct gen_lib_launch *l)
+{
+    ana_record r = { .kind = ANA_K_LAUNCH, .tid = l->tid, .time_ns = T0 + l->t };
+    r.u.launch = (ana_rec_launch){ .api = ANA_API_LAUNCH_KERNEL, .kernel = l->kernel,
+                                   .grid_x = 1, .grid_y = 1, .grid_z = 1, .block_x = 256,
+                                   .block_y = 1, .block_z = 1, .dur_ns = 50, .corr = l->corr,
+                                   .lib = l->call ? (l->call < 30 ? ANA_LIB_CUBLAS : ANA_LIB_NCCL) : 0,
+                                   .call = l->call };
+    gen_add(g, &r);
+}
+
+static void gen_lib_gpu_kernel(gen *g, const struct gen_lib_launch *l)
+{
+    ana_record r = { .kind = ANA_K_GPU_KERNEL, .tid = 0, .time_ns = T0 + l->t + 1000 };
+    r.u.gpu_kernel = (ana_rec_gpu_kernel){ .corr = l->corr, .dur_ns = l->dur, .kernel = l->kernel,
+                                           .device = 0, .context = 1, .stream = 7, .grid_x = 1,
+                                           .grid_y = 1, .grid_z = 1, .block_x = 256, .block_y = 1,
+                                           .block_z = 1 };
+    gen_add(g, &r);
+}
+
+static void gen_lib_coll(gen *g, const struct gen_coll *c)
+{
+    ana_record r = { .kind = ANA_K_COLL, .tid = TID_A, .time_ns = T0 + c->t };
+    r.u.coll = (ana_rec_coll){ .api = c->api, .call = c->call, .comm = c->comm, .stream = 0x5,
+                               .count = c->count, .dtype = c->dtype, .bytes = c->bytes,
+                               .peer = c->api == ANA_API_NCCL_SEND ? 1 : -1, .group = c->group,
+                               .seq = c->call, .dur_ns = 300 };
+    gen_add(g, &r);
+}
+
+static void gen_lib_libcall(gen *g, uint64_t t, uint64_t lib, uint64_t api, uint64_t call,
+                            uint64_t arg)
+{
+    ana_record r = { .kind = ANA_K_LIBCALL, .tid = TID_A, .time_ns = T0 + t };
+    r.u.libcall = (ana_rec_libcall){ .lib = lib, .api = api, .call = call, .handle = 0xB1A5,
+                                     .arg = arg, .dur_ns = 100 };
+    gen_add(g, &r);
+}
+
+static void gen_lib_comm(gen *g, uint64_t t, uint64_t api, uint64_t call, uint64_t comm,
+                         uint64_t comm_id, int64_t rank, int64_t size, uint64_t parent,
+                         int64_t color)
+{
+    ana_record r = { .kind = ANA_K_COMM, .tid = TID_A, .time_ns = T0 + t };
+    r.u.comm = (ana_rec_comm){ .api = api, .call = call, .comm = comm, .comm_id = comm_id,
+                               .rank = rank, .size = size, .device = 0, .parent = parent,
+                               .color = color, .dur_ns = 1000 };
+    gen_add(g, &r);
+}
+
+static void gen_lib_label(gen *g, uint64_t t, uint64_t what, uint64_t id, uint64_t size,
+                          const char *name)
+{
+    ana_record r = { .kind = ANA_K_LABEL, .tid = TID_A, .time_ns = T0 + t };
+    r.u.label = (ana_rec_label){ .what = what, .id = id, .size = size,
+                                 .name = { name, (uint32_t)strlen(name) } };
+    gen_add(g, &r);
+}
+
+static void gen_lib_alloc(gen *g, uint64_t t, uint64_t ptr, uint64_t size, uint64_t lib,
+                          uint64_t call)
+{
+    ana_record r = { .kind = ANA_K_ALLOC, .tid = TID_A, .time_ns = T0 + t };
+    r.u.alloc = (ana_rec_alloc){ .api = ANA_API_MALLOC, .ptr = ptr, .size = size, .dur_ns = 100,
+                                 .lib = lib, .call = call };
+    gen_add(g, &r);
+}
+
+/* Memory: user 8 MiB @+1000, cuBLAS workspace 4 MiB in GEMM call 1 @+10050, NCCL 2 MiB and
+ * 1 MiB in ncclCommInitRank (call 20) @+2100/+2200 -> peak 15 MiB at +10050; the user's
+ * 8 MiB and NCCL's 1 MiB are freed @+500000/+500100. Regions: "activations" over the user
+ * buffer, "nccl-pool" over both NCCL buffers. */
+static void gen_libs_body(gen *g)
+{
+    const uint64_t MiB = 1 << 20;
+    ana_record r;
+    gen_info(g, "cupti", "on");
+    gen_thread(g, TID_A, "main");
+    for (size_t i = 0; i < sizeof(gen_lib_kernels) / sizeof(gen_lib_kernels[0]); i++)
+        if (gen_lib_kernels[i])
+            gen_kernel(g, i, gen_lib_kernels[i]);
+    gen_lib_label(g, 500, ANA_LABEL_THREAD, TID_A, 0, "trainer");
+    gen_lib_label(g, 600, ANA_LABEL_DOMAIN, 0xD0D0, 0, "dataloader");
+    gen_lib_label(g, 700, ANA_LABEL_MEM_REGION, 0x10000000, 16 * MiB, "activations");
+    gen_lib_label(g, 800, ANA_LABEL_MEM_REGION, 0x30000000, 8 * MiB, "nccl-pool");
+    gen_lib_alloc(g, 1000, 0x10000000, 8 * MiB, 0, 0);
+    gen_lib_comm(g, 2000, ANA_API_NCCL_COMM_INIT_RANK, 20, 0xC0111, 0x1234abcd5678ef00ull, 1, 4, 0, 0);
+    gen_lib_alloc(g, 2100, 0x30000000, 2 * MiB, ANA_LIB_NCCL, 20);
+    gen_lib_alloc(g, 2200, 0x30400000, MiB, ANA_LIB_NCCL, 20);
+    gen_lib_comm(g, 3000, ANA_API_NCCL_COMM_SPLIT, 21, 0xC0222, 0x99, 0, 2, 0xC0111, 1);
+    gen_lib_libcall(g, 3500, ANA_LIB_CUBLAS, ANA_API_CUBLAS_CREATE, 9, 0);
+    gen_lib_alloc(g, 10050, 0x20000000, 4 * MiB, ANA_LIB_CUBLAS, 1);
+    for (size_t i = 0; i < sizeof(gen_lib_gemms) / sizeof(gen_lib_gemms[0]); i++)
+        gen_lib_gemm(g, &gen_lib_gemms[i]);
+    for (size_t i = 0; i < sizeof(gen_lib_colls) / sizeof(gen_lib_colls[0]); i++)
+        gen_lib_coll(g, &gen_lib_colls[i]);
+    gen_lib_libcall(g, 140000, ANA_LIB_NCCL, ANA_API_NCCL_GROUP_START, 33, 1);
+    gen_lib_libcall(g, 143000, ANA_LIB_NCCL, ANA_API_NCCL_GROUP_END, 36, 0);
+    for (size_t i = 0; i < sizeof(gen_lib_launches) / sizeof(gen_lib_launches[0]); i++)
+        gen_lib_launch(g, &gen_lib_launches[i]);
+    for (size_t i = 0; i < sizeof(gen_lib_ranges) / sizeof(gen_lib_ranges[0]); i++) {
+        const struct gen_range *q = &gen_lib_ranges[i];
+        r = (ana_record){ .kind = ANA_K_RANGE, .tid = q->tid, .time_ns = T0 + q->t };
+        r.u.range = (ana_rec_range){ .op = q->op, .domain = q->domain, .id = q->id,
+                                     .name = { q->name, (uint32_t)strlen(q->name) } };
+        gen_add(g, &r);
+    }
+    gen_corr_free(g, 500000, ANA_API_FREE, 0x10000000, 0);
+    gen_corr_free(g, 500100, ANA_API_FREE, 0x30400000, 0);
+    gen_flush(g); /* GPU records later, as CUPTI delivers them */
+    for (size_t i = 0; i < sizeof(gen_lib_launches) / sizeof(gen_lib_launches[0]); i++)
+        if (gen_lib_launches[i].dur)
+            gen_lib_gpu_kernel(g, &gen_lib_launches[i]);
+}
+
 static gen gen_open(const char *path)
 {
     gen g = { .path = path };
@@ -573,6 +770,12 @@ static int gen_scenario(const char *name, const char *out, uint64_t n)
         gen_close(&g);
         return 0;
     }
+    if (!strcmp(name, "libs")) {
+        gen_libs_body(&g);
+        gen_end(&g, T0 + 600000);
+        gen_close(&g);
+        return 0;
+    }
     if (!strcmp(name, "cupti-off")) { /* "basic" with the collector's state recorded */
         gen_info(&g, "cupti", "unavailable: libcupti.so.13 not found");
         gen_basic_body(&g);
@@ -621,7 +824,7 @@ static int gen_scenario(const char *name, const char *out, uint64_t n)
 
 static const char *const gen_scenarios[] = {
     "basic", "failed", "empty", "truncated", "torn", "torn-header", "unknown-kind",
-    "newer-major", "corrupt", "churn", "gpu", "cupti-off",
+    "newer-major", "corrupt", "churn", "gpu", "cupti-off", "libs",
 };
 
 int main(int argc, char **argv)
