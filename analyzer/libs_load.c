@@ -206,8 +206,9 @@ static void ana_libs_on_range(ana_libs *l, const ana_record *r)
 static void ana_libs_on_label(ana_libs *l, const ana_rec_label *b)
 {
     if (b->what == ANA_LABEL_DOMAIN) {
+        /* nvtxDomainDestroy writes an empty name: the domain keeps the name it had. */
         uint16_t d = ana_libs_domain(l, b->id);
-        if (d)
+        if (d && b->name.len)
             l->domain_names[d] = ana_libs_intern(l, b->name);
     } else if (b->what == ANA_LABEL_MEM_REGION && b->name.len && b->size &&
                l->n_regions < ANA_LIBS_MAX_REGIONS) {

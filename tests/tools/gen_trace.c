@@ -683,6 +683,7 @@ static void gen_libs_body(gen *g)
     }
     gen_corr_free(g, 500000, ANA_API_FREE, 0x10000000, 0);
     gen_corr_free(g, 500100, ANA_API_FREE, 0x30400000, 0);
+    gen_lib_label(g, 600000, ANA_LABEL_DOMAIN, 0xD0D0, 0, ""); /* nvtxDomainDestroy */
     gen_flush(g); /* GPU records later, as CUPTI delivers them */
     for (size_t i = 0; i < sizeof(gen_lib_launches) / sizeof(gen_lib_launches[0]); i++)
         if (gen_lib_launches[i].dur)
