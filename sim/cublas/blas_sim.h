@@ -120,9 +120,11 @@ cublasStatus_t blas_gemm_check_memory(const blas_gemm *g);
 cublasStatus_t blas_gemm_compute(const blas_gemm *g);
 
 /* ---- launch.c ---------------------------------------------------------------------- */
+/* 0 when ANATOMIST_SIM_BLAS_COMPUTE=0: GEMMs are launched and timed but not computed. */
+int blas_compute_on(void);
 /* Runs the GEMM as the device sees it, on `stream` (0: the legacy default stream): checks
  * the stream (unknown: CUBLAS_STATUS_EXECUTION_FAILED), computes the result unless the
- * stream is capturing, then launches its kernel(s) through cuLaunchKernel, each timed by
+ * stream is capturing or computing is off (blas_compute_on), then launches its kernel(s) through cuLaunchKernel, each timed by
  * gemm_cost.h through anasim_next_launch. Memory must have been checked. */
 cublasStatus_t blas_gemm_run(const blas_gemm *g, blas_family family, cudaStream_t stream);
 /* The main kernel's name for this GEMM and family (tests and docs describe the rule). */

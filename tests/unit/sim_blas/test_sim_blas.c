@@ -549,3 +549,21 @@ Test(sim_blas, handles_on_several_threads)
         cr_assert_null(bad, "thread %d", i);
     }
 }
+
+/* ANATOMIST_SIM_BLAS_COMPUTE=0 (read at the first GEMM of the process; Criterion runs each
+ * test in its own process): the call succeeds and C keeps its bytes. */
+Test(sim_blas, compute_off_leaves_c_untouched)
+{
+    cr_assert_eq(setenv("ANATOMIST_SIM_BLAS_COMPUTE", "0", 1), 0);
+    cr_assert_eq(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+    float a[4] = { 1, 2, 3, 4 }, b[4] = { 5, 6, 7, 8 }, c[4] = { -1, -2, -3, -4 };
+    float *A = to_dev(a, sizeof(a)), *B = to_dev(b, sizeof(b)), *C = to_dev(c, sizeof(c));
+    float alpha = 1.0f, beta = 0.0f, out[4];
+    cr_assert_eq(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &alpha, A, 2, B, 2, &beta, C, 2),
+                 CUBLAS_STATUS_SUCCESS);
+    from_dev(out, C, sizeof(out));
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(out[i], c[i], "C[%d] = %g, was %g", i, out[i], c[i]);
+    cudaFree(A), cudaFree(B), cudaFree(C);
+    cr_assert_eq(cublasDestroy(handle), CUBLAS_STATUS_SUCCESS);
+}
