@@ -63,16 +63,29 @@ static void ana_rlt_gemms(FILE *o, const ana_report *r)
         fprintf(o, "  ... %zu more (use --top)\n", lc->n_gemms - n);
 }
 
+/* A GEMM finding's heading, "\n<what>: N calls in M shapes, T on the GPU" (no newline at
+ * its end); 0, printing nothing, when no shape has the finding. */
+static int ana_rlt_finding(FILE *o, const char *what, uint64_t calls, uint64_t shapes,
+                           uint64_t gpu_ns)
+{
+    char tm[32];
+    if (!shapes)
+        return 0;
+    ana_fmt_ns(gpu_ns, tm, sizeof(tm));
+    fprintf(o, "\n%s: %llu call%s in %llu shape%s, %s on the GPU", what,
+            (unsigned long long)calls, calls == 1 ? "" : "s", (unsigned long long)shapes,
+            shapes == 1 ? "" : "s", tm);
+    return 1;
+}
+
 static void ana_rlt_alignment(FILE *o, const ana_report *r)
 {
     const ana_libcalls *lc = &r->lc;
     char tm[32];
-    if (!lc->misaligned_shapes)
+    if (!ana_rlt_finding(o, "GEMMs not aligned for tensor cores", lc->misaligned_calls,
+                         lc->misaligned_shapes, lc->misaligned_gpu_ns))
         return;
-    ana_fmt_ns(lc->misaligned_gpu_ns, tm, sizeof(tm));
-    fprintf(o, "\nGEMMs not aligned for tensor cores: %llu call%s in %llu shape%s, %s on the GPU\n",
-            (unsigned long long)lc->misaligned_calls, lc->misaligned_calls == 1 ? "" : "s",
-            (unsigned long long)lc->misaligned_shapes, lc->misaligned_shapes == 1 ? "" : "s", tm);
+    fputc('\n', o);
     for (size_t i = 0; i < lc->n_gemms; i++) {
         const ana_gemm_row *g = &lc->gemms[i];
         if (!g->misaligned)
@@ -95,13 +108,9 @@ static void ana_rlt_alignment(FILE *o, const ana_report *r)
 static void ana_rlt_math(FILE *o, const ana_report *r)
 {
     const ana_libcalls *lc = &r->lc;
-    char tm[32];
-    if (!lc->fp32_shapes)
+    if (!ana_rlt_finding(o, "fp32 GEMMs without TF32", lc->fp32_calls, lc->fp32_shapes,
+                         lc->fp32_gpu_ns))
         return;
-    ana_fmt_ns(lc->fp32_gpu_ns, tm, sizeof(tm));
-    fprintf(o, "\nfp32 GEMMs without TF32: %llu call%s in %llu shape%s, %s on the GPU",
-            (unsigned long long)lc->fp32_calls, lc->fp32_calls == 1 ? "" : "s",
-            (unsigned long long)lc->fp32_shapes, lc->fp32_shapes == 1 ? "" : "s", tm);
     if (lc->fp32_peak > 0 && lc->tf32_peak > 0)
         fprintf(o, "; TF32's peak is %.1fx fp32's on this device (%.1f vs %.1f TFLOP/s)",
                 lc->tf32_peak / lc->fp32_peak, lc->tf32_peak, lc->fp32_peak);

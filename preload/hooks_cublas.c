@@ -81,7 +81,9 @@ static void ws_forget(cublasHandle_t handle)
 
 /* ---- the wrappers' shape ---- */
 
-#define BLAS_HOOK(soname, lib, name, params, args, record)                                     \
+/* The real call, bracketed; then `after` (whether recorded or not), then `record` when the
+ * call is recorded (not nested in another library call). r is the real call's status. */
+#define BLAS_HOOK_THEN(soname, lib, name, params, args, after, record)                        \
     ANA_EXPORT cublasStatus_t name params                                                     \
     {                                                                                         \
         ANA_LIB_REAL(soname, soname, cublasStatus_t, CUBLAS_STATUS_NOT_INITIALIZED, name, params); \
@@ -89,11 +91,14 @@ static void ws_forget(cublasHandle_t handle)
         int rec = ana_lib_enter(&c, lib);                                                     \
         cublasStatus_t r = real args;                                                         \
         ana_lib_leave(&c);                                                                    \
+        after;                                                                                \
         if (rec) {                                                                            \
             record;                                                                           \
         }                                                                                     \
         return r;                                                                             \
     }
+#define BLAS_HOOK(soname, lib, name, params, args, record)                                     \
+    BLAS_HOOK_THEN(soname, lib, name, params, args, (void)0, record)
 
 static void libcall_emit(ana_libcall *c, uint32_t lib, uint32_t api, cublasStatus_t r, uint64_t handle,
                          uint64_t arg, uint64_t arg2)
@@ -108,20 +113,15 @@ static void libcall_emit(ana_libcall *c, uint32_t lib, uint32_t api, cublasStatu
 
 #define BLAS_CALL(api, handle, arg, arg2) libcall_emit(&c, ANA_LIB_CUBLAS, api, r, handle, arg, arg2)
 
-ANA_EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
+/* A new handle at a destroyed one's address has no workspace set. */
+static void ws_created(cublasStatus_t r, const cublasHandle_t *handle)
 {
-    ANA_LIB_REAL(CUBLAS_SO, CUBLAS_SO, cublasStatus_t, CUBLAS_STATUS_NOT_INITIALIZED, cublasCreate_v2,
-                 (cublasHandle_t *));
-    ana_libcall c;
-    int rec = ana_lib_enter(&c, ANA_LIB_CUBLAS);
-    cublasStatus_t r = real(handle);
-    ana_lib_leave(&c);
     if (r == CUBLAS_STATUS_SUCCESS && handle)
-        ws_forget(*handle); /* a new handle at a destroyed one's address has no workspace set */
-    if (rec)
-        BLAS_CALL(ANA_API_CUBLAS_CREATE, ANA_OUT(r, handle), 0, 0);
-    return r;
+        ws_forget(*handle);
 }
+
+BLAS_HOOK_THEN(CUBLAS_SO, ANA_LIB_CUBLAS, cublasCreate_v2, (cublasHandle_t *handle), (handle),
+               ws_created(r, handle), BLAS_CALL(ANA_API_CUBLAS_CREATE, ANA_OUT(r, handle), 0, 0))
 
 ANA_EXPORT cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
 {
@@ -301,18 +301,8 @@ EX_PAIR(cublasSgemmEx, cublasSgemmEx_64, P_SGEMM_EX, A_SGEMM_EX, ANA_API_CUBLAS_
 
 #define LT_CALL(api, handle) libcall_emit(&c, ANA_LIB_CUBLASLT, api, r, handle, 0, 0)
 
-ANA_EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle)
-{
-    ANA_LIB_REAL(CUBLASLT_SO, CUBLASLT_SO, cublasStatus_t, CUBLAS_STATUS_NOT_INITIALIZED, cublasLtCreate,
-                 (cublasLtHandle_t *));
-    ana_libcall c;
-    int rec = ana_lib_enter(&c, ANA_LIB_CUBLASLT);
-    cublasStatus_t r = real(handle);
-    ana_lib_leave(&c);
-    if (rec)
-        LT_CALL(ANA_API_CUBLASLT_CREATE, ANA_OUT(r, handle));
-    return r;
-}
+BLAS_HOOK(CUBLASLT_SO, ANA_LIB_CUBLASLT, cublasLtCreate, (cublasLtHandle_t *handle), (handle),
+          LT_CALL(ANA_API_CUBLASLT_CREATE, ANA_OUT(r, handle)))
 
 BLAS_HOOK(CUBLASLT_SO, ANA_LIB_CUBLASLT, cublasLtDestroy, (cublasLtHandle_t h), (h),
           LT_CALL(ANA_API_CUBLASLT_DESTROY, ANA_U64(h)))

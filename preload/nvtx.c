@@ -277,54 +277,65 @@ static nvtxRangeId_t start(nvtxDomainHandle_t h, uint64_t category, uint64_t col
     return id;
 }
 
-static int NVTX_API ana_RangePushA(const char *m)
+/* A range opened with a text: op ANA_RANGE_PUSH (returns the level, as push), ANA_RANGE_START
+ * (the new id, as start) or ANA_RANGE_MARK (0). */
+static int64_t open_range(uint64_t op, nvtxDomainHandle_t h, uint64_t category, uint64_t color,
+                          const ana_nvtx_text *t)
+{
+    if (op == ANA_RANGE_PUSH)
+        return push(h, category, color, t);
+    if (op == ANA_RANGE_START)
+        return (int64_t)start(h, category, color, t);
+    put_range(ANA_RANGE_MARK, ana_nvtx_dom_id(h), 0, category, color, t);
+    return 0;
+}
+
+/* open_range with a message alone (the A and W entry points: no domain, category, colour). */
+static int64_t open_ascii(uint64_t op, const char *m)
 {
     ana_nvtx_text t;
     ana_nvtx_text_ascii(&t, m);
-    return push(NULL, 0, 0, &t);
+    return open_range(op, NULL, 0, 0, &t);
 }
 
-static int NVTX_API ana_RangePushW(const wchar_t *m)
+static int64_t open_wide(uint64_t op, const wchar_t *m)
 {
     ana_nvtx_text t;
     ana_nvtx_text_wide(&t, m);
-    return push(NULL, 0, 0, &t);
+    return open_range(op, NULL, 0, 0, &t);
 }
 
-static int NVTX_API ana_DomainRangePushEx(nvtxDomainHandle_t h, const nvtxEventAttributes_t *a)
+/* open_range with event attributes (the Ex entry points). */
+static int64_t open_event(uint64_t op, nvtxDomainHandle_t h, const nvtxEventAttributes_t *a)
 {
     uint64_t category, color;
     ana_nvtx_text t;
     event_of(a, &category, &color, &t);
-    return push(h, category, color, &t);
+    return open_range(op, h, category, color, &t);
 }
 
+static int NVTX_API ana_RangePushA(const char *m) { return (int)open_ascii(ANA_RANGE_PUSH, m); }
+static int NVTX_API ana_RangePushW(const wchar_t *m) { return (int)open_wide(ANA_RANGE_PUSH, m); }
+static int NVTX_API ana_DomainRangePushEx(nvtxDomainHandle_t h, const nvtxEventAttributes_t *a)
+{
+    return (int)open_event(ANA_RANGE_PUSH, h, a);
+}
 static int NVTX_API ana_RangePushEx(const nvtxEventAttributes_t *a) { return ana_DomainRangePushEx(NULL, a); }
 static int NVTX_API ana_RangePop(void) { return pop(NULL); }
 static int NVTX_API ana_DomainRangePop(nvtxDomainHandle_t h) { return pop(h); }
 
 static nvtxRangeId_t NVTX_API ana_RangeStartA(const char *m)
 {
-    ana_nvtx_text t;
-    ana_nvtx_text_ascii(&t, m);
-    return start(NULL, 0, 0, &t);
+    return (nvtxRangeId_t)open_ascii(ANA_RANGE_START, m);
 }
-
 static nvtxRangeId_t NVTX_API ana_RangeStartW(const wchar_t *m)
 {
-    ana_nvtx_text t;
-    ana_nvtx_text_wide(&t, m);
-    return start(NULL, 0, 0, &t);
+    return (nvtxRangeId_t)open_wide(ANA_RANGE_START, m);
 }
-
 static nvtxRangeId_t NVTX_API ana_DomainRangeStartEx(nvtxDomainHandle_t h, const nvtxEventAttributes_t *a)
 {
-    uint64_t category, color;
-    ana_nvtx_text t;
-    event_of(a, &category, &color, &t);
-    return start(h, category, color, &t);
+    return (nvtxRangeId_t)open_event(ANA_RANGE_START, h, a);
 }
-
 static nvtxRangeId_t NVTX_API ana_RangeStartEx(const nvtxEventAttributes_t *a)
 {
     return ana_DomainRangeStartEx(NULL, a);
@@ -341,27 +352,11 @@ static void NVTX_API ana_RangeEnd(nvtxRangeId_t id) { ana_DomainRangeEnd(NULL, i
 
 static void NVTX_API ana_DomainMarkEx(nvtxDomainHandle_t h, const nvtxEventAttributes_t *a)
 {
-    uint64_t category, color;
-    ana_nvtx_text t;
-    event_of(a, &category, &color, &t);
-    put_range(ANA_RANGE_MARK, ana_nvtx_dom_id(h), 0, category, color, &t);
+    open_event(ANA_RANGE_MARK, h, a);
 }
-
 static void NVTX_API ana_MarkEx(const nvtxEventAttributes_t *a) { ana_DomainMarkEx(NULL, a); }
-
-static void NVTX_API ana_MarkA(const char *m)
-{
-    ana_nvtx_text t;
-    ana_nvtx_text_ascii(&t, m);
-    put_range(ANA_RANGE_MARK, 0, 0, 0, 0, &t);
-}
-
-static void NVTX_API ana_MarkW(const wchar_t *m)
-{
-    ana_nvtx_text t;
-    ana_nvtx_text_wide(&t, m);
-    put_range(ANA_RANGE_MARK, 0, 0, 0, 0, &t);
-}
+static void NVTX_API ana_MarkA(const char *m) { open_ascii(ANA_RANGE_MARK, m); }
+static void NVTX_API ana_MarkW(const wchar_t *m) { open_wide(ANA_RANGE_MARK, m); }
 
 /* ---- names ---- */
 

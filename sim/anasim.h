@@ -219,3 +219,39 @@ ANASIM_PRIVATE_API CUresult anasim_device_attribute(int attr, int *value);
 ANASIM_PRIVATE_API void anasim_device_synchronize(void);
 
 #endif /* ANASIM_H_DEVICE_MODEL */
+
+/* ---- reaching the driver, for the sim's libraries (drvlink.c)
+ *
+ * NVIDIA's runtime, cuBLAS and NCCL find the driver at run time (the last two link the
+ * runtime statically); so do the sim's libcudart.so.13, libcublas.so.13,
+ * libcublasLt.so.13 and libnccl.so.2, all through this one loader. The entry points come
+ * from libcuda.so.1's own cuGetProcAddress_v2: each pointer is what cuGetProcAddress hands
+ * out (a profiler that interposes cuGetProcAddress or dlsym sees, and may wrap, them all). */
+#ifndef ANASIM_H_DRIVER_LOAD
+#define ANASIM_H_DRIVER_LOAD
+
+#include <stddef.h>
+
+/* One driver entry point to resolve. */
+typedef struct anasim_driver_entry {
+    const char *name;   /* base name, "cuMemAlloc" */
+    cuuint64_t flags;   /* CU_GET_PROC_ADDRESS_DEFAULT or _PER_THREAD_DEFAULT_STREAM */
+    void *slot;         /* the address of a function pointer of the entry point's type */
+} anasim_driver_entry;
+
+/* dlopens libcuda.so.1 (RTLD_NOW, found like NVIDIA's: LD_LIBRARY_PATH, the program's run
+ * path, the loader cache; failing that, the copy in the directory of the object that
+ * contains the address `beside`, i.e. next to the calling library), dlsyms
+ * cuGetProcAddress_v2 on that handle, resolves cuInit and the n entries of `want` through
+ * it by base name for CUDA 13000 (ANA_SIM_CUDA_VERSION) and calls cuInit(0). Returns 0
+ * when all of that succeeded, with every slot filled and, when get_proc_address is not
+ * NULL, cuGetProcAddress_v2 itself stored there (the address of a function pointer of its
+ * type). Otherwise -1 after one line on stderr per failure naming what went wrong and
+ * ending "; <who> will fail" (who: the caller's calls, "cuBLAS calls"); slots may then be
+ * partly filled. Each call loads anew: callers call it once (pthread_once), without the
+ * device lock held (the driver calls back into the runtime). */
+ANASIM_PRIVATE_API int anasim_driver_load(const char *who, const void *beside,
+                                          const anasim_driver_entry *want, size_t n,
+                                          void *get_proc_address);
+
+#endif /* ANASIM_H_DRIVER_LOAD */

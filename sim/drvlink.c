@@ -3,7 +3,8 @@
  * (RTLD_NOW, found like NVIDIA's: LD_LIBRARY_PATH, the program's run path, the loader
  * cache; failing that, the copy next to this library), looks up cuGetProcAddress_v2,
  * resolves the entry points it calls by base name for CUDA 13000 and calls cuInit(0).
- * Also cudaGetDriverEntryPoint(ByVersion)(_ptsz), which answer through cuGetProcAddress_v2.
+ * Also cudaGetDriverEntryPoint(ByVersion)(_ptsz), which answer through cuGetProcAddress_v2,
+ * and anasim_driver_load (anasim.h), the same loading for the sim's cuBLAS and NCCL.
  *
  * Loading happens once (pthread_once), outside the device lock: the driver calls back into
  * this library. When libcuda.so.1 cannot be loaded or lacks an entry point, one line goes
@@ -31,16 +32,14 @@ _Static_assert((int)CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND ==
 
 cudaError_t ana_sim_from_cu(CUresult r) { return (cudaError_t)r; }
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static struct ana_sim_driver driver;
-static const struct ana_sim_driver *loaded;
+/* ---- anasim_driver_load: how every sim library reaches the driver --------------------- */
 
-/* libcuda.so.1 from the directory this library was loaded from. */
-static void *open_beside_us(void)
+/* libcuda.so.1 from the directory of the object that contains `beside`. */
+static void *open_beside(const void *beside)
 {
     Dl_info info;
     char path[4096];
-    if (!dladdr((void *)&ana_sim_driver, &info) || !info.dli_fname)
+    if (!dladdr(beside, &info) || !info.dli_fname)
         return NULL;
     const char *slash = strrchr(info.dli_fname, '/');
     if (!slash)
@@ -50,52 +49,81 @@ static void *open_beside_us(void)
     return n > 0 && (size_t)n < sizeof(path) ? dlopen(path, RTLD_NOW) : NULL;
 }
 
-static int resolve(const char *name, cuuint64_t flags, void *slot)
+typedef CUresult (*get_proc_address_fn)(const char *, void **, int, cuuint64_t,
+                                        CUdriverProcAddressQueryResult *);
+
+static int resolve(get_proc_address_fn gpa, const char *who, const anasim_driver_entry *e)
 {
     void *fn = NULL;
     CUdriverProcAddressQueryResult status;
-    if (driver.get_proc_address(name, &fn, ANA_SIM_CUDA_VERSION, flags, &status) !=
-            CUDA_SUCCESS || !fn) {
-        fprintf(stderr, "anatomist-sim: libcuda.so.1 has no %s; device memory calls will "
-                        "fail\n", name);
+    if (gpa(e->name, &fn, ANA_SIM_CUDA_VERSION, e->flags, &status) != CUDA_SUCCESS || !fn) {
+        fprintf(stderr, "anatomist-sim: libcuda.so.1 has no %s; %s will fail\n", e->name,
+                who);
         return -1;
     }
-    memcpy(slot, &fn, sizeof(fn));   /* object pointer to function pointer, bit for bit */
+    memcpy(e->slot, &fn, sizeof(fn));   /* object pointer to function pointer, bit for bit */
     return 0;
 }
 
-static void load(void)
+ANASIM_PRIVATE_API int anasim_driver_load(const char *who, const void *beside,
+                                          const anasim_driver_entry *want, size_t n,
+                                          void *get_proc_address)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW);
     if (!h)
-        h = open_beside_us();
-    void *gpa = h ? dlsym(h, "cuGetProcAddress_v2") : NULL;
-    if (!gpa) {
-        fprintf(stderr, "anatomist-sim: cannot load the driver (libcuda.so.1%s%s); device "
-                        "memory calls will fail\n", h ? "" : ": ", h ? "" : dlerror());
-        return;
+        h = open_beside(beside);
+    const char *why = h ? NULL : dlerror();
+    void *sym = h ? dlsym(h, "cuGetProcAddress_v2") : NULL;
+    if (!sym) {
+        fprintf(stderr, "anatomist-sim: cannot load the driver (libcuda.so.1%s%s); %s will "
+                        "fail\n", why ? ": " : "", why ? why : "", who);
+        return -1;
     }
-    memcpy(&driver.get_proc_address, &gpa, sizeof(gpa));
-    const cuuint64_t ptsz = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    get_proc_address_fn gpa;
+    memcpy(&gpa, &sym, sizeof(sym));
     CUresult (*init)(unsigned int) = NULL;
-    int bad = resolve("cuInit", 0, &init) |
-              resolve("cuMemAlloc", 0, &driver.mem_alloc) |
-              resolve("cuMemFree", 0, &driver.mem_free) |
-              resolve("cuMemAllocAsync", 0, &driver.mem_alloc_async[0]) |
-              resolve("cuMemAllocAsync", ptsz, &driver.mem_alloc_async[1]) |
-              resolve("cuMemFreeAsync", 0, &driver.mem_free_async[0]) |
-              resolve("cuMemFreeAsync", ptsz, &driver.mem_free_async[1]) |
-              resolve("cuMemAllocFromPoolAsync", 0, &driver.mem_alloc_from_pool_async[0]) |
-              resolve("cuMemAllocFromPoolAsync", ptsz, &driver.mem_alloc_from_pool_async[1]) |
-              resolve("cuMemAllocManaged", 0, &driver.mem_alloc_managed) |
-              resolve("cuMemAllocHost", 0, &driver.mem_alloc_host) |
-              resolve("cuMemHostAlloc", 0, &driver.mem_host_alloc) |
-              resolve("cuMemFreeHost", 0, &driver.mem_free_host) |
-              resolve("cuMemAllocPitch", 0, &driver.mem_alloc_pitch) |
-              resolve("cuMemGetInfo", 0, &driver.mem_get_info);
-    if (bad || init(0) != CUDA_SUCCESS)
-        return;
-    loaded = &driver;
+    int bad = resolve(gpa, who, &(anasim_driver_entry){ "cuInit", 0, &init });
+    for (size_t i = 0; i < n; i++)
+        bad |= resolve(gpa, who, &want[i]);
+    if (bad)
+        return -1;
+    if (init(0) != CUDA_SUCCESS) {
+        fprintf(stderr, "anatomist-sim: the driver did not initialise; %s will fail\n", who);
+        return -1;
+    }
+    if (get_proc_address)
+        memcpy(get_proc_address, &gpa, sizeof(gpa));
+    return 0;
+}
+
+/* ---- the runtime's driver ------------------------------------------------------------ */
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static struct ana_sim_driver driver;
+static const struct ana_sim_driver *loaded;
+
+static void load(void)
+{
+    const cuuint64_t ptsz = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    const anasim_driver_entry want[] = {
+        { "cuMemAlloc", 0, &driver.mem_alloc },
+        { "cuMemFree", 0, &driver.mem_free },
+        { "cuMemAllocAsync", 0, &driver.mem_alloc_async[0] },
+        { "cuMemAllocAsync", ptsz, &driver.mem_alloc_async[1] },
+        { "cuMemFreeAsync", 0, &driver.mem_free_async[0] },
+        { "cuMemFreeAsync", ptsz, &driver.mem_free_async[1] },
+        { "cuMemAllocFromPoolAsync", 0, &driver.mem_alloc_from_pool_async[0] },
+        { "cuMemAllocFromPoolAsync", ptsz, &driver.mem_alloc_from_pool_async[1] },
+        { "cuMemAllocManaged", 0, &driver.mem_alloc_managed },
+        { "cuMemAllocHost", 0, &driver.mem_alloc_host },
+        { "cuMemHostAlloc", 0, &driver.mem_host_alloc },
+        { "cuMemFreeHost", 0, &driver.mem_free_host },
+        { "cuMemAllocPitch", 0, &driver.mem_alloc_pitch },
+        { "cuMemGetInfo", 0, &driver.mem_get_info },
+    };
+    if (anasim_driver_load("device memory calls", (const void *)&ana_sim_driver, want,
+                           sizeof(want) / sizeof(want[0]), &driver.get_proc_address) == 0)
+        loaded = &driver;
 }
 
 const struct ana_sim_driver *ana_sim_driver(void)

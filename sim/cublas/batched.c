@@ -9,14 +9,12 @@
 
 cublasStatus_t cublas_gemm_batched(cublasHandle_t handle, struct gemm_call *c)
 {
-    struct cublasContext *h = cublas_handle(handle);
-    cudaDataType scale;
-    cublasStatus_t st = cublas_check_call(h, c, &scale);
-    if (st != CUBLAS_STATUS_SUCCESS)
+    struct gemm_checked ok;
+    cublasStatus_t st = cublas_check_call(handle, c, &ok);
+    if (st != CUBLAS_STATUS_SUCCESS || ok.empty)
         return st;
-    if (c->m == 0 || c->n == 0 || c->k == 0 || c->batch == 0)
-        return CUBLAS_STATUS_SUCCESS;
-    int ta = c->transa != CUBLAS_OP_N, tb = c->transb != CUBLAS_OP_N;
+    struct cublasContext *h = ok.h;
+    int ta = ok.ta, tb = ok.tb;
     blas_gemm g = {
         .transa = ta, .transb = tb, .m = c->m, .n = c->n, .k = c->k, .batch = c->batch,
         .a = { .array = c->Aarray, .type = c->atype, .rows = ta ? c->k : c->m,
@@ -25,7 +23,7 @@ cublasStatus_t cublas_gemm_batched(cublasHandle_t handle, struct gemm_call *c)
                .cols = tb ? c->k : c->n, .ld = c->ldb },
         .c = { .array = (const void *const *)c->Carray, .type = c->ctype, .rows = c->m,
                .cols = c->n, .ld = c->ldc },
-        .compute = c->compute, .scale_type = scale, .alpha = c->alpha, .beta = c->beta,
+        .compute = c->compute, .scale_type = ok.scale, .alpha = c->alpha, .beta = c->beta,
         .alpha_on_device = h->pointer_mode == CUBLAS_POINTER_MODE_DEVICE,
         .epilogue = CUBLASLT_EPILOGUE_DEFAULT,
     };

@@ -45,13 +45,22 @@ struct gemm_call {
     cublasComputeType_t compute;
 };
 
+/* What checking a GEMM found. */
+struct gemm_checked {
+    struct cublasContext *h;   /* the live handle */
+    cudaDataType scale;        /* alpha's and beta's type */
+    int ta, tb;                /* A, B transposed (CUBLAS_OP_T or CUBLAS_OP_C) */
+    int empty;                 /* m, n, k or batch is 0: nothing to compute or launch */
+};
+
 /* Checks the call as NVIDIA documents it: CUBLAS_STATUS_NOT_INITIALIZED for a bad
  * handle; CUBLAS_STATUS_INVALID_VALUE for m, n, k or batch < 0, an unknown transpose or
  * lda < max(1, rows of A as stored), same for ldb, ldc < max(1, m);
  * CUBLAS_STATUS_NOT_SUPPORTED for a type combination the sim does not compute. On
- * success *scale is alpha's type and the compute type reflects the TF32 math mode. */
-cublasStatus_t cublas_check_call(struct cublasContext *h, struct gemm_call *c,
-                                 cudaDataType *scale);
+ * success *g is filled in and the compute type reflects the TF32 math mode; an empty GEMM
+ * then succeeds at once, launching nothing. */
+cublasStatus_t cublas_check_call(cublasHandle_t handle, struct gemm_call *c,
+                                 struct gemm_checked *g);
 /* Strided (or single) GEMMs: through cublasLtMatmul. */
 cublasStatus_t cublas_gemm_via_lt(cublasHandle_t handle, struct gemm_call *c);
 /* Pointer-array batches: the engine directly. */

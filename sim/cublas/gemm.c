@@ -60,9 +60,10 @@ static cudaDataType scale_of(cublasComputeType_t compute)
     }
 }
 
-cublasStatus_t cublas_check_call(struct cublasContext *h, struct gemm_call *c,
-                                 cudaDataType *scale)
+cublasStatus_t cublas_check_call(cublasHandle_t handle, struct gemm_call *c,
+                                 struct gemm_checked *g)
 {
+    struct cublasContext *h = cublas_handle(handle);
     if (!h)
         return CUBLAS_STATUS_NOT_INITIALIZED;
     int ta = c->transa != CUBLAS_OP_N, tb = c->transb != CUBLAS_OP_N;
@@ -70,14 +71,16 @@ cublasStatus_t cublas_check_call(struct cublasContext *h, struct gemm_call *c,
         c->batch < 0 || c->lda < at_least_1(ta ? c->k : c->m) ||
         c->ldb < at_least_1(tb ? c->n : c->k) || c->ldc < at_least_1(c->m))
         return CUBLAS_STATUS_INVALID_VALUE;
-    *scale = scale_of(c->compute);
+    cudaDataType scale = scale_of(c->compute);
     if (c->atype != c->btype ||
-        blas_check_types(c->compute, *scale, c->atype, c->ctype) != CUBLAS_STATUS_SUCCESS)
+        blas_check_types(c->compute, scale, c->atype, c->ctype) != CUBLAS_STATUS_SUCCESS)
         return CUBLAS_STATUS_NOT_SUPPORTED;
     unsigned math = (unsigned)h->math & 0xfu;
     if (c->compute == CUBLAS_COMPUTE_32F && c->atype == CUDA_R_32F &&
         math == CUBLAS_TF32_TENSOR_OP_MATH)
         c->compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+    *g = (struct gemm_checked){ .h = h, .scale = scale, .ta = ta, .tb = tb,
+                                .empty = c->m == 0 || c->n == 0 || c->k == 0 || c->batch == 0 };
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -102,20 +105,18 @@ static cublasStatus_t layout(cublasLtMatrixLayout_t l, cudaDataType type, int64_
 
 cublasStatus_t cublas_gemm_via_lt(cublasHandle_t handle, struct gemm_call *c)
 {
-    struct cublasContext *h = cublas_handle(handle);
-    cudaDataType scale;
-    cublasStatus_t st = cublas_check_call(h, c, &scale);
-    if (st != CUBLAS_STATUS_SUCCESS)
+    struct gemm_checked g;
+    cublasStatus_t st = cublas_check_call(handle, c, &g);
+    if (st != CUBLAS_STATUS_SUCCESS || g.empty)
         return st;
-    if (c->m == 0 || c->n == 0 || c->k == 0 || c->batch == 0)
-        return CUBLAS_STATUS_SUCCESS;
     if (c->batch > INT32_MAX)
         return CUBLAS_STATUS_NOT_SUPPORTED;
-    int ta = c->transa != CUBLAS_OP_N, tb = c->transb != CUBLAS_OP_N;
+    struct cublasContext *h = g.h;
+    int ta = g.ta, tb = g.tb;
     int32_t batch = (int32_t)c->batch;
     cublasLtMatmulDescOpaque_t desc;
     cublasLtMatrixLayoutOpaque_t la, lb, lc;
-    st = cublasLtMatmulDescInit(&desc, c->compute, scale);
+    st = cublasLtMatmulDescInit(&desc, c->compute, g.scale);
     if (st == CUBLAS_STATUS_SUCCESS)
         st = set_i32(&desc, CUBLASLT_MATMUL_DESC_TRANSA, c->transa);
     if (st == CUBLAS_STATUS_SUCCESS)

@@ -93,86 +93,83 @@ BLAS_SIM_API const char *cublasGetStatusString(cublasStatus_t status)
     return blas_status_string(status);
 }
 
+/* Every setter's and getter's start: CUBLAS_STATUS_NOT_INITIALIZED for a bad handle, then
+ * CUBLAS_STATUS_INVALID_VALUE unless `valid` (the argument is acceptable: a getter's output
+ * pointer is not NULL, a setter's value is known); else SUCCESS with *h the live handle. */
+static cublasStatus_t check(cublasHandle_t handle, int valid, struct cublasContext **h)
+{
+    *h = cublas_handle(handle);
+    return !*h ? CUBLAS_STATUS_NOT_INITIALIZED
+           : valid ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
+
+static int known_math_mode(cublasMath_t mode)
+{
+    unsigned base = (unsigned)mode & ~(unsigned)CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+    return base == CUBLAS_DEFAULT_MATH || base == CUBLAS_TENSOR_OP_MATH ||
+           base == CUBLAS_PEDANTIC_MATH || base == CUBLAS_TF32_TENSOR_OP_MATH ||
+           base == CUBLAS_FP32_EMULATED_BF16X9_MATH ||
+           base == CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH;
+}
+
+static int known_pointer_mode(cublasPointerMode_t mode)
+{
+    return mode == CUBLAS_POINTER_MODE_HOST || mode == CUBLAS_POINTER_MODE_DEVICE;
+}
+
 BLAS_SIM_API cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId)
 {
-    struct cublasContext *h = cublas_handle(handle);
-    if (!h)
-        return CUBLAS_STATUS_NOT_INITIALIZED;
-    h->stream = streamId;
-    h->workspace = h->default_workspace;
-    h->workspace_bytes = BLAS_SIM_DEFAULT_WORKSPACE_BYTES;
-    return CUBLAS_STATUS_SUCCESS;
+    struct cublasContext *h;
+    cublasStatus_t st = check(handle, 1, &h);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        h->stream = streamId;
+        h->workspace = h->default_workspace;
+        h->workspace_bytes = BLAS_SIM_DEFAULT_WORKSPACE_BYTES;
+    }
+    return st;
 }
 
 BLAS_SIM_API cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t *streamId)
 {
-    struct cublasContext *h = cublas_handle(handle);
-    if (!h)
-        return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (!streamId)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    *streamId = h->stream;
-    return CUBLAS_STATUS_SUCCESS;
+    struct cublasContext *h;
+    cublasStatus_t st = check(handle, streamId != NULL, &h);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        *streamId = h->stream;
+    return st;
 }
 
 BLAS_SIM_API cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
                                                   size_t workspaceSizeInBytes)
 {
-    struct cublasContext *h = cublas_handle(handle);
-    if (!h)
-        return CUBLAS_STATUS_NOT_INITIALIZED;
-    if ((uintptr_t)workspace % 256 != 0 || (workspaceSizeInBytes && !workspace))
-        return CUBLAS_STATUS_INVALID_VALUE;
-    h->workspace = workspaceSizeInBytes ? workspace : NULL;
-    h->workspace_bytes = workspaceSizeInBytes;
-    return CUBLAS_STATUS_SUCCESS;
+    struct cublasContext *h;
+    cublasStatus_t st = check(handle, (uintptr_t)workspace % 256 == 0 &&
+                                          (!workspaceSizeInBytes || workspace), &h);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        h->workspace = workspaceSizeInBytes ? workspace : NULL;
+        h->workspace_bytes = workspaceSizeInBytes;
+    }
+    return st;
 }
 
-BLAS_SIM_API cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode)
-{
-    struct cublasContext *h = cublas_handle(handle);
-    if (!h)
-        return CUBLAS_STATUS_NOT_INITIALIZED;
-    unsigned base = (unsigned)mode & ~(unsigned)CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
-    if (base != CUBLAS_DEFAULT_MATH && base != CUBLAS_TENSOR_OP_MATH &&
-        base != CUBLAS_PEDANTIC_MATH && base != CUBLAS_TF32_TENSOR_OP_MATH &&
-        base != CUBLAS_FP32_EMULATED_BF16X9_MATH && base != CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    h->math = mode;
-    return CUBLAS_STATUS_SUCCESS;
-}
+/* A setter of one field that takes the known values only, and its getter. */
+#define MODE_FNS(set, get, mode_t, field, known)                                          \
+    BLAS_SIM_API cublasStatus_t set(cublasHandle_t handle, mode_t mode)                   \
+    {                                                                                     \
+        struct cublasContext *h;                                                          \
+        cublasStatus_t st = check(handle, known(mode), &h);                               \
+        if (st == CUBLAS_STATUS_SUCCESS)                                                  \
+            h->field = mode;                                                              \
+        return st;                                                                        \
+    }                                                                                     \
+    BLAS_SIM_API cublasStatus_t get(cublasHandle_t handle, mode_t *mode)                  \
+    {                                                                                     \
+        struct cublasContext *h;                                                          \
+        cublasStatus_t st = check(handle, mode != NULL, &h);                              \
+        if (st == CUBLAS_STATUS_SUCCESS)                                                  \
+            *mode = h->field;                                                             \
+        return st;                                                                        \
+    }
 
-BLAS_SIM_API cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t *mode)
-{
-    struct cublasContext *h = cublas_handle(handle);
-    if (!h)
-        return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (!mode)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    *mode = h->math;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-BLAS_SIM_API cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle,
-                                                    cublasPointerMode_t mode)
-{
-    struct cublasContext *h = cublas_handle(handle);
-    if (!h)
-        return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (mode != CUBLAS_POINTER_MODE_HOST && mode != CUBLAS_POINTER_MODE_DEVICE)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    h->pointer_mode = mode;
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-BLAS_SIM_API cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t handle,
-                                                    cublasPointerMode_t *mode)
-{
-    struct cublasContext *h = cublas_handle(handle);
-    if (!h)
-        return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (!mode)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    *mode = h->pointer_mode;
-    return CUBLAS_STATUS_SUCCESS;
-}
+MODE_FNS(cublasSetMathMode, cublasGetMathMode, cublasMath_t, math, known_math_mode)
+MODE_FNS(cublasSetPointerMode_v2, cublasGetPointerMode_v2, cublasPointerMode_t, pointer_mode,
+         known_pointer_mode)

@@ -21,17 +21,20 @@
 struct attr_slot {
     uint16_t offset;   /* into the descriptor */
     uint8_t size;      /* 0: no such attribute */
+    int32_t max;       /* > 0: an int32 enumeration whose values lie in [0, max] */
 };
 
-#define V8(i) { offsetof(struct lt_desc, v8) + 8 * (i), 8 }
-#define V4(i) { offsetof(struct lt_desc, v4) + 4 * (i), 4 }
+#define V8(i) { offsetof(struct lt_desc, v8) + 8 * (i), 8, 0 }
+#define V4(i) { offsetof(struct lt_desc, v4) + 4 * (i), 4, 0 }
+#define V4_UPTO(i, max) { offsetof(struct lt_desc, v4) + 4 * (i), 4, (max) }
 static const struct attr_slot desc_attrs[] = {
     [CUBLASLT_MATMUL_DESC_COMPUTE_TYPE] = V4(0),
     [CUBLASLT_MATMUL_DESC_SCALE_TYPE] = V4(1),
-    [CUBLASLT_MATMUL_DESC_POINTER_MODE] = V4(2),
-    [CUBLASLT_MATMUL_DESC_TRANSA] = V4(3),
-    [CUBLASLT_MATMUL_DESC_TRANSB] = V4(4),
-    [CUBLASLT_MATMUL_DESC_TRANSC] = V4(5),
+    [CUBLASLT_MATMUL_DESC_POINTER_MODE] =
+        V4_UPTO(2, CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST),
+    [CUBLASLT_MATMUL_DESC_TRANSA] = V4_UPTO(3, CUBLAS_OP_C),
+    [CUBLASLT_MATMUL_DESC_TRANSB] = V4_UPTO(4, CUBLAS_OP_C),
+    [CUBLASLT_MATMUL_DESC_TRANSC] = V4_UPTO(5, CUBLAS_OP_C),
     [CUBLASLT_MATMUL_DESC_FILL_MODE] = V4(6),
     [CUBLASLT_MATMUL_DESC_EPILOGUE] = V4(7),
     [CUBLASLT_MATMUL_DESC_BIAS_POINTER] = V8(0),
@@ -49,7 +52,7 @@ static const struct attr_slot desc_attrs[] = {
     [CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE] = V4(9),
     [CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER] = V8(11),
     [CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER] = V8(12),
-    [CUBLASLT_MATMUL_DESC_FAST_ACCUM] = { offsetof(struct lt_desc, v4) + 4 * 10, 1 },
+    [CUBLASLT_MATMUL_DESC_FAST_ACCUM] = { offsetof(struct lt_desc, v4) + 4 * 10, 1, 0 },
     [CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE] = V4(11),
     [CUBLASLT_MATMUL_DESC_A_SCALE_MODE] = V4(12),
     [CUBLASLT_MATMUL_DESC_B_SCALE_MODE] = V4(13),
@@ -61,20 +64,22 @@ static const struct attr_slot desc_attrs[] = {
     [CUBLASLT_MATMUL_DESC_EMULATION_DESCRIPTOR] = V8(14),
 };
 
-#define L(field) { offsetof(struct lt_layout, field), sizeof(((struct lt_layout *)0)->field) }
+#define L_UPTO(field, max)                                                                 \
+    { offsetof(struct lt_layout, field), sizeof(((struct lt_layout *)0)->field), (max) }
+#define L(field) L_UPTO(field, 0)
 static const struct attr_slot layout_attrs[] = {
     [CUBLASLT_MATRIX_LAYOUT_TYPE] = L(type),
-    [CUBLASLT_MATRIX_LAYOUT_ORDER] = L(order),
+    [CUBLASLT_MATRIX_LAYOUT_ORDER] = L_UPTO(order, CUBLASLT_ORDER_COL32_2R_4R4),
     [CUBLASLT_MATRIX_LAYOUT_ROWS] = L(rows),
     [CUBLASLT_MATRIX_LAYOUT_COLS] = L(cols),
     [CUBLASLT_MATRIX_LAYOUT_LD] = L(ld),
     [CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT] = L(batch),
     [CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET] = L(stride),
     [CUBLASLT_MATRIX_LAYOUT_PLANE_OFFSET] = L(plane),
-    [CUBLASLT_MATRIX_LAYOUT_BATCH_MODE] = L(batch_mode),
+    [CUBLASLT_MATRIX_LAYOUT_BATCH_MODE] = L_UPTO(batch_mode, CUBLASLT_BATCH_MODE_POINTER_ARRAY),
 };
 
-#define P(field) { offsetof(struct lt_pref, field), sizeof(((struct lt_pref *)0)->field) }
+#define P(field) { offsetof(struct lt_pref, field), sizeof(((struct lt_pref *)0)->field), 0 }
 static const struct attr_slot pref_attrs[] = {
     [CUBLASLT_MATMUL_PREF_SEARCH_MODE] = P(search),
     [CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES] = P(max_workspace),
@@ -94,10 +99,19 @@ static const struct attr_slot *slot(const struct attr_slot *tab, size_t n, int a
     return attr >= 0 && (size_t)attr < n && tab[attr].size ? &tab[attr] : NULL;
 }
 
+/* An int32 that must lie in [0, max]; buf holds sizeof(int32_t) bytes. */
+static int in_range(const void *buf, int32_t max)
+{
+    int32_t v;
+    memcpy(&v, buf, sizeof(v));
+    return v >= 0 && v <= max;
+}
+
 static cublasStatus_t attr_set(void *obj, uint32_t magic, const struct attr_slot *s,
                                const void *buf, size_t size)
 {
-    if (!obj || *(const uint32_t *)obj != magic || !s || !buf || size != s->size)
+    if (!obj || *(const uint32_t *)obj != magic || !s || !buf || size != s->size ||
+        (s->max > 0 && !in_range(buf, s->max)))
         return CUBLAS_STATUS_INVALID_VALUE;
     memcpy((char *)obj + s->offset, buf, size);
     return CUBLAS_STATUS_SUCCESS;
@@ -130,14 +144,33 @@ uint64_t lt_desc_value(const struct lt_desc *d, cublasLtMatmulDescAttributes_t a
     return v;
 }
 
-/* An int32 that must lie in [0, max]. */
-static int in_range(const void *buf, size_t size, int32_t max)
+/* ---- what the three kinds share ------------------------------------------------------ */
+
+/* Init_internal's checks: a descriptor, with room for `need` bytes. */
+static cublasStatus_t init_check(const void *obj, size_t size, size_t need)
 {
-    int32_t v;
-    if (!buf || size != sizeof(v))
-        return 1;   /* attr_set reports the size */
-    memcpy(&v, buf, sizeof(v));
-    return v >= 0 && v <= max;
+    if (!obj)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    return size < need ? CUBLAS_STATUS_ALLOC_FAILED : CUBLAS_STATUS_SUCCESS;
+}
+
+/* Create's allocation: `size` bytes of heap for the descriptor to be stored in *out (which
+ * must not be NULL). */
+static cublasStatus_t create_alloc(const void *out, size_t size, void **obj)
+{
+    if (!out)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    *obj = malloc(size);
+    return *obj ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
+}
+
+/* Destroy: clears the magic (its first 4 bytes: no magic has bits above them) and frees. */
+static cublasStatus_t destroy(void *obj)
+{
+    if (obj)
+        memset(obj, 0, sizeof(uint32_t));
+    free(obj);
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 /* ---- matmul descriptors ------------------------------------------------------------- */
@@ -147,10 +180,9 @@ BLAS_SIM_API cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t
                                                             cublasComputeType_t computeType,
                                                             cudaDataType_t scaleType)
 {
-    if (!matmulDesc)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    if (size < sizeof(cublasLtMatmulDescOpaque_t))
-        return CUBLAS_STATUS_ALLOC_FAILED;
+    cublasStatus_t st = init_check(matmulDesc, size, sizeof(cublasLtMatmulDescOpaque_t));
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
     struct lt_desc *d = (struct lt_desc *)matmulDesc;
     memset(d, 0, sizeof(*d));
     d->magic = LT_MAGIC_DESC;
@@ -168,45 +200,17 @@ BLAS_SIM_API cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmu
                                                      cublasComputeType_t computeType,
                                                      cudaDataType_t scaleType)
 {
-    if (!matmulDesc)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    cublasLtMatmulDesc_t d = malloc(sizeof(*d));
-    if (!d)
-        return CUBLAS_STATUS_ALLOC_FAILED;
-    cublasLtMatmulDescInit_internal(d, sizeof(*d), computeType, scaleType);
-    *matmulDesc = d;
-    return CUBLAS_STATUS_SUCCESS;
+    void *d;
+    cublasStatus_t st = create_alloc(matmulDesc, sizeof(cublasLtMatmulDescOpaque_t), &d);
+    return st != CUBLAS_STATUS_SUCCESS ? st
+           : cublasLtMatmulDescInit_internal(*matmulDesc = d,
+                                             sizeof(cublasLtMatmulDescOpaque_t), computeType,
+                                             scaleType);
 }
 
 BLAS_SIM_API cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc)
 {
-    if (matmulDesc)
-        ((struct lt_desc *)matmulDesc)->magic = 0;
-    free(matmulDesc);
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-BLAS_SIM_API cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc,
-                                                           cublasLtMatmulDescAttributes_t attr,
-                                                           const void *buf, size_t sizeInBytes)
-{
-    int32_t max = attr == CUBLASLT_MATMUL_DESC_TRANSA || attr == CUBLASLT_MATMUL_DESC_TRANSB ||
-                          attr == CUBLASLT_MATMUL_DESC_TRANSC ? CUBLAS_OP_C
-                  : attr == CUBLASLT_MATMUL_DESC_POINTER_MODE
-                      ? CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST : INT32_MAX;
-    if (max != INT32_MAX && !in_range(buf, sizeInBytes, max))
-        return CUBLAS_STATUS_INVALID_VALUE;
-    return attr_set(matmulDesc, LT_MAGIC_DESC, slot(desc_attrs, NATTRS(desc_attrs), attr),
-                    buf, sizeInBytes);
-}
-
-BLAS_SIM_API cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t matmulDesc,
-                                                           cublasLtMatmulDescAttributes_t attr,
-                                                           void *buf, size_t sizeInBytes,
-                                                           size_t *sizeWritten)
-{
-    return attr_get(matmulDesc, LT_MAGIC_DESC, slot(desc_attrs, NATTRS(desc_attrs), attr),
-                    buf, sizeInBytes, sizeWritten);
+    return destroy(matmulDesc);
 }
 
 /* ---- matrix layouts ----------------------------------------------------------------- */
@@ -216,10 +220,9 @@ BLAS_SIM_API cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayo
                                                               uint64_t rows, uint64_t cols,
                                                               int64_t ld)
 {
-    if (!matLayout)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    if (size < sizeof(cublasLtMatrixLayoutOpaque_t))
-        return CUBLAS_STATUS_ALLOC_FAILED;
+    cublasStatus_t st = init_check(matLayout, size, sizeof(cublasLtMatrixLayoutOpaque_t));
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
     struct lt_layout *l = (struct lt_layout *)matLayout;
     *l = (struct lt_layout){ .magic = LT_MAGIC_LAYOUT, .type = (uint32_t)type,
                              .order = CUBLASLT_ORDER_COL, .batch = 1,
@@ -232,44 +235,17 @@ BLAS_SIM_API cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *m
                                                        cudaDataType type, uint64_t rows,
                                                        uint64_t cols, int64_t ld)
 {
-    if (!matLayout)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    cublasLtMatrixLayout_t l = malloc(sizeof(*l));
-    if (!l)
-        return CUBLAS_STATUS_ALLOC_FAILED;
-    cublasLtMatrixLayoutInit_internal(l, sizeof(*l), type, rows, cols, ld);
-    *matLayout = l;
-    return CUBLAS_STATUS_SUCCESS;
+    void *l;
+    cublasStatus_t st = create_alloc(matLayout, sizeof(cublasLtMatrixLayoutOpaque_t), &l);
+    return st != CUBLAS_STATUS_SUCCESS ? st
+           : cublasLtMatrixLayoutInit_internal(*matLayout = l,
+                                               sizeof(cublasLtMatrixLayoutOpaque_t), type, rows,
+                                               cols, ld);
 }
 
 BLAS_SIM_API cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout)
 {
-    if (matLayout)
-        ((struct lt_layout *)matLayout)->magic = 0;
-    free(matLayout);
-    return CUBLAS_STATUS_SUCCESS;
-}
-
-BLAS_SIM_API cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout,
-                                                             cublasLtMatrixLayoutAttribute_t attr,
-                                                             const void *buf, size_t sizeInBytes)
-{
-    if ((attr == CUBLASLT_MATRIX_LAYOUT_ORDER &&
-         !in_range(buf, sizeInBytes, CUBLASLT_ORDER_COL32_2R_4R4)) ||
-        (attr == CUBLASLT_MATRIX_LAYOUT_BATCH_MODE &&
-         !in_range(buf, sizeInBytes, CUBLASLT_BATCH_MODE_POINTER_ARRAY)))
-        return CUBLAS_STATUS_INVALID_VALUE;
-    return attr_set(matLayout, LT_MAGIC_LAYOUT, slot(layout_attrs, NATTRS(layout_attrs), attr),
-                    buf, sizeInBytes);
-}
-
-BLAS_SIM_API cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t matLayout,
-                                                             cublasLtMatrixLayoutAttribute_t attr,
-                                                             void *buf, size_t sizeInBytes,
-                                                             size_t *sizeWritten)
-{
-    return attr_get(matLayout, LT_MAGIC_LAYOUT, slot(layout_attrs, NATTRS(layout_attrs), attr),
-                    buf, sizeInBytes, sizeWritten);
+    return destroy(matLayout);
 }
 
 /* ---- matmul preferences ------------------------------------------------------------- */
@@ -277,10 +253,9 @@ BLAS_SIM_API cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayou
 BLAS_SIM_API cublasStatus_t cublasLtMatmulPreferenceInit_internal(cublasLtMatmulPreference_t pref,
                                                                   size_t size)
 {
-    if (!pref)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    if (size < sizeof(cublasLtMatmulPreferenceOpaque_t))
-        return CUBLAS_STATUS_ALLOC_FAILED;
+    cublasStatus_t st = init_check(pref, size, sizeof(cublasLtMatmulPreferenceOpaque_t));
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
     *(struct lt_pref *)pref = (struct lt_pref){
         .magic = LT_MAGIC_PREF, .search = CUBLASLT_SEARCH_BEST_FIT,
         .reduction = CUBLASLT_REDUCTION_SCHEME_MASK, .align = { 256, 256, 256, 256 },
@@ -291,36 +266,38 @@ BLAS_SIM_API cublasStatus_t cublasLtMatmulPreferenceInit_internal(cublasLtMatmul
 
 BLAS_SIM_API cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref)
 {
-    if (!pref)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    cublasLtMatmulPreference_t p = malloc(sizeof(*p));
-    if (!p)
-        return CUBLAS_STATUS_ALLOC_FAILED;
-    cublasLtMatmulPreferenceInit_internal(p, sizeof(*p));
-    *pref = p;
-    return CUBLAS_STATUS_SUCCESS;
+    void *p;
+    cublasStatus_t st = create_alloc(pref, sizeof(cublasLtMatmulPreferenceOpaque_t), &p);
+    return st != CUBLAS_STATUS_SUCCESS ? st
+           : cublasLtMatmulPreferenceInit_internal(*pref = p,
+                                                   sizeof(cublasLtMatmulPreferenceOpaque_t));
 }
 
 BLAS_SIM_API cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref)
 {
-    if (pref)
-        ((struct lt_pref *)pref)->magic = 0;
-    free(pref);
-    return CUBLAS_STATUS_SUCCESS;
+    return destroy(pref);
 }
 
-BLAS_SIM_API cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
-    cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void *buf,
-    size_t sizeInBytes)
-{
-    return attr_set(pref, LT_MAGIC_PREF, slot(pref_attrs, NATTRS(pref_attrs), attr), buf,
-                    sizeInBytes);
-}
+/* ---- attributes ---------------------------------------------------------------------- */
 
-BLAS_SIM_API cublasStatus_t cublasLtMatmulPreferenceGetAttribute(
-    cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, void *buf,
-    size_t sizeInBytes, size_t *sizeWritten)
-{
-    return attr_get(pref, LT_MAGIC_PREF, slot(pref_attrs, NATTRS(pref_attrs), attr), buf,
-                    sizeInBytes, sizeWritten);
-}
+/* cublasLt<kind>SetAttribute and cublasLt<kind>GetAttribute over the kind's table. */
+#define ATTRIBUTE_FNS(kind, obj_t, attr_t, magic, tab)                                     \
+    BLAS_SIM_API cublasStatus_t cublasLt##kind##SetAttribute(obj_t obj, attr_t attr,      \
+                                                             const void *buf,             \
+                                                             size_t sizeInBytes)          \
+    {                                                                                     \
+        return attr_set(obj, magic, slot(tab, NATTRS(tab), attr), buf, sizeInBytes);      \
+    }                                                                                     \
+    BLAS_SIM_API cublasStatus_t cublasLt##kind##GetAttribute(                             \
+        obj_t obj, attr_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten)       \
+    {                                                                                     \
+        return attr_get(obj, magic, slot(tab, NATTRS(tab), attr), buf, sizeInBytes,       \
+                        sizeWritten);                                                     \
+    }
+
+ATTRIBUTE_FNS(MatmulDesc, cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, LT_MAGIC_DESC,
+              desc_attrs)
+ATTRIBUTE_FNS(MatrixLayout, cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t,
+              LT_MAGIC_LAYOUT, layout_attrs)
+ATTRIBUTE_FNS(MatmulPreference, cublasLtMatmulPreference_t,
+              cublasLtMatmulPreferenceAttributes_t, LT_MAGIC_PREF, pref_attrs)

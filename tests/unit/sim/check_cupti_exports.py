@@ -8,76 +8,28 @@ must also exist there, so a client never binds to an entry point only the sim ha
 Prints what is wrong and exits 1; exits 77 (skipped) when the sim's library is not built.
 """
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import exports_common as ec  # noqa: E402
 
 SONAME = "libcupti.so.13"
 
 
-def dynamic_symbols(path):
-    out = subprocess.run(["nm", "-D", "--defined-only", path], check=True,
-                         capture_output=True, text=True).stdout
-    return [line.split() for line in out.splitlines() if line.strip()]
-
-
-def dynamic_section(path):
-    return subprocess.run(["readelf", "-d", path], check=True, capture_output=True,
-                          text=True).stdout
-
-
-def exports(path):
-    """{name: version string} of the functions `path` defines."""
-    found = {}
-    for fields in dynamic_symbols(path):
-        if len(fields) < 3 or fields[1] == "A":  # the version node itself
-            continue
-        name, _, version = fields[2].partition("@")
-        found[name] = version
-    return found
-
-
-def nvidia_library():
-    cuda = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
-    for sub in ("lib64", "extras/CUPTI/lib64", "lib"):
-        p = os.path.join(cuda, sub, SONAME)
-        if os.path.exists(p):
-            return p
-    return None
-
-
 def main():
-    build = os.environ.get("ANA_BUILD")
-    if not build:
-        print("ANA_BUILD is not set", file=sys.stderr)
-        return 2
-    lib = os.path.join(build, "sim", SONAME)
-    if not os.path.exists(lib):
-        print(f"skipped: {lib} is not built")
-        return 77
-    problems = []
-    dyn = dynamic_section(lib)
-    if f"Library soname: [{SONAME}]" not in dyn:
-        problems.append(f"SONAME is not {SONAME}")
-    if "Shared library: [libcudart.so.13]" not in dyn:
-        problems.append("no DT_NEEDED on libcudart.so.13")
-    mine = exports(lib)
+    lib, = ec.built_libraries(SONAME)
+    problems = ec.loader_problems(ec.dynamic_section(lib), SONAME, ["libcudart.so.13"])
+    mine = dict(ec.dynamic_symbols(lib))
     if not mine:
         problems.append("exports nothing")
     for name, version in sorted(mine.items()):
-        if version != "@" + SONAME:
+        if version != "@@" + SONAME:
             problems.append(f"{name} is versioned '{version}', not '@@{SONAME}'")
-    nvidia = nvidia_library()
+    nvidia = ec.nvidia_library(SONAME, ("lib64", "extras/CUPTI/lib64", "lib"))
     if nvidia:
-        theirs = exports(nvidia)
-        for name in sorted(set(mine) - set(theirs)):
-            problems.append(f"{name} is not exported by NVIDIA's {nvidia}")
-    else:
-        print(f"note: NVIDIA's {SONAME} not found; export names not compared")
-    for p in problems:
-        print(f"{lib}: {p}", file=sys.stderr)
-    if not problems:
-        print(f"{lib}: {len(mine)} exports, all @@{SONAME}")
-    return 1 if problems else 0
+        problems += ec.nvidia_problems(mine, dict(ec.dynamic_symbols(nvidia)), nvidia)
+    return ec.finish([f"{lib}: {p}" for p in problems],
+                     [f"{lib}: {len(mine)} exports, all @@{SONAME}"])
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@ worse, bind lazily and die mid-run) on the sim. Prints the missing symbols per b
 and exits 1; exits 77 (skipped) when there is no sample binary to check.
 """
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import exports_common as ec  # noqa: E402
 
 VERSION = "libcudart.so.13"
 
@@ -22,29 +24,15 @@ def is_elf(path):
         return False
 
 
-def dynamic_symbols(path, undefined):
-    flag = "--undefined-only" if undefined else "--defined-only"
-    out = subprocess.run(["nm", "-D", flag, path], check=True, capture_output=True,
-                         text=True).stdout
-    return [line.split()[-1] for line in out.splitlines() if line.strip()]
-
-
 def versioned_names(path, undefined):
     """Names of the dynamic symbols of `path` with version libcudart.so.13 (default or
     hidden): what a binary imports from it (undefined) or what a library exports."""
-    names = set()
-    for sym in dynamic_symbols(path, undefined):
-        name, sep, version = sym.partition("@")
-        if sep and version.lstrip("@") == VERSION:
-            names.add(name)
-    return names
+    return {name for name, version in ec.dynamic_symbols(path, undefined)
+            if version.lstrip("@") == VERSION}
 
 
 def main():
-    build = os.environ.get("ANA_BUILD")
-    if not build:
-        print("ANA_BUILD is not set", file=sys.stderr)
-        return 2
+    build = ec.build_dir()
     lib = os.path.join(build, "sim", VERSION)
     if not os.path.exists(lib):
         print(f"missing {lib}", file=sys.stderr)
@@ -77,7 +65,7 @@ def main():
             print(f"ok   {rel}: all {len(imports)} imports exported")
     if checked == 0:
         print(f"no nvcc-built binary importing @{VERSION} under {samples}: skipped")
-        return 77
+        return ec.SKIPPED
     return 1 if failed else 0
 
 

@@ -11,8 +11,11 @@ never binds to an entry point only the sim has.
 Prints what is wrong and exits 1; exits 77 (skipped) when the sim's libraries are not built.
 """
 import os
-import subprocess
 import sys
+
+# exports_common.py lies in ../sim (ctest runs this file by path).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "sim"))
+import exports_common as ec  # noqa: E402
 
 LIBS = {
     "libcublas.so.13": ["libcublasLt.so.13", "libcudart.so.13"],
@@ -20,76 +23,35 @@ LIBS = {
 }
 
 
-def run(*args):
-    return subprocess.run(list(args), check=True, capture_output=True, text=True).stdout
-
-
-def symbols(path, undefined=False):
-    """{name: version string} (e.g. '@@libcublas.so.13') of the functions path defines
-    (or, with undefined, imports)."""
-    flag = "--undefined-only" if undefined else "--defined-only"
-    found = {}
-    for line in run("nm", "-D", flag, path).splitlines():
-        fields = line.split()
-        if not fields or fields[-2] == "A":   # the version node itself
-            continue
-        sym = fields[-1]
-        name, at, version = sym.partition("@")
-        found[name] = at + version
-    return found
-
-
-def check(build, soname, needed, problems):
-    lib = os.path.join(build, "sim", soname)
-    dyn = run("readelf", "-d", lib)
-    if f"Library soname: [{soname}]" not in dyn:
-        problems.append(f"{lib}: SONAME is not {soname}")
-    for n in needed:
-        if f"Shared library: [{n}]" not in dyn:
-            problems.append(f"{lib}: no DT_NEEDED on {n}")
-    mine = symbols(lib)
+def check(lib, soname, needed, problems):
+    """Adds what is wrong with one library to problems; its exports."""
+    problems += [f"{lib}: {p}" for p in ec.loader_problems(ec.dynamic_section(lib), soname,
+                                                           needed)]
+    mine = dict(ec.dynamic_symbols(lib))
     if not mine:
         problems.append(f"{lib}: exports nothing")
     for name, version in sorted(mine.items()):
         if version != "@@" + soname:
             problems.append(f"{lib}: {name} is versioned '{version}', not '@@{soname}'")
-    nvidia = os.path.join(os.environ.get("CUDA_HOME") or "/usr/local/cuda", "lib64", soname)
-    if os.path.exists(nvidia):
-        theirs = symbols(nvidia)
-        for name, version in sorted(mine.items()):
-            if name not in theirs:
-                problems.append(f"{lib}: {name} is not exported by NVIDIA's {nvidia}")
-            elif theirs[name] != version:
-                problems.append(f"{lib}: {name} is '{theirs[name]}' in NVIDIA's {nvidia}")
-    else:
-        print(f"note: NVIDIA's {soname} not found; export names not compared")
-    return lib, mine
+    nvidia = ec.nvidia_library(soname)
+    if nvidia:
+        problems += [f"{lib}: {p}" for p in ec.nvidia_problems(
+            mine, dict(ec.dynamic_symbols(nvidia)), nvidia, same=lambda version: version)]
+    return mine
 
 
 def main():
-    build = os.environ.get("ANA_BUILD")
-    if not build:
-        print("ANA_BUILD is not set", file=sys.stderr)
-        return 2
-    for soname in LIBS:
-        if not os.path.exists(os.path.join(build, "sim", soname)):
-            print(f"skipped: {build}/sim/{soname} is not built")
-            return 77
+    libs = ec.built_libraries(*LIBS)
     problems = []
     counts = {}
-    for soname, needed in LIBS.items():
-        lib, mine = check(build, soname, needed, problems)
-        counts[lib] = len(mine)
-    cublas = os.path.join(build, "sim", "libcublas.so.13")
-    imports = symbols(cublas, undefined=True)
+    for lib, (soname, needed) in zip(libs, LIBS.items()):
+        counts[lib] = len(check(lib, soname, needed, problems))
+    cublas = libs[0]
+    imports = dict(ec.dynamic_symbols(cublas, undefined=True))
     if imports.get("cublasLtMatmul") != "@libcublasLt.so.13":
         problems.append(f"{cublas}: does not import cublasLtMatmul@libcublasLt.so.13")
-    for p in problems:
-        print(p, file=sys.stderr)
-    if not problems:
-        for lib, n in counts.items():
-            print(f"{lib}: {n} exports, all versioned as NVIDIA's")
-    return 1 if problems else 0
+    return ec.finish(problems, [f"{lib}: {n} exports, all versioned as NVIDIA's"
+                                for lib, n in counts.items()])
 
 
 if __name__ == "__main__":

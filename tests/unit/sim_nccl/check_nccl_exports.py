@@ -8,18 +8,19 @@ must exist there with the same binding. Prints what is wrong and exits 1; exits 
 (skipped) when the sim's library is not built.
 """
 import os
-import subprocess
 import sys
+
+# exports_common.py lies in ../sim (ctest runs this file by path).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "sim"))
+import exports_common as ec  # noqa: E402
 
 SONAME = "libnccl.so.2"
 
 
 def exports(path):
     """{name: (binding, value)} of the functions `path` defines, and the versioned ones."""
-    out = subprocess.run(["readelf", "--dyn-syms", "-W", path], check=True,
-                         capture_output=True, text=True).stdout
     found, versioned = {}, []
-    for line in out.splitlines():
+    for line in ec.run("readelf", "--dyn-syms", "-W", path).splitlines():
         f = line.split()
         if len(f) < 8 or not f[0].endswith(":") or f[6] == "UND" or f[3] != "FUNC":
             continue
@@ -31,24 +32,9 @@ def exports(path):
     return found, versioned
 
 
-def main():
-    build = os.environ.get("ANA_BUILD")
-    if not build:
-        print("ANA_BUILD is not set", file=sys.stderr)
-        return 2
-    lib = os.path.join(build, "sim", SONAME)
-    if not os.path.exists(lib):
-        print(f"skipped: {lib} is not built")
-        return 77
+def pair_problems(mine):
+    """What breaks the pnccl*/nccl* pairing among the exports."""
     problems = []
-    dyn = subprocess.run(["readelf", "-d", lib], check=True, capture_output=True,
-                         text=True).stdout
-    if f"Library soname: [{SONAME}]" not in dyn:
-        problems.append(f"SONAME is not {SONAME}")
-    mine, versioned = exports(lib)
-    problems += [f"{n} is versioned" for n in versioned]
-    if not mine:
-        problems.append("exports nothing")
     for name, (bind, value) in sorted(mine.items()):
         if name.startswith("pnccl"):
             alias = mine.get(name[1:])
@@ -61,22 +47,24 @@ def main():
                 problems.append(f"{name} has no p{name}")
         else:
             problems.append(f"{name} is not an NCCL entry point")
-    cuda = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
-    nvidia = os.path.join(cuda, "lib64", SONAME)
-    if os.path.exists(nvidia):
-        theirs, _ = exports(nvidia)
-        for name, (bind, _) in sorted(mine.items()):
-            if name not in theirs:
-                problems.append(f"{name} is not exported by NVIDIA's {nvidia}")
-            elif theirs[name][0] != bind:
-                problems.append(f"{name} is {bind} here, {theirs[name][0]} in NVIDIA's")
-    else:
-        print(f"note: NVIDIA's {SONAME} not found; export names not compared")
-    for p in problems:
-        print(f"{lib}: {p}", file=sys.stderr)
-    if not problems:
-        print(f"{lib}: {len(mine)} exports, unversioned, pnccl*/nccl* pairs as NVIDIA's")
-    return 1 if problems else 0
+    return problems
+
+
+def main():
+    lib, = ec.built_libraries(SONAME)
+    problems = ec.loader_problems(ec.dynamic_section(lib), SONAME)
+    mine, versioned = exports(lib)
+    problems += [f"{n} is versioned" for n in versioned]
+    if not mine:
+        problems.append("exports nothing")
+    problems += pair_problems(mine)
+    nvidia = ec.nvidia_library(SONAME)
+    if nvidia:
+        problems += ec.nvidia_problems(mine, exports(nvidia)[0], nvidia,
+                                       same=lambda bind_value: bind_value[0])
+    return ec.finish([f"{lib}: {p}" for p in problems],
+                     [f"{lib}: {len(mine)} exports, unversioned, pnccl*/nccl* pairs as "
+                      "NVIDIA's"])
 
 
 if __name__ == "__main__":
