@@ -1,5 +1,5 @@
-// bench_hooks — CPU cost per cudaMalloc+cudaFree pair and per kernel launch, measured
-// in-process. bench/run.sh runs it with and without the Anatomist preload; the
+// bench_hooks — CPU cost per cudaMalloc+cudaFree pair, per kernel launch, per cuBLAS GEMM
+// call and per NVTX push/pop pair, measured in-process. bench/run.sh runs it with and without the Anatomist preload; the
 // difference is what the hooks add per call (docs/overhead.md).
 //
 // The calls are made from ~30 frames deep (non-inlined recursion whose depth the
@@ -9,14 +9,19 @@
 // Output (stdout), one value per line, best of --reps repetitions:
 //   alloc_free_pair_ns X
 //   launch_ns Y
+//   gemm_ns Z            (cublasSgemm_v2, 8x8x8: the library's own work stays small)
+//   nvtx_push_pop_ns W   (nvtxRangePushA + nvtxRangePop)
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 static size_t alloc_bytes = 64 << 10;
-static long alloc_iters = 200000, launch_iters = 500000, warmup = 1000;
+static long alloc_iters = 200000, launch_iters = 500000, gemm_iters = 20000, nvtx_iters = 200000,
+            warmup = 1000;
 static int reps = 5, nstreams = 32;
 // Launches go round-robin to nstreams non-blocking streams: an empty kernel costs the
 // simulated device 3 us while the host issues one in well under 1 us, so on one stream the
@@ -63,21 +68,90 @@ static double time_launch(long n)
     return now_ns() - t0;
 }
 
+static cublasHandle_t blas;
+static float *gemm_buf;  // A, B and C of an 8x8x8 GEMM
+enum { GEMM_N = 8 };
+
+static double time_gemm(long n)
+{
+    const float one = 1.0f, zero = 0.0f;
+    float *a = gemm_buf, *b = a + GEMM_N * GEMM_N, *c = b + GEMM_N * GEMM_N;
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        cublasStatus_t st = cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, GEMM_N, GEMM_N, GEMM_N, &one, a,
+                                        GEMM_N, b, GEMM_N, &zero, c, GEMM_N);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            fprintf(stderr, "bench_hooks: cublasSgemm failed: %d\n", (int)st);
+            exit(1);
+        }
+    }
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    return now_ns() - t0;
+}
+
+static double time_nvtx(long n)
+{
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        nvtxRangePushA("bench");
+        nvtxRangePop();
+    }
+    return now_ns() - t0;
+}
+
+typedef double (*timed_fn)(long n);
+
+// Best per-operation time over `reps` runs of fn(iters).
+static double best_of(timed_fn fn, long iters)
+{
+    double best = 1e300;
+    for (int r = 0; r < reps; r++) {
+        double v = fn(iters) / iters;
+        best = v < best ? v : best;
+    }
+    return best;
+}
+
+// The same, each run made of bursts of `burst` operations with an untimed 20 ms pause
+// after each: calls that each append records faster than the profiler's writer thread
+// drains them (NVTX ranges: two records per ~100 ns) would otherwise fill its per-thread
+// buffer and take the cheaper drop path, flattering the measurement. A burst's records
+// fit the default 1 MiB buffer.
+static double best_of_bursts(timed_fn fn, long iters, long burst)
+{
+    double best = 1e300;
+    const struct timespec pause = { 0, 20 * 1000 * 1000 };
+    for (int r = 0; r < reps; r++) {
+        double total = 0;
+        for (long done = 0; done < iters; done += burst) {
+            total += fn(burst < iters - done ? burst : iters - done);
+            nanosleep(&pause, NULL);
+        }
+        double v = total / iters;
+        best = v < best ? v : best;
+    }
+    return best;
+}
+
 static void run_all(void)
 {
     for (int s = 0; s < nstreams; s++)
         check(cudaStreamCreateWithFlags(&streams[s], cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "bench_hooks: cublasCreate failed\n");
+        exit(1);
+    }
+    check(cudaMalloc(&gemm_buf, 3 * GEMM_N * GEMM_N * sizeof(float)), "cudaMalloc");
+    check(cudaMemset(gemm_buf, 0, 3 * GEMM_N * GEMM_N * sizeof(float)), "cudaMemset");
     time_alloc_free(warmup);
     time_launch(warmup);
-    double best_alloc = 1e300, best_launch = 1e300;
-    for (int r = 0; r < reps; r++) {
-        double a = time_alloc_free(alloc_iters) / alloc_iters;
-        double l = time_launch(launch_iters) / launch_iters;
-        best_alloc = a < best_alloc ? a : best_alloc;
-        best_launch = l < best_launch ? l : best_launch;
-    }
-    printf("alloc_free_pair_ns %.1f\n", best_alloc);
-    printf("launch_ns %.1f\n", best_launch);
+    time_gemm(warmup);
+    time_nvtx(warmup);
+    printf("alloc_free_pair_ns %.1f\n", best_of(time_alloc_free, alloc_iters));
+    printf("launch_ns %.1f\n", best_of(time_launch, launch_iters));
+    printf("gemm_ns %.1f\n", best_of_bursts(time_gemm, gemm_iters, 2000));
+    printf("nvtx_push_pop_ns %.1f\n", best_of_bursts(time_nvtx, nvtx_iters, 10000));
+    cublasDestroy(blas);
 }
 
 // Descends `level` frames, then measures from there. The empty asm after the call
@@ -109,13 +183,15 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--alloc-iters")) alloc_iters = arg_long(a, v);
         else if (!strcmp(a, "--launch-iters")) launch_iters = arg_long(a, v);
+        else if (!strcmp(a, "--gemm-iters")) gemm_iters = arg_long(a, v);
+        else if (!strcmp(a, "--nvtx-iters")) nvtx_iters = arg_long(a, v);
         else if (!strcmp(a, "--reps")) reps = (int)arg_long(a, v);
         else if (!strcmp(a, "--bytes")) alloc_bytes = (size_t)arg_long(a, v);
         else if (!strcmp(a, "--depth")) depth = (int)arg_long(a, v);
         else if (!strcmp(a, "--streams") && arg_long(a, v) <= 256) nstreams = (int)arg_long(a, v);
         else {
-            fprintf(stderr, "usage: bench_hooks [--alloc-iters N] [--launch-iters N] "
-                            "[--reps N] [--bytes N] [--depth N] [--streams N<=256]\n");
+            fprintf(stderr, "usage: bench_hooks [--alloc-iters N] [--launch-iters N] [--gemm-iters N] "
+                            "[--nvtx-iters N] [--reps N] [--bytes N] [--depth N] [--streams N<=256]\n");
             return 2;
         }
     }

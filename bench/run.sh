@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Hook overhead of the Anatomist preload, per cudaMalloc+cudaFree pair and per kernel
-# launch, on the simulated device. Run by hand to fill docs/overhead.md; not a test.
+# Hook overhead of the Anatomist preload, per cudaMalloc+cudaFree pair, per kernel launch,
+# per cuBLAS GEMM call and per NVTX push/pop pair, on the simulated device. Run by hand to fill docs/overhead.md; not a test.
 #
 #   bench/run.sh BUILD_DIR [ROUNDS]        (ROUNDS defaults to 5)
 #
@@ -10,7 +10,8 @@
 #   b) LD_PRELOAD=BUILD_DIR/lib/libanatomist.so, ANATOMIST_STACKS=0 ANATOMIST_CUPTI=0
 #   c) the preload, stacks off, GPU activity collection (CUPTI) on
 #   d) the preload with its defaults: stacks on, CUPTI on
-# all with LD_LIBRARY_PATH=BUILD_DIR/sim (the simulated libcudart, libcuda, libcupti). Prints
+# all with LD_LIBRARY_PATH=BUILD_DIR/sim (the simulated libcudart, libcuda, libcupti,
+# libcublas). Prints
 # the medians over the rounds and the added ns per operation (against a) as a markdown
 # table, with the machine it ran on.
 # Extra arguments for bench_hooks can be given in BENCH_ARGS (e.g. "--reps 3").
@@ -49,10 +50,12 @@ run() {
         cat "$log" >&2
         die "bench_hooks failed in mode $mode (output above)"
     fi
-    local alloc launch
+    local alloc launch gemm nvtx
     alloc=$(awk '$1 == "alloc_free_pair_ns" { print $2 }' "$log")
     launch=$(awk '$1 == "launch_ns" { print $2 }' "$log")
-    [[ -n $alloc && -n $launch ]] || { cat "$log" >&2; die "no results from mode $mode"; }
+    gemm=$(awk '$1 == "gemm_ns" { print $2 }' "$log")
+    nvtx=$(awk '$1 == "nvtx_push_pop_ns" { print $2 }' "$log")
+    [[ -n $alloc && -n $launch && -n $gemm && -n $nvtx ]] || { cat "$log" >&2; die "no results from mode $mode"; }
     # With the preload, the trace must exist and say how many records had to be dropped:
     # a measurement that took the drop path would flatter the hooks.
     local dropped=0 gpu_dropped=0 kernels=0
@@ -66,7 +69,7 @@ run() {
 g = json.load(sys.stdin).get("gpu") or {}
 print((g.get("dropped") or {}).get("records", 0), sum(k["count"] for k in g.get("kernels_by_time") or []))')
     fi
-    echo "$alloc $launch $dropped $gpu_dropped $kernels" >>"$out/$mode.txt"
+    echo "$alloc $launch $dropped $gpu_dropped $kernels $gemm $nvtx" >>"$out/$mode.txt"
 }
 
 # median FILE COLUMN
@@ -83,8 +86,7 @@ done
 cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 declare -A med
 for mode in a b c d; do
-    med[$mode,1]=$(median "$out/$mode.txt" 1)
-    med[$mode,2]=$(median "$out/$mode.txt" 2)
+    for i in 1 2 6 7; do med[$mode,$i]=$(median "$out/$mode.txt" $i); done
 done
 added() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%+.1f", x - y }'; }
 
@@ -92,8 +94,10 @@ echo "Hook overhead, median of $rounds rounds (each: best of the bench's repetit
 echo
 echo "| operation | baseline | stacks off, CUPTI off | stacks off, CUPTI on | stacks on, CUPTI on (default) | added: b | added: c | added: d |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-for i in 1 2; do
-    name=$([[ $i == 1 ]] && echo "cudaMalloc+cudaFree pair (64 KiB)" || echo "kernel launch (empty kernel)")
+declare -A names=([1]="cudaMalloc+cudaFree pair (64 KiB)" [2]="kernel launch (empty kernel)"
+                  [6]="cublasSgemm_v2 call (8x8x8)" [7]="nvtxRangePushA + nvtxRangePop")
+for i in 1 2 6 7; do
+    name=${names[$i]}
     echo "| $name | ${med[a,$i]} | ${med[b,$i]} | ${med[c,$i]} | ${med[d,$i]} | $(added "${med[b,$i]}" "${med[a,$i]}") | $(added "${med[c,$i]}" "${med[a,$i]}") | $(added "${med[d,$i]}" "${med[a,$i]}") |"
 done
 echo
