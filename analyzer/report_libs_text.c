@@ -127,8 +127,11 @@ static void ana_rlt_coll_row(FILE *o, const ana_coll_row *c)
     ana_fmt_bytes(c->bytes, b, sizeof(b));
     if (c->ranks > 0)
         snprintf(ranks, sizeof(ranks), "%lld", (long long)c->ranks);
-    snprintf(ap, sizeof(ap), "%s/%s", c->algorithm[0] ? c->algorithm : "?",
-             c->protocol[0] ? c->protocol : "?");
+    if (c->algorithm[0] || c->protocol[0]) /* kernel names without them: "-" */
+        snprintf(ap, sizeof(ap), "%s/%s", c->algorithm[0] ? c->algorithm : "?",
+                 c->protocol[0] ? c->protocol : "?");
+    else
+        snprintf(ap, sizeof(ap), "-");
     if (algbw >= 0)
         snprintf(alg, sizeof(alg), "%.2f", algbw);
     if (algbw >= 0 && factor >= 0)
