@@ -1,6 +1,6 @@
 /*
  * gemm_cost.h — every constant of the simulated cuBLAS's GEMM timing and kernel shapes, in
- * one place (docs/sim-cublas.md "Durations" documents the same numbers; the profiler's
+ * one place (docs/sim.md "Durations" under "cuBLAS and cuBLASLt" documents the same numbers; the profiler's
  * tests compute expected durations from that text).
  *
  *   main kernel    duration_ns = llround(BASE + 2·m·n·k·batch / peak_flops_per_ns)

@@ -2,7 +2,7 @@
  * launch.c — a GEMM as the device sees it: its kernel(s), named as NVIDIA's look, launched
  * with cuLaunchKernel on the caller's stream and timed by gemm_cost.h.
  *
- * Names (docs/sim-cublas.md "Kernels"):
+ * Names (docs/sim.md "cuBLAS and cuBLASLt", "Kernels"):
  *   xmma (libcublas):  sm90_xmma_gemm_{ab}{ab}_{math}{acc}_{scale}_{la}{lb}_n_tilesize
  *                      {TM}x{TN}x{TK}_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas
  *   nvjet (Lt):        nvjet_{x}{y}{z}_128x64_64x8_1x1_v_bz_{A}{B}T

@@ -1,6 +1,6 @@
 /*
  * coll.c — the collectives: argument checks, the kernel each one launches (its name, when
- * it starts and how long it lasts: docs/sim-nccl.md "Timing"), and the data, really
+ * it starts and how long it lasts: docs/sim.md "NCCL", "Timing"), and the data, really
  * combined at call time through the ranks' staging areas of the shared segment.
  *
  * One collective on a communicator of n ranks:

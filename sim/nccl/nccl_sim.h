@@ -1,5 +1,5 @@
 /*
- * nccl_sim.h — internal contract of the sim's libnccl.so.2 (docs/sim-nccl.md).
+ * nccl_sim.h — internal contract of the sim's libnccl.so.2 (docs/sim.md, "NCCL").
  *
  * What it does: NCCL's entry points (nccl.h of the CUDA toolkit, so every type and
  * signature is NVIDIA's) for ranks that are processes (or threads) of one machine. The
@@ -34,7 +34,7 @@
     ANA_NCCL_API ret nccl##name params __attribute__((weak, alias("pnccl" #name)));         \
     ANA_NCCL_API ret pnccl##name params
 
-/* ---- the model's constants (docs/sim-nccl.md "Timing") ------------------------------- */
+/* ---- the model's constants (docs/sim.md "NCCL", "Timing") ------------------------------- */
 #define ANA_NCCL_CHANNELS           2      /* grid: one block per channel */
 #define ANA_NCCL_COLL_THREADS       512    /* block of the *_RING_LL kernels (NCCL_LL_MAX_NTHREADS) */
 #define ANA_NCCL_P2P_THREADS        640    /* block of ncclDevKernel_SendRecv (NCCL_MAX_NTHREADS) */

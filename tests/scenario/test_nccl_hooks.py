@@ -27,7 +27,7 @@ INIT_RANK, SPLIT, DESTROY, FINALIZE, GROUP_START, GROUP_END = 160, 163, 164, 166
 # ncclDataType_t → bytes (nccl.h): int8, uint8, int32, uint32, int64, uint64, float16,
 # float32, float64, bfloat16, fp8 e4m3, fp8 e5m2.
 DTYPE_BYTES = [1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1]
-CHANNEL_BYTES = 4 << 20  # the sim's buffers per communicator (docs/sim-nccl.md)
+CHANNEL_BYTES = 4 << 20  # the sim's buffers per communicator (docs/sim.md "NCCL")
 
 
 def job(nranks):

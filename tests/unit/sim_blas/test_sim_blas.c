@@ -1,5 +1,5 @@
 /*
- * The simulated libcublas.so.13 and libcublasLt.so.13 (docs/sim-cublas.md): GEMM results
+ * The simulated libcublas.so.13 and libcublasLt.so.13 (docs/sim.md "cuBLAS and cuBLASLt"): GEMM results
  * against a naive triple loop in double computed here, the descriptor attribute protocol,
  * error codes, the handle's default workspace, and the kernels' CUPTI activity records —
  * names and durations computed here from the documented formula and constants, never by

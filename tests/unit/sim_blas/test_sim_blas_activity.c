@@ -2,7 +2,7 @@
  * The simulated cuBLAS's kernels as a CUPTI client sees them: one CUpti_ActivityKernel10
  * per kernel (two for split-K), launched through the driver's cuLaunchKernel on the
  * handle's stream, with the documented names, grids and durations. Expected durations are
- * computed here from docs/sim-cublas.md's formula and constants:
+ * computed here from docs/sim.md "cuBLAS and cuBLASLt"'s formula and constants:
  *   main   llround(2000 + 2·m·n·k·batch / (TFLOP/s · 1000))
  *   reduce llround(2000 + m·n·batch·4·4 / 3350)
  */

@@ -1,5 +1,5 @@
 /*
- * The sim's libnccl.so.2 (docs/sim-nccl.md): ranks as separate processes (nccl_rank,
+ * The sim's libnccl.so.2 (docs/sim.md, "NCCL"): ranks as separate processes (nccl_rank,
  * fork + exec), ranks as threads of this process (for the kernel records, which a test
  * observer collects through anasim_set_observer), one rank, count 0, error codes, the
  * communicator's device memory, shared-memory clean-up and the timeout when a peer dies.
@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* docs/sim-nccl.md: the channel buffers every communicator allocates */
+/* docs/sim.md "NCCL": the channel buffers every communicator allocates */
 #define DOC_BUFFER_BYTES ((size_t)4 << 20)
 
 static ncclUniqueId random_id(void)
@@ -31,7 +31,7 @@ static ncclUniqueId random_id(void)
     return id;
 }
 
-/* /dev/shm/anasim-nccl-<32 hex of the id's first 16 bytes> (docs/sim-nccl.md). */
+/* /dev/shm/anasim-nccl-<32 hex of the id's first 16 bytes> (docs/sim.md "NCCL"). */
 static void shm_path(const ncclUniqueId *id, char out[128])
 {
     int n = snprintf(out, 128, "/dev/shm/anasim-nccl-");

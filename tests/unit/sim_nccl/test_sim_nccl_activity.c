@@ -3,7 +3,7 @@
  * (CUpti_ActivityKernel10 through a test observer, anasim_set_observer): the ranks are
  * threads of this process, each with its own communicator and stream. Names, launch
  * dimensions, start (no earlier than the latest rank's ready time) and duration are
- * checked against docs/sim-nccl.md "Timing", computed here.
+ * checked against docs/sim.md "NCCL", "Timing", computed here.
  */
 #define _GNU_SOURCE
 #include "anasim.h"
