@@ -29,9 +29,9 @@ static void measure(ana_call *c)
     c->stack = ana_stack_capture();
 }
 
-/* The record's library and library call: the thread's library context, else (allocations)
- * the library the caller's code lies in. */
-static uint64_t lib_of(const ana_call *c) { return ana_tls_lib; }
+/* The library of an allocation, free or VMM record: the thread's library context
+ * (ana_tls_lib, which the other records carry as it is), else the library the caller's
+ * code lies in. */
 static uint64_t alloc_lib_of(const ana_call *c)
 {
     return ana_tls_lib ? ana_tls_lib : ana_lib_of_pc(c->caller);
@@ -125,7 +125,7 @@ void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3
     ana_record rec = { .kind = ANA_K_LAUNCH, .time_ns = c->t0 };
     rec.u.launch = (ana_rec_launch){ api, r, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                      shmem, stream, c->stack, c->dur, c->corr, (uint64_t)c->via,
-                                     lib_of(c), ana_tls_libcall };
+                                     ana_tls_lib, ana_tls_libcall };
     finish(c, &rec);
 }
 
@@ -135,7 +135,7 @@ void ana_rec_memcpy_done(ana_call *c, uint32_t api, int r, uint64_t dst, uint64_
     measure(c);
     ana_record rec = { .kind = ANA_K_MEMCPY, .time_ns = c->t0 };
     rec.u.memcpy = (ana_rec_memcpy){ api, r, dst, src, bytes, dir, stream, c->stack, c->dur, c->corr,
-                                     (uint64_t)c->via, lib_of(c), ana_tls_libcall };
+                                     (uint64_t)c->via, ana_tls_lib, ana_tls_libcall };
     finish(c, &rec);
 }
 
@@ -145,7 +145,7 @@ void ana_rec_memset_done(ana_call *c, uint32_t api, int r, uint64_t ptr, int64_t
     measure(c);
     ana_record rec = { .kind = ANA_K_MEMSET, .time_ns = c->t0 };
     rec.u.memset = (ana_rec_memset){ api, r, ptr, value, bytes, stream, c->stack, c->dur, c->corr,
-                                     (uint64_t)c->via, lib_of(c), ana_tls_libcall };
+                                     (uint64_t)c->via, ana_tls_lib, ana_tls_libcall };
     finish(c, &rec);
 }
 
