@@ -107,6 +107,8 @@ static int ana_main_dispatch(const char *cmd, int argc, char **argv)
         return ana_cmd_info(argc, argv);
     if (strcmp(cmd, "report") == 0)
         return ana_cmd_report(argc, argv);
+    if (strcmp(cmd, "classify") == 0)
+        return ana_cmd_classify(argc, argv);
     return -1;
 }
 
@@ -143,7 +145,7 @@ int main(int argc, char **argv)
         return ana_cli_usage_error(NULL, "unknown option '%s' (a command comes first)", cmd);
     int rc = ana_main_dispatch(cmd, argc - 1, argv + 1);
     if (rc < 0)
-        return ana_cli_usage_error(NULL, "unknown command '%s' (commands: run, info, report)",
+        return ana_cli_usage_error(NULL, "unknown command '%s' (commands: run, info, report, classify)",
                                    cmd);
     return rc;
 }

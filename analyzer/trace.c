@@ -1,8 +1,10 @@
 /* trace.c — see trace.h. */
 #include "trace.h"
+#include "kineto.h"
 
 #include "util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,7 +128,7 @@ static int32_t ana_i32(int64_t v)
 /* Keeps a LAUNCH/MEMCPY/MEMSET call for the GPU analysis (not in summary mode). */
 static void ana_trace_add_call(ana_trace *t, const ana_record *r, uint64_t api, int64_t ret,
                                uint64_t stack, uint64_t corr, uint64_t via, uint64_t arg,
-                               uint64_t call)
+                               uint64_t call, uint64_t lib)
 {
     if (t->flags & ANA_LOAD_SUMMARY)
         return;
@@ -134,13 +136,14 @@ static void ana_trace_add_call(ana_trace *t, const ana_record *r, uint64_t api, 
     t->calls[t->n_calls++] = (ana_api_call){
         .time_ns = r->time_ns, .corr = corr, .tid = r->tid, .stack = stack, .arg = arg,
         .call = call, .ret = ana_i32(ret), .api = ana_u16(api), .kind = (uint8_t)r->kind, .via = ana_u8(via),
+        .lib = ana_u8(lib),
     };
 }
 
 static void ana_trace_on_launch(ana_trace *t, const ana_record *r)
 {
     const ana_rec_launch *l = &r->u.launch;
-    ana_trace_add_call(t, r, l->api, l->ret, l->stack, l->corr, l->via, l->kernel, l->call);
+    ana_trace_add_call(t, r, l->api, l->ret, l->stack, l->corr, l->via, l->kernel, l->call, l->lib);
     if (ana_api_is_graph_launch((uint32_t)l->api)) {
         /* A graph launch runs a graph's kernels, not one kernel: counted apart. */
         t->graph_launches++;
@@ -353,13 +356,13 @@ static void ana_trace_on_record(ana_trace *t, const ana_record *r)
         const ana_rec_memcpy *m = &r->u.memcpy;
         ana_copy_count(&t->memcpy_total, m->ret, m->bytes);
         ana_copy_count(&t->memcpy_by_dir[m->dir < 5 ? m->dir : 5], m->ret, m->bytes);
-        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->via, m->bytes, m->call);
+        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->via, m->bytes, m->call, m->lib);
         break;
     }
     case ANA_K_MEMSET: {
         const ana_rec_memset *m = &r->u.memset;
         ana_copy_count(&t->memset_total, m->ret, m->bytes);
-        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->via, m->bytes, m->call);
+        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->via, m->bytes, m->call, m->lib);
         break;
     }
     case ANA_K_GPU_KERNEL: ana_trace_on_gpu_kernel(t, r); break;
@@ -457,7 +460,7 @@ static int ana_trace_in_cuda_lib(uint64_t ip, void *arg)
 
 /* Stack ids are resolved only now: a segment may use an id that a later segment of
  * another thread defines (docs/trace-format.md, "Interning"). */
-static void ana_trace_finish(ana_trace *t)
+void ana_trace_finish(ana_trace *t)
 {
     ana_stacks_trim_leading(&t->stacks, ana_trace_in_cuda_lib, t);
     ana_stacks_resolve(&t->stacks);
@@ -476,27 +479,60 @@ static void ana_trace_finish(ana_trace *t)
     ana_libs_finish(&t->libs);
 }
 
+ana_trace *ana_trace_new(const char *path, unsigned flags)
+{
+    ana_trace *t = ana_xcalloc(1, sizeof(*t));
+    t->path = ana_xstrdup(path);
+    t->flags = flags;
+    t->source = "anatomist";
+    ana_u64map_init(&t->kernel_idx);
+    ana_u64map_init(&t->call_by_corr);
+    ana_u64map_init(&t->call_ctx);
+    ana_stacks_init(&t->stacks);
+    ana_libs_init(&t->libs);
+    return t;
+}
+
+void ana_trace_add(ana_trace *t, const ana_record *rec)
+{
+    if (rec->kind < ANA_K_COUNT)
+        t->counts[rec->kind]++;
+    ana_trace_note_time(t, rec->time_ns);
+    ana_trace_on_record(t, rec);
+}
+
+/* 1 when the file starts like JSON ('{' or '[' after blanks) or gzip (1f 8b). */
+static int ana_trace_is_foreign(const char *path)
+{
+    unsigned char b[64];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t n = fread(b, 1, sizeof(b), f);
+    fclose(f);
+    if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b)
+        return 1;
+    for (size_t i = 0; i < n; i++) {
+        if (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r')
+            continue;
+        return b[i] == '{' || b[i] == '[';
+    }
+    return 0;
+}
+
 int ana_trace_load(const char *path, unsigned flags, ana_trace **out, ana_error *err)
 {
     ana_reader *rd;
     ana_record rec;
     int rc;
     *out = NULL;
+    if (ana_trace_is_foreign(path))
+        return ana_kineto_load(path, flags, out, err);
     if (ana_reader_open(path, &rd, err) != 0)
         return -1;
-    ana_trace *t = ana_xcalloc(1, sizeof(*t));
-    t->path = ana_xstrdup(path);
-    t->flags = flags;
-    ana_u64map_init(&t->kernel_idx);
-    ana_u64map_init(&t->call_by_corr);
-    ana_stacks_init(&t->stacks);
-    ana_libs_init(&t->libs);
-    while ((rc = ana_reader_next(rd, &rec, err)) == 1) {
-        if (rec.kind < ANA_K_COUNT)
-            t->counts[rec.kind]++;
-        ana_trace_note_time(t, rec.time_ns);
-        ana_trace_on_record(t, &rec);
-    }
+    ana_trace *t = ana_trace_new(path, flags);
+    while ((rc = ana_reader_next(rd, &rec, err)) == 1)
+        ana_trace_add(t, &rec);
     ana_reader_get_stats(rd, &t->stats);
     ana_reader_close(rd);
     if (rc < 0) {
@@ -542,6 +578,7 @@ void ana_trace_free(ana_trace *t)
     free(t->gpu);
     free(t->calls);
     ana_u64map_free(&t->call_by_corr);
+    ana_u64map_free(&t->call_ctx);
     free(t->end_detail);
     free(t->path);
     ana_u64map_free(&t->kernel_idx);

@@ -65,6 +65,7 @@ typedef struct ana_api_call {
     uint16_t api;
     uint8_t kind;   /* ANA_K_LAUNCH, ANA_K_MEMCPY or ANA_K_MEMSET */
     uint8_t via;
+    uint8_t lib;    /* enum ana_lib of the library call or caller module (1.2), 0 = none */
 } ana_api_call;
 
 typedef struct ana_api_stats {
@@ -127,6 +128,8 @@ typedef struct ana_trace {
     ana_u64map call_by_corr;  /* corr (≠ 0) -> index into calls */
     uint64_t gpu_dropped_records, gpu_dropped_by_reason[3]; /* GPU_DROPPED: [0] other reasons */
     ana_libs libs; /* library calls and NVTX (empty in summary mode) */
+    const char *source; /* "anatomist" (a .anat trace) or "kineto" (imported, kineto.h) */
+    ana_u64map call_ctx; /* imported traces: library call id -> enum ana_ctx (classify.h) */
 } ana_trace;
 
 enum ana_load_flags {
@@ -135,8 +138,16 @@ enum ana_load_flags {
 };
 
 /* Reads path to its end. Returns 0 and a model in *out, or -1 with err filled (bad
- * header, corrupt chunk, I/O error). flags: enum ana_load_flags. */
+ * header, corrupt chunk, I/O error). flags: enum ana_load_flags. A file that starts like
+ * JSON or gzip (a PyTorch profiler / Kineto trace) is imported by kineto.h. */
 int ana_trace_load(const char *path, unsigned flags, ana_trace **out, ana_error *err);
+
+/* Building a model record by record (the loader, and importers of other formats):
+ * new, then add each record (counted, timed, kept as the loader keeps it), then finish
+ * (sorts, resolves stacks, links launches). Records need not come in time order. */
+ana_trace *ana_trace_new(const char *path, unsigned flags);
+void ana_trace_add(ana_trace *t, const ana_record *r);
+void ana_trace_finish(ana_trace *t);
 void ana_trace_free(ana_trace *t);
 
 /* Time relative to the first record of the trace (0 for times before it). */

@@ -107,6 +107,8 @@ static const char *const API_NAMES[ANA_API_COUNT] = {
     [ANA_API_NCCL_RECV] = "ncclRecv",
     [ANA_API_NCCL_GROUP_START] = "ncclGroupStart",
     [ANA_API_NCCL_GROUP_END] = "ncclGroupEnd",
+    [ANA_API_IMPORTED_ALLOC] = "allocator (imported)",
+    [ANA_API_IMPORTED_FREE] = "allocator free (imported)",
 };
 
 static const char *const LIB_NAMES[ANA_LIB_COUNT] = {
@@ -137,6 +139,7 @@ int ana_api_is_device_alloc(uint32_t api)
     case ANA_API_CU_MEM_ALLOC_MANAGED:
     case ANA_API_CU_MEM_ALLOC_PITCH:
     case ANA_API_CU_MEM_ALLOC_FROM_POOL_ASYNC:
+    case ANA_API_IMPORTED_ALLOC:
     case ANA_API_CU_MEM_CREATE:
         return 1;
     default:

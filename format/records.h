@@ -165,6 +165,10 @@ enum ana_api {
     ANA_API_NCCL_RECV = 177,
     ANA_API_NCCL_GROUP_START = 178,
     ANA_API_NCCL_GROUP_END = 179,
+    /* (1.2) never written by the preload: allocations of a framework's caching allocator
+     * as an imported trace reports them (PyTorch profiler `[memory]` events, kineto.h) */
+    ANA_API_IMPORTED_ALLOC = 200,
+    ANA_API_IMPORTED_FREE = 201,
     ANA_API_COUNT = 256
 };
 
