@@ -47,6 +47,7 @@ typedef struct ana_anatomy {
     ana_class_time total;
     uint64_t busy_ns, idle_ns, span_ns, overlap_ns; /* overlap: sum of classes - busy */
     ana_anat_kname *knames; /* one per gpu.knames entry: the class of most of its time */
+    uint8_t *kernel_cls;    /* per t->kernels index: its kname's class, else its name's */
     uint64_t unnamed_ns;    /* kernels the trace never named */
     /* phases over all steps */
     uint64_t phase_ns[ANA_PHASE_COUNT];

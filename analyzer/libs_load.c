@@ -7,15 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t ana_libs_fnv(const void *p, size_t n, uint64_t h)
-{
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
 
 void ana_libs_init(ana_libs *l)
 {
@@ -57,7 +48,7 @@ static uint32_t ana_libs_intern(ana_libs *l, ana_str s)
     uint64_t idx, h;
     if (!s.s || !s.len)
         return 0;
-    for (h = ana_libs_fnv(s.s, s.len, 0xcbf29ce484222325ull);; h++) {
+    for (h = ana_fnv1a(s.s, s.len, ANA_FNV1A_SEED);; h++) {
         if (!ana_u64map_get(&l->str_idx, h, &idx))
             break;
         if (strlen(l->strs[idx]) == s.len && memcmp(l->strs[idx], s.s, s.len) == 0)
@@ -94,7 +85,7 @@ static uint32_t ana_libs_shape(ana_libs *l, const ana_gemm_shape *key)
                       (uint64_t)key->trans_a << 8 | key->trans_b | (uint64_t)key->prec << 16,
                       (uint64_t)key->a_type << 16 | (uint64_t)key->b_type << 8 | key->c_type };
     uint64_t idx, h;
-    for (h = ana_libs_fnv(v, sizeof(v), 0xcbf29ce484222325ull);; h++) {
+    for (h = ana_fnv1a(v, sizeof(v), ANA_FNV1A_SEED);; h++) {
         if (!ana_u64map_get(&l->shape_idx, h, &idx))
             break;
         if (ana_libs_same_shape(&l->shapes[idx], key))

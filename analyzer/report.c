@@ -33,6 +33,7 @@ void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *
     ana_gpu_analyze(t, opt->min_gap_ns, opt->top, &r->gpu);
     ana_libcalls_analyze(t, &r->lc);
     ana_nvtx_analyze(t, &r->nvtx);
+    ana_anatomy_build(t, &r->gpu, &r->lc, &r->anat);
     r->sym = ana_sym_new(t, opt->symbols);
     r->kernel_order = ana_xcalloc(t->n_kernels + 1, sizeof(size_t));
     for (size_t i = 0; i < t->n_kernels; i++)
@@ -48,6 +49,7 @@ void ana_report_free(ana_report *r)
     ana_gpu_result_free(&r->gpu);
     ana_libcalls_free(&r->lc);
     ana_nvtx_free(&r->nvtx);
+    ana_anatomy_free(&r->anat);
     free(r->regions);
     ana_sym_free(r->sym);
     free(r->kernel_order);

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 
+#include "anatomy.h"
 #include "gpu.h"
 #include "json.h"
 #include "libcalls.h"
@@ -32,6 +33,7 @@ typedef struct ana_report {
     ana_gpu_result gpu;
     ana_libcalls lc;
     ana_nvtx nvtx;
+    ana_anatomy anat;
     ana_mem_range *regions; /* one per t->libs.regions, covered bytes at the peak */
     ana_symbolizer *sym;
     size_t *kernel_order; /* indices into t->kernels, most launched first */
@@ -41,6 +43,10 @@ void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *
 void ana_report_free(ana_report *r);
 void ana_report_write_text(const ana_report *r, FILE *f);
 void ana_report_write_json(const ana_report *r, FILE *f);
+/* The time anatomy (time by class, steps, phases) of each; the class of a kernel. */
+void ana_report_time_text(const ana_report *r, FILE *f);
+void ana_report_time_json(const ana_report *r, ana_json *j);
+const char *ana_report_kernel_class(const ana_report *r, const ana_trace_kernel *k);
 /* The GPU section of each. */
 void ana_report_gpu_text(const ana_report *r, FILE *f);
 void ana_report_gpu_json(const ana_report *r, ana_json *j);

@@ -101,6 +101,7 @@ static void ana_rgj_kernels(ana_json *j, const ana_report *r)
         const ana_gpu_kname *k = &g->knames[i];
         ana_json_obj_begin(j);
         ana_report_json_kernel_name(j, k->k);
+        ana_json_kstr(j, "class", ana_class_name(r->anat.knames[i].cls));
         ana_json_ku64(j, "ids", k->ids);
         ana_json_ku64(j, "count", k->count);
         ana_json_ku64(j, "total_ns", k->total_ns);

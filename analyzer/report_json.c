@@ -182,6 +182,7 @@ static void ana_rj_kernels(ana_json *j, const ana_report *r)
         ana_json_obj_begin(j);
         ana_json_ku64(j, "id", k->id);
         ana_report_json_kernel_name(j, k);
+        ana_json_kstr(j, "class", ana_report_kernel_class(r, k));
         ana_json_ku64(j, "count", k->launches);
         ana_json_kdbl(j, "share", (double)k->launches / (double)t->launches);
         ana_json_ku64(j, "failed", k->failed);
@@ -226,6 +227,7 @@ void ana_report_write_json(const ana_report *r, FILE *f)
     ana_json_obj_begin(&j);
     ana_json_kstr(&j, "schema", "anatomist.report/1");
     ana_rj_trace(&j, r);
+    ana_report_time_json(r, &j);
     ana_rj_memory(&j, r);
     ana_json_key(&j, "allocations");
     ana_json_obj_begin(&j);

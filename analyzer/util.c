@@ -120,3 +120,13 @@ char *ana_demangle(const char *s)
     }
     return d;
 }
+
+uint64_t ana_fnv1a(const void *p, size_t n, uint64_t h)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}

@@ -34,6 +34,10 @@ void ana_fmt_ns(uint64_t ns, char *buf, size_t cap);
 /* Parses a non-negative decimal integer that fits in max. Returns 0 or -1. */
 int ana_parse_uint(const char *text, uint64_t max, uint64_t *out);
 
+/* FNV-1a of n bytes, continuing from h (ANA_FNV1A_SEED to start). */
+#define ANA_FNV1A_SEED 0xcbf29ce484222325ull
+uint64_t ana_fnv1a(const void *p, size_t n, uint64_t h);
+
 /* C++ demangling of an Itanium-ABI name; a malloc'd string, or NULL when s is not a
  * mangled name. */
 char *ana_demangle(const char *s);
