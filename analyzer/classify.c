@@ -1,39 +1,493 @@
-/* classify.c — placeholder until the rule table lands: every kernel is "other"; the phase
- * hints are a first version (substrings of the name). */
+/* classify.c — the kernel classifier: API context first, then one ordered rule table over
+ * the kernel's name (docs/classification.md explains every family and the ambiguous ones).
+ *
+ * A name is reduced before matching: a mangled name is demangled; the parameter list (the
+ * balanced "(...)" that ends a demangled name) and the return type ("void ", or any text
+ * before the last top-level space) are dropped; what remains is split into the function's
+ * qualified name with every template argument list removed ("fn", e.g.
+ * "at::native::vectorized_elementwise_kernel") and the text of those template arguments
+ * ("args": the functor of an ATen template, the config of cutlass::Kernel, ...). Both are
+ * lowercased. Parameters never decide a class (a cudnnTensorStruct or a curandState in a
+ * parameter list says nothing about what the kernel computes).
+ *
+ * The table is searched in order and the first row that matches wins; a row matches when
+ * its pattern is a prefix of fn (ANA_PAT_PREFIX) or occurs in fn (ANA_PAT_CONTAINS), and,
+ * when it has one, its `within` pattern occurs in args. The last row matches everything.
+ * Hints (forward/backward/optimizer) come from keywords of the whole reduced name, or'ed
+ * with the row's own hints; they do not depend on the class.
+ *
+ * Pure: every call works on its own heap copy of the name; no global mutable state. */
 #include "classify.h"
+#include "util.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+enum ana_pat_kind { ANA_PAT_PREFIX, ANA_PAT_CONTAINS, ANA_PAT_ANY };
+
+typedef struct ana_rule {
+    uint8_t kind;       /* enum ana_pat_kind, on fn */
+    const char *pat;    /* lowercase */
+    const char *within; /* lowercase text that must occur in args, or NULL */
+    uint8_t cls;
+    uint8_t hints;
+    const char *label;
+} ana_rule;
+
+#define P ANA_PAT_PREFIX
+#define C ANA_PAT_CONTAINS
+#define CON ANA_CLASS_CONTRACTION
+#define NRM ANA_CLASS_NORMALIZATION
+#define ELT ANA_CLASS_ELEMENTWISE
+#define COM ANA_CLASS_COMMUNICATION
+#define OTH ANA_CLASS_OTHER
+#define BWD ANA_HINT_BACKWARD
+#define OPT ANA_HINT_OPTIMIZER
+
+/* The rule table. Order matters: library families whose names are unambiguous come
+ * first, then the "other" families whose names contain words of other classes (sort,
+ * scan, top-k, scatter, RNG, embedding backward), then generic templates decided by their
+ * functor, then keyword families, then the default. */
+static const ana_rule ana_rules[] = {
+    /* Collectives. */
+    { C, "nccl", NULL, COM, 0, "name: NCCL kernel" },
+    { C, "cross_device_reduce", NULL, COM, 0, "name: custom all-reduce" },
+    { C, "allreduce", NULL, COM, 0, "name: all-reduce kernel" },
+    { C, "all_reduce", NULL, COM, 0, "name: all-reduce kernel" },
+    { C, "allgather", NULL, COM, 0, "name: all-gather kernel" },
+    { C, "all_gather", NULL, COM, 0, "name: all-gather kernel" },
+    { C, "reducescatter", NULL, COM, 0, "name: reduce-scatter kernel" },
+    { C, "reduce_scatter", NULL, COM, 0, "name: reduce-scatter kernel" },
+    { C, "alltoall", NULL, COM, 0, "name: all-to-all kernel" },
+    { C, "all_to_all", NULL, COM, 0, "name: all-to-all kernel" },
+    { C, "nvshmem", NULL, COM, 0, "name: NVSHMEM" },
+    { C, "mscclpp", NULL, COM, 0, "name: MSCCL++" },
+    { C, "userbuffers", NULL, COM, 0, "name: userbuffers (comm overlap)" },
+    { P, "deep_ep::", NULL, COM, 0, "name: DeepEP dispatch/combine" },
+    /* KV-cache writes: a scatter into cache slots, before "flash" claims them. */
+    { C, "reshape_and_cache", NULL, OTH, 0, "name: KV-cache scatter" },
+    { C, "concat_and_cache", NULL, OTH, 0, "name: KV-cache scatter" },
+    /* Attention (flash/fused/paged), every stage of it. */
+    { C, "flash_fwd", NULL, CON, ANA_HINT_FORWARD, "name: flash attention" },
+    { C, "flash_bwd", NULL, CON, BWD, "name: flash attention" },
+    { P, "flash::", NULL, CON, 0, "name: flash attention" },
+    { P, "pytorch_flash::", NULL, CON, 0, "name: flash attention" },
+    { C, "flash_attn", NULL, CON, 0, "name: flash attention" },
+    { C, "flashattn", NULL, CON, 0, "name: flash attention" },
+    { C, "flash_mla", NULL, CON, 0, "name: flash MLA attention" },
+    { C, "flashmla", NULL, CON, 0, "name: flash MLA attention" },
+    { C, "attn_fwd", NULL, CON, ANA_HINT_FORWARD, "name: attention kernel" },
+    { C, "attn_bwd", NULL, CON, BWD, "name: attention kernel" },
+    { C, "fmha", NULL, CON, 0, "name: fused multi-head attention" },
+    { C, "sdpa", NULL, CON, 0, "name: cuDNN SDPA" },
+    { C, "attention", NULL, CON, 0, "name: attention kernel" },
+    { C, "prefillwith", NULL, CON, 0, "name: FlashInfer attention" },
+    { C, "decodewith", NULL, CON, 0, "name: FlashInfer attention" },
+    { C, "mergestates", NULL, CON, 0, "name: FlashInfer attention" },
+    /* Triton/Inductor: the prefix says what the generated kernel is. */
+    { P, "triton_tem_", NULL, CON, 0, "name: Inductor template (GEMM/conv)" },
+    { P, "triton_mm", NULL, CON, 0, "name: Triton matmul" },
+    { P, "triton_bmm", NULL, CON, 0, "name: Triton matmul" },
+    { P, "triton_per_", NULL, NRM, 0, "name: Inductor persistent reduction" },
+    { P, "triton_red_", NULL, NRM, 0, "name: Inductor reduction" },
+    { P, "triton_poi_", NULL, ELT, 0, "name: Inductor pointwise" },
+    { P, "triton_for_", NULL, ELT, 0, "name: Inductor foreach" },
+    /* GEMM libraries: cuBLAS/cuBLASLt, CUTLASS, TRT-LLM, XMMA. */
+    { P, "cutlass", NULL, CON, 0, "name: CUTLASS kernel" },
+    { P, "cublaslt::", NULL, CON, 0, "name: cuBLASLt kernel (GEMM stage)" },
+    { C, "splitkreduce", NULL, CON, 0, "name: cuBLAS split-K reduction" },
+    { P, "nvjet", NULL, CON, 0, "name: cuBLAS nvjet GEMM" },
+    { C, "xmma", NULL, CON, 0, "name: XMMA GEMM/conv" },
+    { C, "gemm", NULL, CON, 0, "name: GEMM" },
+    { C, "gemv", NULL, CON, 0, "name: GEMV" },
+    { P, "bmm_", NULL, CON, 0, "name: TRT-LLM batched GEMM" },
+    { C, "matmul", NULL, CON, 0, "name: matmul" },
+    { C, "fused_moe_kernel", NULL, CON, 0, "name: fused MoE grouped GEMM" },
+    { P, "dot_kernel", NULL, CON, 0, "name: cuBLAS dot" },
+    /* Convolutions: cuDNN engines and every helper stage that only a conv launches. */
+    { C, "scudnn", NULL, CON, 0, "name: cuDNN convolution" },
+    { C, "884cudnn", NULL, CON, 0, "name: cuDNN convolution" },
+    { C, "1688cudnn", NULL, CON, 0, "name: cuDNN convolution" },
+    { C, "16816cudnn", NULL, CON, 0, "name: cuDNN convolution" },
+    { C, "8816cudnn", NULL, CON, 0, "name: cuDNN convolution" },
+    { P, "cask_", NULL, CON, 0, "name: cuDNN conv helper (cask)" },
+    { P, "cudnn::cnn::", NULL, CON, 0, "name: cuDNN conv stage" },
+    { C, "winograd", NULL, CON, 0, "name: winograd convolution" },
+    { C, "convolve", NULL, CON, 0, "name: convolution" },
+    { C, "convolution", NULL, CON, 0, "name: convolution" },
+    { C, "conv1d", NULL, CON, 0, "name: convolution" },
+    { C, "conv2d", NULL, CON, 0, "name: convolution" },
+    { C, "conv3d", NULL, CON, 0, "name: convolution" },
+    { C, "conv_depthwise", NULL, CON, 0, "name: depthwise convolution" },
+    { C, "dgrad", NULL, CON, BWD, "name: convolution data gradient" },
+    { C, "wgrad", NULL, CON, BWD, "name: convolution weight gradient" },
+    { C, "im2col", NULL, CON, 0, "name: conv lowering (im2col)" },
+    { C, "col2im", NULL, CON, 0, "name: conv lowering (col2im)" },
+    { C, "vol2col", NULL, CON, 0, "name: conv lowering (vol2col)" },
+    { C, "computeoffsets", NULL, CON, 0, "name: cuDNN conv helper (offsets)" },
+    { C, "fft2d_", NULL, CON, 0, "name: cuDNN FFT convolution" },
+    { C, "fft1d_", NULL, CON, 0, "name: cuDNN FFT convolution" },
+    { C, "flip_filter", NULL, CON, 0, "name: cuDNN FFT convolution" },
+    /* Other: sort, top-k, scan, set ops, scatter, embedding backward, RNG, MoE routing. */
+    { C, "topk", NULL, OTH, 0, "name: top-k" },
+    { C, "top_k", NULL, OTH, 0, "name: top-k" },
+    { C, "radixselect", NULL, OTH, 0, "name: top-k / select" },
+    { C, "sort", NULL, OTH, 0, "name: sort" },
+    { C, "scan", NULL, OTH, 0, "name: scan" },
+    { C, "cumsum", NULL, OTH, 0, "name: scan" },
+    { C, "cumprod", NULL, OTH, 0, "name: scan" },
+    { C, "nonzero", NULL, OTH, 0, "name: nonzero" },
+    { C, "unique", NULL, OTH, 0, "name: unique" },
+    { C, "histogram", NULL, OTH, 0, "name: histogram" },
+    { C, "histc", NULL, OTH, 0, "name: histogram" },
+    { C, "bincount", NULL, OTH, 0, "name: histogram" },
+    { C, "embedding_backward", NULL, OTH, BWD, "name: embedding backward" },
+    { C, "embedding_dense_backward", NULL, OTH, BWD, "name: embedding backward" },
+    { C, "encoder_backward", NULL, OTH, BWD, "name: embedding backward" },
+    { C, "compute_grad_weight", NULL, OTH, BWD, "name: embedding backward" },
+    { C, "partial_segment", NULL, OTH, BWD, "name: embedding backward" },
+    { C, "partials_per_segment", NULL, OTH, BWD, "name: embedding backward" },
+    { C, "scatter", NULL, OTH, 0, "name: scatter" },
+    { C, "index_put", NULL, OTH, 0, "name: index_put" },
+    { C, "indexput", NULL, OTH, 0, "name: index_put" },
+    { C, "index_add", NULL, OTH, 0, "name: index_add" },
+    { C, "indexfunc", NULL, OTH, 0, "name: index_add/index_fill" },
+    { C, "dropout", NULL, ELT, 0, "name: dropout" },
+    { C, "distribution_", NULL, OTH, 0, "name: random numbers" },
+    { C, "philox", NULL, OTH, 0, "name: random numbers" },
+    { C, "curand", NULL, OTH, 0, "name: random numbers" },
+    { C, "bernoulli", NULL, OTH, 0, "name: random numbers" },
+    { C, "multinomial", NULL, OTH, 0, "name: random numbers" },
+    { C, "randperm", NULL, OTH, 0, "name: random numbers" },
+    { C, "normal_kernel", NULL, OTH, 0, "name: random numbers" },
+    { C, "uniform_kernel", NULL, OTH, 0, "name: random numbers" },
+    { C, "moe", NULL, OTH, 0, "name: MoE routing/permutation" },
+    /* Generic templates decided by their functor (template arguments). */
+    { C, "elementwise_kernel", "softmax", NRM, 0, "functor: softmax" },
+    { C, "elementwise_kernel", "nll_loss", NRM, 0, "functor: loss" },
+    { C, "elementwise_kernel", "cross_entropy", NRM, 0, "functor: loss" },
+    { C, "elementwise_kernel", "bernoulli", OTH, 0, "functor: random numbers" },
+    { C, "elementwise_kernel", "uniform", OTH, 0, "functor: random numbers" },
+    { C, "elementwise_kernel", "normal_kernel", OTH, 0, "functor: random numbers" },
+    { C, "elementwise_kernel", "random_", OTH, 0, "functor: random numbers" },
+    { C, "elementwise_kernel", "index_put", OTH, 0, "functor: index_put" },
+    { C, "elementwise_kernel", "scatter", OTH, 0, "functor: scatter" },
+    { C, "elementwise_kernel", "dropout", ELT, 0, "functor: dropout" },
+    { C, "elementwise_kernel", NULL, ELT, 0, "name: ATen elementwise template" },
+    { C, "multi_tensor_apply", "l2norm", NRM, OPT, "functor: multi-tensor L2 norm" },
+    { C, "multi_tensor_apply", NULL, ELT, OPT, "name: multi-tensor apply (foreach/optimizer)" },
+    { C, "eigenmetakernel", "reducer", NRM, 0, "functor: Eigen reduction" },
+    { C, "eigenmetakernel", "reduction", NRM, 0, "functor: Eigen reduction" },
+    { C, "eigenmetakernel", NULL, ELT, 0, "name: Eigen elementwise" },
+    /* Normalization: softmax, norms, reductions, losses, pooling. */
+    { C, "softmax", NULL, NRM, 0, "name: softmax" },
+    { C, "layer_norm", NULL, NRM, 0, "name: layer norm" },
+    { C, "layernorm", NULL, NRM, 0, "name: layer norm" },
+    { C, "rms_norm", NULL, NRM, 0, "name: RMS norm" },
+    { C, "rmsnorm", NULL, NRM, 0, "name: RMS norm" },
+    { C, "batch_norm", NULL, NRM, 0, "name: batch norm" },
+    { C, "batchnorm", NULL, NRM, 0, "name: batch norm" },
+    { C, "group_norm", NULL, NRM, 0, "name: group norm" },
+    { C, "groupnorm", NULL, NRM, 0, "name: group norm" },
+    { C, "instance_norm", NULL, NRM, 0, "name: instance norm" },
+    { C, "bn_fw", NULL, NRM, 0, "name: cuDNN batch norm" },
+    { C, "bn_bw", NULL, NRM, BWD, "name: cuDNN batch norm" },
+    { P, "ln_", NULL, NRM, 0, "name: layer norm" },
+    { C, "::ln_", NULL, NRM, 0, "name: layer norm" },
+    { C, "gammabeta", NULL, NRM, BWD, "name: norm parameter gradient" },
+    { C, "moments", NULL, NRM, 0, "name: norm statistics" },
+    { C, "welford", NULL, NRM, 0, "name: norm statistics" },
+    { P, "cucompute", NULL, NRM, 0, "name: apex norm" },
+    { C, "computeinternalgradients", NULL, NRM, BWD, "name: group norm" },
+    { C, "computefusedparams", NULL, NRM, 0, "name: group norm" },
+    { C, "l2norm", NULL, NRM, 0, "name: L2 norm" },
+    { C, "bias_grad", NULL, NRM, BWD, "name: bias gradient (reduction)" },
+    { C, "biasgrad", NULL, NRM, BWD, "name: bias gradient (reduction)" },
+    { C, "reduce", NULL, NRM, 0, "name: reduction" },
+    { C, "reduction", NULL, NRM, 0, "name: reduction" },
+    { C, "argmax", NULL, NRM, 0, "name: reduction (argmax)" },
+    { C, "argmin", NULL, NRM, 0, "name: reduction (argmin)" },
+    { C, "nll", NULL, NRM, 0, "name: loss" },
+    { C, "crossentropy", NULL, NRM, 0, "name: loss" },
+    { C, "cross_entropy", NULL, NRM, 0, "name: loss" },
+    { C, "xent", NULL, NRM, 0, "name: loss" },
+    { C, "loss", NULL, NRM, 0, "name: loss" },
+    { C, "pool", NULL, NRM, 0, "name: pooling" },
+    { C, "asum_kernel", NULL, NRM, 0, "name: cuBLAS reduction" },
+    { C, "nrm2_kernel", NULL, NRM, 0, "name: cuBLAS reduction" },
+    { C, "_norm", NULL, NRM, 0, "name: norm" },
+    /* Elementwise: optimizers, copies, layout, gathers, activations, arithmetic. */
+    { C, "adam", NULL, ELT, OPT, "name: optimizer update" },
+    { C, "sgd", NULL, ELT, OPT, "name: optimizer update" },
+    { C, "lamb_", NULL, ELT, OPT, "name: optimizer update" },
+    { C, "adagrad", NULL, ELT, OPT, "name: optimizer update" },
+    { C, "rmsprop", NULL, ELT, OPT, "name: optimizer update" },
+    { C, "momentum", NULL, ELT, OPT, "name: optimizer update" },
+    { C, "gradientdescent", NULL, ELT, OPT, "name: optimizer update" },
+    { C, "copy", NULL, ELT, 0, "name: copy kernel" },
+    { C, "concat", NULL, ELT, 0, "name: concatenation" },
+    { C, "transpose", NULL, ELT, 0, "name: transpose" },
+    { C, "permute", NULL, ELT, 0, "name: permute" },
+    { C, "tonhwc", NULL, ELT, 0, "name: layout transform" },
+    { C, "swapdimension", NULL, ELT, 0, "name: layout transform" },
+    { C, "shuffleintensor", NULL, ELT, 0, "name: layout transform" },
+    { C, "resize", NULL, ELT, 0, "name: resize (upsample)" },
+    { C, "tonchw", NULL, ELT, 0, "name: layout transform" },
+    { C, "fill", NULL, ELT, 0, "name: fill" },
+    { C, "arange", NULL, ELT, 0, "name: fill (arange)" },
+    { C, "iota", NULL, ELT, 0, "name: fill (iota)" },
+    { C, "gather", NULL, ELT, 0, "name: gather" },
+    { C, "index_select", NULL, ELT, 0, "name: gather (index_select)" },
+    { C, "indexselect", NULL, ELT, 0, "name: gather (index_select)" },
+    { C, "embedding", NULL, ELT, 0, "name: embedding gather" },
+    { C, "encoder_forward", NULL, ELT, 0, "name: embedding gather" },
+    { C, "rotary", NULL, ELT, 0, "name: rotary embedding" },
+    { C, "rope", NULL, ELT, 0, "name: rotary embedding" },
+    { C, "bias", NULL, ELT, 0, "name: bias" },
+    { C, "relu", NULL, ELT, 0, "name: activation" },
+    { C, "gelu", NULL, ELT, 0, "name: activation" },
+    { C, "silu", NULL, ELT, 0, "name: activation" },
+    { C, "swiglu", NULL, ELT, 0, "name: activation" },
+    { C, "sigmoid", NULL, ELT, 0, "name: activation" },
+    { C, "tanh", NULL, ELT, 0, "name: activation" },
+    { C, "softplus", NULL, ELT, 0, "name: activation" },
+    { C, "act_and_mul", NULL, ELT, 0, "name: activation" },
+    { C, "activation", NULL, ELT, 0, "name: activation" },
+    { C, "residual", NULL, ELT, 0, "name: residual add" },
+    { C, "cast", NULL, ELT, 0, "name: cast" },
+    { C, "convert", NULL, ELT, 0, "name: cast" },
+    { C, "quant", NULL, ELT, 0, "name: (de)quantize" },
+    { C, "scale", NULL, ELT, 0, "name: scale" },
+    { C, "axpy", NULL, ELT, 0, "name: axpy" },
+    { C, "op_tensor", NULL, ELT, 0, "name: cuDNN op-tensor" },
+    { C, "pointwise", NULL, ELT, 0, "name: pointwise" },
+    { C, "elementwise", NULL, ELT, 0, "name: elementwise" },
+    { C, "upsample", NULL, ELT, 0, "name: upsample" },
+    { C, "interpolate", NULL, ELT, 0, "name: upsample" },
+    { C, "grid_sampler", NULL, ELT, 0, "name: grid sampler" },
+    { C, "triu", NULL, ELT, 0, "name: triangular mask" },
+    { C, "tril", NULL, ELT, 0, "name: triangular mask" },
+    { C, "masked_fill", NULL, ELT, 0, "name: masked fill" },
+    { P, "add_", NULL, ELT, 0, "name: add" },
+    { C, "_add", NULL, ELT, 0, "name: add" },
+    { P, "loop_", NULL, ELT, 0, "name: XLA loop fusion" },
+    { P, "wrapped_", NULL, ELT, 0, "name: XLA wrapped elementwise op" },
+    { P, "fusion", NULL, ELT, 0, "name: XLA fusion" },
+    { ANA_PAT_ANY, "", NULL, OTH, 0, "default: no rule matched" },
+};
+
+#undef P
+#undef C
+
+enum { ANA_N_RULES = sizeof(ana_rules) / sizeof(ana_rules[0]) };
+
+/* Rule numbers: the context rules, "no name", then the table. */
+enum {
+    ANA_RULE_CTX_GEMM = 0,
+    ANA_RULE_CTX_CONV,
+    ANA_RULE_CTX_ATTENTION,
+    ANA_RULE_CTX_COMM,
+    ANA_RULE_CTX_MEMORY,
+    ANA_RULE_NO_NAME,
+    ANA_RULE_TABLE,
+};
+
+static const char *const ana_fixed_rule_names[ANA_RULE_TABLE] = {
+    "context: GEMM call", "context: convolution call", "context: attention call",
+    "context: collective", "context: memcpy/memset", "name: none given",
+};
 
 static const char *const ana_class_names[ANA_CLASS_COUNT] = {
     "contraction", "normalization", "elementwise", "communication", "memory", "other",
 };
 
-static int ana_has_any(const char *name, const char *const *subs)
+/* The parts of a reduced name; all three point into one allocation. */
+typedef struct ana_kname {
+    char *head; /* qualified name with template arguments, lowercase */
+    char *fn;   /* head without any template argument list */
+    char *args; /* the template argument text, lists separated by '|' */
+    void *mem;
+} ana_kname;
+
+/* Start of the parameter list: the '(' matching the ')' that ends s, or len when s does
+ * not end with a balanced group (a bare cuBLAS name, a name cut short by a tool). */
+static size_t ana_params_start(const char *s, size_t len)
 {
-    for (; *subs; subs++)
-        if (strstr(name, *subs))
+    while (len > 0 && s[len - 1] == ' ')
+        len--;
+    if (len == 0 || s[len - 1] != ')')
+        return len;
+    int depth = 0;
+    for (size_t i = len; i-- > 0;) {
+        if (s[i] == ')')
+            depth++;
+        else if (s[i] == '(' && --depth == 0)
+            return i > 0 ? i : len;
+    }
+    return len;
+}
+
+/* Walks s[0..n) keeping a bracket stack: '(' always nests, '<' nests unless inside
+ * parentheses (so "(8)>(0)" in a template argument is not a bracket). Returns the index
+ * after the last space outside every bracket: where the name starts after a return type. */
+static size_t ana_base_start(const char *s, size_t n)
+{
+    char stack[64];
+    int sp = 0, overflow = 0;
+    size_t base = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        int top = sp > 0 ? stack[sp - 1] : 0;
+        if (ch == '(' || (ch == '<' && top != '(')) {
+            if (sp < (int)sizeof(stack))
+                stack[sp++] = ch;
+            else
+                overflow++;
+        } else if ((ch == ')' && top == '(') || (ch == '>' && top == '<')) {
+            if (overflow)
+                overflow--;
+            else
+                sp--;
+        } else if (ch == ' ' && sp == 0 && !overflow) {
+            base = i + 1;
+        }
+    }
+    return base;
+}
+
+/* Splits s[0..n) (lowercased) into fn (angle depth 0) and args (depth > 0). */
+static void ana_split(const char *s, size_t n, ana_kname *k)
+{
+    char *f = k->fn, *a = k->args;
+    int depth = 0, parens = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = (char)((s[i] >= 'A' && s[i] <= 'Z') ? s[i] - 'A' + 'a' : s[i]);
+        k->head[i] = ch;
+        if (ch == '(' && depth > 0)
+            parens++;
+        else if (ch == ')' && depth > 0 && parens > 0)
+            parens--;
+        if (ch == '<' && parens == 0) {
+            if (depth++ == 0 && a != k->args)
+                *a++ = '|';
+            continue;
+        }
+        if (ch == '>' && parens == 0 && depth > 0) {
+            depth--;
+            continue;
+        }
+        if (depth == 0)
+            *f++ = ch;
+        else
+            *a++ = ch;
+    }
+    k->head[n] = *f = *a = 0;
+}
+
+static void ana_kname_init(ana_kname *k, const char *name)
+{
+    char *dem = ana_demangle(name);
+    const char *s = dem ? dem : name;
+    size_t len = strlen(s);
+    size_t end = ana_params_start(s, len);
+    while (end > 0 && s[end - 1] == ' ')
+        end--;
+    size_t start = ana_base_start(s, end);
+    if (start >= end) /* nothing after the last space: keep it all */
+        start = 0;
+    size_t n = end - start;
+    char *mem = ana_xmalloc(3 * (n + 1));
+    k->mem = mem;
+    k->head = mem;
+    k->fn = mem + n + 1;
+    k->args = mem + 2 * (n + 1);
+    ana_split(s + start, n, k);
+    free(dem);
+}
+
+static int ana_rule_matches(const ana_rule *r, const ana_kname *k)
+{
+    int hit;
+    switch (r->kind) {
+    case ANA_PAT_PREFIX: hit = strncmp(k->fn, r->pat, strlen(r->pat)) == 0; break;
+    case ANA_PAT_CONTAINS: hit = strstr(k->fn, r->pat) != NULL; break;
+    default: hit = 1; break;
+    }
+    return hit && (!r->within || strstr(k->args, r->within));
+}
+
+/* "lamb" but not "lambda" (every ATen lambda functor would read as an optimizer). */
+static int ana_has_lamb(const char *s)
+{
+    for (const char *p = strstr(s, "lamb"); p; p = strstr(p + 4, "lamb"))
+        if (p[4] != 'd')
             return 1;
     return 0;
 }
 
+static int ana_has_any(const char *s, const char *const *subs)
+{
+    for (; *subs; subs++)
+        if (strstr(s, *subs))
+            return 1;
+    return 0;
+}
+
+/* Phase hints from keywords of the reduced name (lowercase). Backward wins over forward:
+ * an Inductor backward kernel often also names the forward op it differentiates. */
+static uint8_t ana_keyword_hints(const char *head)
+{
+    static const char *const bwd[] = { "backward", "bwd", "dgrad", "wgrad", "_bw_", "bn_bw",
+                                       "updategradinput", "accgradparameters", "grad_input",
+                                       "gradinput", "bprop", NULL };
+    static const char *const fwd[] = { "forward", "fwd", "_fw_", "bn_fw", "fprop",
+                                       "updateoutput", NULL };
+    static const char *const opt[] = { "adam", "sgd", "adagrad", "rmsprop", "multi_tensor_apply",
+                                       "optimizer", "momentum", "gradientdescent", NULL };
+    uint8_t h = 0;
+    if (ana_has_any(head, bwd))
+        h |= ANA_HINT_BACKWARD;
+    else if (ana_has_any(head, fwd))
+        h |= ANA_HINT_FORWARD;
+    if (ana_has_any(head, opt) || ana_has_lamb(head))
+        h |= ANA_HINT_OPTIMIZER;
+    return h;
+}
+
+static int ana_ctx_rule(int ctx, ana_classification *c)
+{
+    switch (ctx) {
+    case ANA_CTX_GEMM: c->cls = ANA_CLASS_CONTRACTION; c->rule = ANA_RULE_CTX_GEMM; return 1;
+    case ANA_CTX_CONV: c->cls = ANA_CLASS_CONTRACTION; c->rule = ANA_RULE_CTX_CONV; return 1;
+    case ANA_CTX_ATTENTION:
+        c->cls = ANA_CLASS_CONTRACTION;
+        c->rule = ANA_RULE_CTX_ATTENTION;
+        return 1;
+    case ANA_CTX_COMM: c->cls = ANA_CLASS_COMMUNICATION; c->rule = ANA_RULE_CTX_COMM; return 1;
+    case ANA_CTX_MEMORY: c->cls = ANA_CLASS_MEMORY; c->rule = ANA_RULE_CTX_MEMORY; return 1;
+    default: return 0;
+    }
+}
+
 ana_classification ana_classify(const char *name, int ctx)
 {
-    static const char *const fwd[] = { "forward", "_fwd", "fwd_", NULL };
-    static const char *const bwd[] = { "backward", "Backward", "_bwd", "bwd_", "dgrad", "wgrad",
-                                       NULL };
-    static const char *const opt[] = { "adam", "Adam", "sgd", "SGD", "lamb", "Lamb",
-                                       "multi_tensor_apply", NULL };
-    ana_classification c = { ANA_CLASS_OTHER, 0, 0 };
-    if (ctx == ANA_CTX_MEMORY)
-        c.cls = ANA_CLASS_MEMORY;
-    if (name) {
-        if (ana_has_any(name, bwd))
-            c.hints |= ANA_HINT_BACKWARD;
-        else if (ana_has_any(name, fwd))
-            c.hints |= ANA_HINT_FORWARD;
-        if (ana_has_any(name, opt))
-            c.hints |= ANA_HINT_OPTIMIZER;
+    ana_classification c = { ANA_CLASS_OTHER, 0, ANA_RULE_NO_NAME };
+    int by_ctx = ana_ctx_rule(ctx, &c);
+    if (!name || !*name)
+        return c;
+    ana_kname k;
+    ana_kname_init(&k, name);
+    c.hints = ana_keyword_hints(k.head);
+    if (!by_ctx) {
+        for (size_t i = 0; i < ANA_N_RULES; i++)
+            if (ana_rule_matches(&ana_rules[i], &k)) {
+                c.cls = ana_rules[i].cls;
+                c.hints |= ana_rules[i].hints;
+                c.rule = (uint16_t)(ANA_RULE_TABLE + i);
+                break;
+            }
     }
+    free(k.mem);
     return c;
 }
 
@@ -44,7 +498,7 @@ const char *ana_class_name(int cls)
 
 int ana_class_parse(const char *name)
 {
-    for (int i = 0; i < ANA_CLASS_COUNT; i++)
+    for (int i = 0; name && i < ANA_CLASS_COUNT; i++)
         if (strcmp(name, ana_class_names[i]) == 0)
             return i;
     return -1;
@@ -52,8 +506,11 @@ int ana_class_parse(const char *name)
 
 const char *ana_classify_rule_name(uint16_t rule)
 {
-    (void)rule;
-    return "none";
+    if (rule < ANA_RULE_TABLE)
+        return ana_fixed_rule_names[rule];
+    if (rule - ANA_RULE_TABLE < ANA_N_RULES)
+        return ana_rules[rule - ANA_RULE_TABLE].label;
+    return "unknown rule";
 }
 
 const char *ana_ctx_name(int ctx)

@@ -1,6 +1,248 @@
-/* test_classify.c — placeholder until the classifier's unit tests land. */
+/* test_classify.c — the kernel classifier's contract: contexts win over names, the rule
+ * table's families (one real name each), phase hints, rule labels, class names. The
+ * labeled corpora (tests/data/kernel-names) are checked through the CLI in
+ * tests/cli/test_classify.py. */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "classify.h"
 
-Test(classify, memory_context) { cr_expect_eq(ana_classify("x", ANA_CTX_MEMORY).cls, ANA_CLASS_MEMORY); }
+static const char gemm_name[] = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_"
+                                "warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
+static const char add_name[] =
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+    "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)";
+
+Test(classify, contexts_win_over_names)
+{
+    static const struct { int ctx; int cls; } want[] = {
+        { ANA_CTX_GEMM, ANA_CLASS_CONTRACTION },      { ANA_CTX_CONV, ANA_CLASS_CONTRACTION },
+        { ANA_CTX_ATTENTION, ANA_CLASS_CONTRACTION }, { ANA_CTX_COMM, ANA_CLASS_COMMUNICATION },
+        { ANA_CTX_MEMORY, ANA_CLASS_MEMORY },
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        cr_expect_eq(ana_classify(add_name, want[i].ctx).cls, want[i].cls, "ctx %d", want[i].ctx);
+        cr_expect_eq(ana_classify(gemm_name, want[i].ctx).cls, want[i].cls, "ctx %d", want[i].ctx);
+        cr_expect_eq(ana_classify(NULL, want[i].ctx).cls, want[i].cls, "ctx %d", want[i].ctx);
+        cr_expect(strncmp(ana_classify_rule_name(ana_classify(add_name, want[i].ctx).rule),
+                          "context: ", 9) == 0);
+    }
+    /* library and none leave it to the name; an unknown context value too */
+    cr_expect_eq(ana_classify(add_name, ANA_CTX_LIBRARY).cls, ANA_CLASS_ELEMENTWISE);
+    cr_expect_eq(ana_classify(add_name, ANA_CTX_NONE).cls, ANA_CLASS_ELEMENTWISE);
+    cr_expect_eq(ana_classify(add_name, 99).cls, ANA_CLASS_ELEMENTWISE);
+    cr_expect_eq(ana_classify(gemm_name, ANA_CTX_LIBRARY).cls, ANA_CLASS_CONTRACTION);
+    /* "memory" is never a kernel by name */
+    cr_expect_neq(ana_classify("Memcpy DtoD (Device -> Device)", ANA_CTX_NONE).cls, ANA_CLASS_MEMORY);
+}
+
+Test(classify, null_and_empty_names_are_other)
+{
+    cr_expect_eq(ana_classify(NULL, ANA_CTX_NONE).cls, ANA_CLASS_OTHER);
+    cr_expect_eq(ana_classify("", ANA_CTX_NONE).cls, ANA_CLASS_OTHER);
+    cr_expect_eq(ana_classify("", ANA_CTX_LIBRARY).cls, ANA_CLASS_OTHER);
+    cr_expect_eq(ana_classify(NULL, ANA_CTX_NONE).hints, 0);
+    cr_expect_str_eq(ana_classify_rule_name(ana_classify(NULL, ANA_CTX_NONE).rule), "name: none given");
+}
+
+/* One real name per family of the rule table, with the class it must get. */
+static const struct { const char *name; int cls; } families[] = {
+    { "ampere_sgemm_128x64_tn", ANA_CLASS_CONTRACTION },
+    { "nvjet_tst_192x8_64x8_4x1_v_bz_TNT", ANA_CLASS_CONTRACTION },
+    { "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4>("
+      "cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4::Params)", ANA_CLASS_CONTRACTION },
+    { "void cublasLt::splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, "
+      "false>(cublasLt::cublasSplitKParams<float>, float const*, float const*, float*)",
+      ANA_CLASS_CONTRACTION },
+    { "cask_cudnn::computeOffsetsKernel(cask_cudnn::ComputeOffsetsParams)", ANA_CLASS_CONTRACTION },
+    { "volta_scudnn_128x64_relu_interior_nn_v1", ANA_CLASS_CONTRACTION },
+    { "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, "
+      "4, false, false, cutlass::bfloat16_t> >(pytorch_flash::Flash_fwd_params)",
+      ANA_CLASS_CONTRACTION },
+    { "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext",
+      ANA_CLASS_CONTRACTION },
+    { "triton_tem_fused_mm_0", ANA_CLASS_CONTRACTION },
+    { "triton_red_fused__log_softmax_add_0", ANA_CLASS_NORMALIZATION },
+    { "triton_per_fused_add_mean_mul_pow_rsqrt_1", ANA_CLASS_NORMALIZATION },
+    { "triton_poi_fused_add_relu_2", ANA_CLASS_ELEMENTWISE },
+    { "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, true>(float*, "
+      "float const*, int, int, int)", ANA_CLASS_NORMALIZATION },
+    { "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float, float, float, "
+      "float, cudnnTensorStruct, float const*)", ANA_CLASS_NORMALIZATION },
+    { "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<"
+      "float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<"
+      "float, float>, unsigned int, float, 4>)", ANA_CLASS_NORMALIZATION },
+    { "void cunn_ClassNLLCriterion_updateOutput_kernel<float, float>(float*, float*, float*, long*, "
+      "float*, int, int, int, int, long)", ANA_CLASS_NORMALIZATION },
+    { "void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>(int, float "
+      "const*, int, int, int, int, int, int, int, int, int, int, int, int, int, int, float*, long*)",
+      ANA_CLASS_NORMALIZATION },
+    { "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", ANA_CLASS_COMMUNICATION },
+    { "_Z29ncclKernel_AllReduce_RING_LL_SumfP11ncclDevCommmP8ncclWork", ANA_CLASS_COMMUNICATION },
+    { "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 4, 64, "
+      "64>(float*, int)", ANA_CLASS_ELEMENTWISE },
+    { "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+      "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+      ANA_CLASS_ELEMENTWISE },
+    { "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+      "namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<"
+      "float, 4> >(int)", ANA_CLASS_ELEMENTWISE },
+    { "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, unsigned "
+      "int, 1, 4, bool>(at::cuda::detail::TensorInfo<float, unsigned int>, at::PhiloxCudaState)",
+      ANA_CLASS_ELEMENTWISE },
+    { "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*)",
+      ANA_CLASS_ELEMENTWISE },
+    { "loop_add_fusion", ANA_CLASS_ELEMENTWISE },
+    { "input_reduce_fusion", ANA_CLASS_NORMALIZATION },
+    { "void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<at_cuda_detail::cub::"
+      "DeviceRadixSortPolicy<long, long, unsigned int>::Policy800, false>(int)", ANA_CLASS_OTHER },
+    { "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, "
+      "4>(long, at::PhiloxCudaState)", ANA_CLASS_OTHER },
+    { "void at::native::(anonymous namespace)::embedding_backward_feature_kernel<float, float, "
+      "long>(long const*, float const*, float*, int, long, int)", ANA_CLASS_OTHER },
+    { "void moe::dev::routing::routingIndicesOffsetsKernel<int>(int)", ANA_CLASS_OTHER },
+    { "frobnicate_kernel", ANA_CLASS_OTHER },
+};
+
+Test(classify, one_name_per_family)
+{
+    for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+        ana_classification c = ana_classify(families[i].name, ANA_CTX_NONE);
+        cr_expect_eq(c.cls, families[i].cls, "%s: got %s by '%s'", families[i].name,
+                     ana_class_name(c.cls), ana_classify_rule_name(c.rule));
+    }
+}
+
+Test(classify, the_functor_decides_generic_templates_not_the_parameters)
+{
+    /* softmax functor inside an elementwise template: decided by the template argument */
+    cr_expect_eq(ana_classify("void at::native::vectorized_elementwise_kernel<4, at::native::"
+                              "(anonymous namespace)::softmax_backward_kernel_impl(float)"
+                              "::{lambda(float)#1}, std::array<char*, 3ul> >(int)",
+                              ANA_CTX_NONE).cls, ANA_CLASS_NORMALIZATION);
+    /* the same template with an arithmetic functor is elementwise */
+    cr_expect_eq(ana_classify(add_name, ANA_CTX_NONE).cls, ANA_CLASS_ELEMENTWISE);
+    /* a cuDNN tensor struct or a curand state in the parameters says nothing */
+    cr_expect_eq(ana_classify("void my_kernel<float>(cudnnTensorStruct, curandStatePhilox4_32_10*)",
+                              ANA_CTX_NONE).cls, ANA_CLASS_OTHER);
+    cr_expect_eq(ana_classify("void relu_fwd<float>(float*, softmax_params)", ANA_CTX_NONE).cls,
+                 ANA_CLASS_ELEMENTWISE);
+}
+
+Test(classify, mangled_names_classify_like_demangled)
+{
+    static const char *const pairs[][2] = {
+        { "_Z17layernorm_forwardIfEvPT_PfS2_PKS0_S4_S4_ii",
+          "void layernorm_forward<float>(float*, float*, float*, float const*, float const*, "
+          "float const*, int, int)" },
+        { "_Z20encoder_backward_wteIfEvPT_PKS0_PKiS5_ii",
+          "void encoder_backward_wte<float>(float*, float const*, int const*, int const*, int, int)" },
+    };
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        ana_classification a = ana_classify(pairs[i][0], ANA_CTX_NONE);
+        ana_classification b = ana_classify(pairs[i][1], ANA_CTX_NONE);
+        cr_expect_eq(a.cls, b.cls, "%s", pairs[i][0]);
+        cr_expect_eq(a.rule, b.rule, "%s", pairs[i][0]);
+        cr_expect_eq(a.hints, b.hints, "%s", pairs[i][0]);
+    }
+    cr_expect_eq(ana_classify(pairs[0][0], ANA_CTX_NONE).cls, ANA_CLASS_NORMALIZATION);
+    cr_expect_eq(ana_classify(pairs[1][0], ANA_CTX_NONE).cls, ANA_CLASS_OTHER);
+    /* a mangled name cut short (not demangleable) still matches on its text */
+    cr_expect_eq(ana_classify("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_", ANA_CTX_NONE).cls,
+                 ANA_CLASS_ELEMENTWISE);
+}
+
+Test(classify, sample_trainer_kernels)
+{
+    static const struct { const char *name; int cls; uint8_t hints; } want[] = {
+        { "layernorm_forward", ANA_CLASS_NORMALIZATION, ANA_HINT_FORWARD },
+        { "layernorm_backward_data", ANA_CLASS_NORMALIZATION, ANA_HINT_BACKWARD },
+        { "softmax_causal_backward", ANA_CLASS_NORMALIZATION, ANA_HINT_BACKWARD },
+        { "crossentropy", ANA_CLASS_NORMALIZATION, 0 },
+        { "softmax_xent", ANA_CLASS_NORMALIZATION, 0 },
+        { "reduce_mean", ANA_CLASS_NORMALIZATION, 0 },
+        { "argmax_correct", ANA_CLASS_NORMALIZATION, 0 },
+        { "bias_grad", ANA_CLASS_NORMALIZATION, ANA_HINT_BACKWARD },
+        { "adamw", ANA_CLASS_ELEMENTWISE, ANA_HINT_OPTIMIZER },
+        { "adamw_update", ANA_CLASS_ELEMENTWISE, ANA_HINT_OPTIMIZER },
+        { "gelu_forward", ANA_CLASS_ELEMENTWISE, ANA_HINT_FORWARD },
+        { "gelu_backward", ANA_CLASS_ELEMENTWISE, ANA_HINT_BACKWARD },
+        { "residual_add", ANA_CLASS_ELEMENTWISE, 0 },
+        { "cast_params", ANA_CLASS_ELEMENTWISE, 0 },
+        { "permute_qkv", ANA_CLASS_ELEMENTWISE, 0 },
+        { "unpermute_backward", ANA_CLASS_ELEMENTWISE, ANA_HINT_BACKWARD },
+        { "encoder_forward", ANA_CLASS_ELEMENTWISE, ANA_HINT_FORWARD },
+        { "encoder_backward_wte", ANA_CLASS_OTHER, ANA_HINT_BACKWARD },
+        { "matmul_fwd", ANA_CLASS_CONTRACTION, ANA_HINT_FORWARD },
+        { "matmul_bwd_data", ANA_CLASS_CONTRACTION, ANA_HINT_BACKWARD },
+        { "matmul_bwd_weight", ANA_CLASS_CONTRACTION, ANA_HINT_BACKWARD },
+        { "relu_bwd", ANA_CLASS_ELEMENTWISE, ANA_HINT_BACKWARD },
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        ana_classification c = ana_classify(want[i].name, ANA_CTX_NONE);
+        cr_expect_eq(c.cls, want[i].cls, "%s: got %s", want[i].name, ana_class_name(c.cls));
+        cr_expect_eq(c.hints, want[i].hints, "%s: hints %u", want[i].name, c.hints);
+    }
+}
+
+Test(classify, hints)
+{
+    cr_expect_eq(ana_classify("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel", ANA_CTX_NONE).hints,
+                 ANA_HINT_BACKWARD);
+    cr_expect_eq(ana_classify("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>()",
+                              ANA_CTX_NONE).hints, ANA_HINT_FORWARD);
+    cr_expect_eq(ana_classify("sm80_xmma_wgrad_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc",
+                              ANA_CTX_NONE).hints, ANA_HINT_BACKWARD);
+    cr_expect_eq(ana_classify("ConvolutionBackward0", ANA_CTX_NONE).hints, ANA_HINT_BACKWARD);
+    /* backward wins when a backward kernel also names the forward op */
+    cr_expect_eq(ana_classify("triton_red_fused__log_softmax_backward_data_nll_loss_backward_"
+                              "nll_loss_forward_2", ANA_CTX_NONE).hints, ANA_HINT_BACKWARD);
+    cr_expect_eq(ana_classify("multi_tensor_apply_kernel", ANA_CTX_NONE).hints, ANA_HINT_OPTIMIZER);
+    cr_expect_eq(ana_classify("void lamb_stage1_kernel<float>(float*)", ANA_CTX_NONE).hints,
+                 ANA_HINT_OPTIMIZER);
+    /* "lambda" is not LAMB: ATen functors are lambdas */
+    cr_expect_eq(ana_classify("void at::native::vectorized_elementwise_kernel<4, at::native::"
+                              "neg_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}, "
+                              "std::array<char*, 2ul> >(int)", ANA_CTX_NONE).hints, 0);
+    /* hints do not depend on the context */
+    cr_expect_eq(ana_classify("flash_bwd_convert_dq_kernel", ANA_CTX_ATTENTION).hints,
+                 ANA_HINT_BACKWARD);
+    cr_expect_eq(ana_classify(gemm_name, ANA_CTX_NONE).hints, 0);
+}
+
+Test(classify, rule_names_for_every_class)
+{
+    static const char *const one_per_class[ANA_CLASS_COUNT] = {
+        "volta_sgemm_64x64_nn", "vectorized_layer_norm_kernel", "relu_fwd",
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL", NULL, "frobnicate",
+    };
+    for (int cls = 0; cls < ANA_CLASS_COUNT; cls++) {
+        const char *name = one_per_class[cls];
+        ana_classification c = ana_classify(name ? name : "x", name ? ANA_CTX_NONE : ANA_CTX_MEMORY);
+        cr_expect_eq(c.cls, cls, "%s", ana_class_name(cls));
+        const char *label = ana_classify_rule_name(c.rule);
+        cr_assert_not_null(label);
+        cr_expect_gt(strlen(label), 5);
+    }
+    cr_expect_not_null(ana_classify_rule_name(UINT16_MAX));
+    /* distinct rules have distinct numbers: a GEMM and a copy are not decided alike */
+    cr_expect_neq(ana_classify(gemm_name, ANA_CTX_NONE).rule, ana_classify(add_name, ANA_CTX_NONE).rule);
+}
+
+Test(classify, class_and_context_names_round_trip)
+{
+    static const char *const names[ANA_CLASS_COUNT] = {
+        "contraction", "normalization", "elementwise", "communication", "memory", "other",
+    };
+    for (int i = 0; i < ANA_CLASS_COUNT; i++) {
+        cr_expect_str_eq(ana_class_name(i), names[i]);
+        cr_expect_eq(ana_class_parse(names[i]), i);
+    }
+    cr_expect_null(ana_class_name(-1));
+    cr_expect_null(ana_class_name(ANA_CLASS_COUNT));
+    cr_expect_eq(ana_class_parse("Contraction"), -1);
+    cr_expect_eq(ana_class_parse(""), -1);
+    cr_expect_str_eq(ana_ctx_name(ANA_CTX_GEMM), "gemm");
+    cr_expect_str_eq(ana_ctx_name(ANA_CTX_LIBRARY), "library");
+    cr_expect_null(ana_ctx_name(ANA_CTX_COUNT));
+}
