@@ -1,22 +1,911 @@
-/* steps.c — placeholder until step detection lands: no steps. */
+/* steps.c — see steps.h; the rules are documented in docs/steps.md.
+ *
+ * Every call gets a key (what repeats: its kernel, or a copy's API and size) and a hint
+ * (forward, backward or optimizer, from classify.h). Then, in order of evidence:
+ *   NVTX      the closed ranges are grouped by (kind, domain, depth, name without its
+ *             numbering); the group named like a step at the smallest depth wins, else the
+ *             outermost repeated group holding more than half of the calls;
+ *   optimizer runs of optimizer-hinted launches cut the sequence; what follows every run
+ *             the same way (the last run included) closes the step, what precedes every
+ *             step the same way (the first included) opens the next one;
+ *   period    rare keys anchor candidate periods; a candidate's windows must look like
+ *             its steady window; the candidate covering the most calls wins.
+ * Phases: ranges named forward/backward/optimizer place the calls inside them; a step
+ * without such ranges is placed by kernel-name hints. All of it O(n log n) in the calls
+ * (range windows are binary searches; a push/pop range scans only its own thread). */
 #include "steps.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "classify.h"
 #include "util.h"
+
+enum { ST_NONE = 0, ST_FWD = 1, ST_BWD = 2, ST_OPT = 3 }; /* a call's effective hint */
+enum { ST_SPAN = 0 };                                      /* a step of consecutive calls */
+#define ST_CANDIDATES 16 /* rare keys tried as period anchors */
+#define ST_PATTERN 8     /* calls that identify where the first step begins */
+
+/* A closed NVTX range. */
+typedef struct ana_st_range {
+    uint64_t t0, t1, tid; /* tid: push/pop only; start/end ranges hold every thread's calls */
+    uint32_t name, depth, group;
+    uint16_t domain;
+    uint8_t kind; /* ANA_RANGE_PUSH or ANA_RANGE_START */
+} ana_st_range;
+
+/* A step before sorting: a range (kind PUSH/START) or calls [a, b] (ST_SPAN). */
+typedef struct ana_st_step {
+    uint64_t t0, t1, tid;
+    size_t a, b;
+    uint8_t kind;
+} ana_st_step;
+
+typedef struct ana_st {
+    const ana_trace *t;
+    size_t n;
+    uint8_t *hint;     /* per call: ST_* */
+    uint64_t *key;     /* per call */
+    size_t *by_tid;    /* call indices by (tid, time) */
+    uint8_t *nv_phase; /* per call: phase from an NVTX range, or ANA_PHASE_COUNT */
+    ana_st_range *ranges;
+    size_t n_ranges, cap_ranges;
+    ana_st_step *steps;
+    size_t n_steps, cap_steps;
+    char name[64];
+    int method;
+} ana_st;
+
+/* ------------------------------------------------------------------ names */
+
+/* The name without trailing numbering: "ProfilerStep#12" -> "ProfilerStep#",
+ * "step 3/100" -> "step". Returns its length in buf. */
+static size_t ana_st_stem(const char *s, char *buf, size_t cap)
+{
+    size_t n = strlen(s);
+    while (n && (isdigit((unsigned char)s[n - 1]) || strchr(" _-:./,=\t", s[n - 1])))
+        n--;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    return n;
+}
+
+/* Lower-cased letters and digits of s. */
+static void ana_st_alnum(const char *s, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (; *s && n + 1 < cap; s++)
+        if (isalnum((unsigned char)*s))
+            buf[n++] = (char)tolower((unsigned char)*s);
+    buf[n] = 0;
+}
+
+static int ana_st_step_like(const char *stem)
+{
+    static const char *const names[] = { "step", "trainstep", "trainingstep", "iteration", "iter",
+                                         "trainiter", "trainiteration", "trainingiteration",
+                                         "profilerstep", "batch", "trainbatch", "trainingbatch",
+                                         "globalstep", NULL };
+    char a[64];
+    ana_st_alnum(stem, a, sizeof(a));
+    for (const char *const *p = names; *p; p++)
+        if (!strcmp(a, *p))
+            return 1;
+    return 0;
+}
+
+/* The phase a range name says, by its words (case-insensitive, trailing digits ignored):
+ * forward/fwd, backward/bwd, optimizer/optim or zero_grad; -1 for none or more than one. */
+static int ana_st_phase_of(const char *name)
+{
+    int found = -1;
+    char w[32], prev[32] = "";
+    while (*name) {
+        size_t n = 0;
+        while (*name && !isalnum((unsigned char)*name))
+            name++;
+        while (isalnum((unsigned char)*name)) {
+            if (n + 1 < sizeof(w))
+                w[n++] = (char)tolower((unsigned char)*name);
+            name++;
+        }
+        while (n && isdigit((unsigned char)w[n - 1]))
+            n--;
+        w[n] = 0;
+        if (!n)
+            continue;
+        int p = !strcmp(w, "forward") || !strcmp(w, "fwd")    ? ANA_PHASE_FORWARD
+                : !strcmp(w, "backward") || !strcmp(w, "bwd") ? ANA_PHASE_BACKWARD
+                : !strcmp(w, "optimizer") || !strcmp(w, "optim") || !strcmp(w, "zerograd") ||
+                        (!strcmp(w, "grad") && !strcmp(prev, "zero"))
+                    ? ANA_PHASE_OPTIMIZER
+                    : -1;
+        if (p >= 0 && found >= 0 && p != found)
+            return -1;
+        if (p >= 0)
+            found = p;
+        memcpy(prev, w, n + 1);
+    }
+    return found;
+}
+
+/* ------------------------------------------------------------------ calls */
+
+/* A key and a call index, sorted by both (thread order, key runs). */
+typedef struct ana_st_pair {
+    uint64_t k;
+    size_t i;
+} ana_st_pair;
+
+static int ana_st_pair_cmp(const void *a, const void *b)
+{
+    const ana_st_pair *x = a, *y = b;
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static uint8_t ana_st_hint_of(const ana_trace *t, uint8_t *cache, const ana_api_call *c)
+{
+    uint64_t k;
+    if (c->kind != ANA_K_LAUNCH || !ana_u64map_get(&t->kernel_idx, c->arg, &k))
+        return ST_NONE;
+    if (!cache[k]) {
+        uint8_t h = ana_classify(t->kernels[k].name, ANA_CTX_NONE).hints;
+        cache[k] = 1 + ((h & ANA_HINT_OPTIMIZER)  ? ST_OPT
+                        : (h & ANA_HINT_BACKWARD) ? ST_BWD
+                        : (h & ANA_HINT_FORWARD)  ? ST_FWD
+                                                  : ST_NONE);
+    }
+    return (uint8_t)(cache[k] - 1);
+}
+
+static void ana_st_init(ana_st *st, const ana_trace *t)
+{
+    memset(st, 0, sizeof(*st));
+    st->t = t;
+    st->n = t->n_calls;
+    st->hint = ana_xcalloc(st->n + 1, 1);
+    st->key = ana_xcalloc(st->n + 1, sizeof(uint64_t));
+    st->by_tid = ana_xcalloc(st->n + 1, sizeof(size_t));
+    st->nv_phase = ana_xmalloc(st->n + 1);
+    memset(st->nv_phase, ANA_PHASE_COUNT, st->n + 1);
+    uint8_t *cache = ana_xcalloc(t->n_kernels + 1, 1);
+    ana_st_pair *v = ana_xcalloc(st->n + 1, sizeof(*v));
+    for (size_t i = 0; i < st->n; i++) {
+        const ana_api_call *c = &t->calls[i];
+        uint64_t k[3] = { c->kind, c->kind == ANA_K_LAUNCH ? 0 : c->api, c->arg };
+        st->key[i] = ana_fnv1a(k, sizeof(k), ANA_FNV1A_SEED);
+        st->hint[i] = ana_st_hint_of(t, cache, c);
+        v[i] = (ana_st_pair){ c->tid, i };
+    }
+    qsort(v, st->n, sizeof(*v), ana_st_pair_cmp); /* calls are in time order already */
+    for (size_t i = 0; i < st->n; i++)
+        st->by_tid[i] = v[i].i;
+    free(v);
+    free(cache);
+}
+
+static void ana_st_free(ana_st *st)
+{
+    free(st->hint);
+    free(st->key);
+    free(st->by_tid);
+    free(st->nv_phase);
+    free(st->ranges);
+    free(st->steps);
+}
+
+/* First index of calls (by time) at or after time (after: strictly after). */
+static size_t ana_st_time_bound(const ana_st *st, uint64_t time, int after)
+{
+    size_t lo = 0, hi = st->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t x = st->t->calls[mid].time_ns;
+        if (after ? x <= time : x < time)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The same in by_tid, for (tid, time). */
+static size_t ana_st_tid_bound(const ana_st *st, uint64_t tid, uint64_t time, int after)
+{
+    size_t lo = 0, hi = st->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const ana_api_call *c = &st->t->calls[st->by_tid[mid]];
+        int below = c->tid < tid || (c->tid == tid && (after ? c->time_ns <= time : c->time_ns < time));
+        if (below)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The calls a range holds: positions [*lo, *hi) of by_tid (push/pop) or of calls
+ * (start/end); ana_st_at maps a position to a call index. */
+static void ana_st_window(const ana_st *st, uint8_t kind, uint64_t tid, uint64_t t0, uint64_t t1,
+                          size_t *lo, size_t *hi)
+{
+    if (kind == ANA_RANGE_PUSH) {
+        *lo = ana_st_tid_bound(st, tid, t0, 0);
+        *hi = ana_st_tid_bound(st, tid, t1, 1);
+    } else {
+        *lo = ana_st_time_bound(st, t0, 0);
+        *hi = ana_st_time_bound(st, t1, 1);
+    }
+}
+
+static size_t ana_st_at(const ana_st *st, uint8_t kind, size_t pos)
+{
+    return kind == ANA_RANGE_PUSH ? st->by_tid[pos] : pos;
+}
+
+/* ------------------------------------------------------------------ NVTX */
+
+typedef struct ana_st_open {
+    uint64_t time_ns, tid;
+    uint32_t name;
+    uint16_t domain;
+} ana_st_open;
+
+typedef struct ana_st_stack {
+    ana_st_open *v;
+    size_t n, cap;
+} ana_st_stack;
+
+static void ana_st_add_range(ana_st *st, const ana_st_open *o, uint64_t t1, uint32_t depth,
+                             uint8_t kind)
+{
+    ANA_GROW(st->ranges, st->cap_ranges, st->n_ranges + 1);
+    st->ranges[st->n_ranges++] = (ana_st_range){ .t0 = o->time_ns, .t1 = t1, .tid = o->tid,
+                                                 .name = o->name, .depth = depth,
+                                                 .domain = o->domain, .kind = kind };
+}
+
+/* Pairs pushes with pops (per thread and domain) and starts with ends (by id), as nvtx.c
+ * does; unmatched ones are no ranges. */
+static void ana_st_close_ranges(ana_st *st)
+{
+    const ana_libs *l = &st->t->libs;
+    ana_st_stack *stacks = NULL, *starts = ana_xcalloc(1, sizeof(*starts));
+    size_t n_stacks = 0, cap_stacks = 0;
+    ana_u64map stack_idx, start_idx;
+    uint64_t k;
+    ana_u64map_init(&stack_idx);
+    ana_u64map_init(&start_idx);
+    for (size_t i = 0; i < l->n_ranges; i++) {
+        const ana_range_ev *e = &l->ranges[i];
+        ana_st_open o = { e->time_ns, e->tid, e->name, e->domain };
+        if (e->op == ANA_RANGE_PUSH || e->op == ANA_RANGE_POP) {
+            uint64_t key = e->tid << 16 | e->domain;
+            if (!ana_u64map_get(&stack_idx, key, &k)) {
+                ANA_GROW(stacks, cap_stacks, n_stacks + 1);
+                stacks[n_stacks] = (ana_st_stack){ 0 };
+                ana_u64map_put(&stack_idx, key, k = n_stacks++);
+            }
+            ana_st_stack *s = &stacks[k];
+            if (e->op == ANA_RANGE_PUSH) {
+                ANA_GROW(s->v, s->cap, s->n + 1);
+                s->v[s->n++] = o;
+            } else if (s->n) {
+                s->n--;
+                ana_st_add_range(st, &s->v[s->n], e->time_ns, (uint32_t)s->n, ANA_RANGE_PUSH);
+            }
+        } else if (e->op == ANA_RANGE_START) {
+            ANA_GROW(starts->v, starts->cap, starts->n + 1);
+            starts->v[starts->n] = o;
+            ana_u64map_put(&start_idx, e->id, starts->n++);
+        } else if (e->op == ANA_RANGE_END && ana_u64map_del(&start_idx, e->id, &k)) {
+            ana_st_add_range(st, &starts->v[k], e->time_ns, 0, ANA_RANGE_START);
+        }
+    }
+    for (size_t i = 0; i < n_stacks; i++)
+        free(stacks[i].v);
+    free(stacks);
+    free(starts->v);
+    free(starts);
+    ana_u64map_free(&stack_idx);
+    ana_u64map_free(&start_idx);
+}
+
+/* Ranges of one (kind, domain, depth, stem). */
+typedef struct ana_st_group {
+    uint64_t count, calls;
+    uint32_t name, depth; /* name: the first range's */
+    int step_like, phase;
+} ana_st_group;
+
+static size_t ana_st_groups(ana_st *st, ana_st_group **out)
+{
+    const ana_libs *l = &st->t->libs;
+    ana_st_group *g = NULL;
+    size_t n = 0, cap = 0;
+    ana_u64map idx;
+    uint64_t k;
+    char stem[256];
+    ana_u64map_init(&idx);
+    for (size_t i = 0; i < st->n_ranges; i++) {
+        ana_st_range *r = &st->ranges[i];
+        size_t len = ana_st_stem(ana_libs_str(l, r->name), stem, sizeof(stem));
+        uint64_t h[3] = { r->kind, r->domain, r->depth };
+        uint64_t key = ana_fnv1a(stem, len, ana_fnv1a(h, sizeof(h), ANA_FNV1A_SEED));
+        if (!ana_u64map_get(&idx, key, &k)) {
+            ANA_GROW(g, cap, n + 1);
+            g[n] = (ana_st_group){ .name = r->name, .depth = r->depth,
+                                   .step_like = ana_st_step_like(stem),
+                                   .phase = ana_st_phase_of(ana_libs_str(l, r->name)) };
+            ana_u64map_put(&idx, key, k = n++);
+        }
+        size_t lo, hi;
+        ana_st_window(st, r->kind, r->tid, r->t0, r->t1, &lo, &hi);
+        r->group = (uint32_t)k;
+        g[k].count++;
+        g[k].calls += hi - lo;
+    }
+    ana_u64map_free(&idx);
+    *out = g;
+    return n;
+}
+
+/* The step group, or -1: named like a step at the smallest depth (then the most calls),
+ * else the outermost repeated range that is no phase and holds most of the calls. */
+static long ana_st_pick_group(const ana_st *st, const ana_st_group *g, size_t n)
+{
+    long best = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].count < 2 || !g[i].step_like)
+            continue;
+        if (best < 0 || g[i].depth < g[best].depth ||
+            (g[i].depth == g[best].depth && g[i].calls > g[best].calls))
+            best = (long)i;
+    }
+    if (best >= 0)
+        return best;
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].count < 2 || g[i].depth || g[i].phase >= 0 || 2 * g[i].calls <= st->n)
+            continue;
+        if (best < 0 || g[i].calls > g[best].calls)
+            best = (long)i;
+    }
+    return best;
+}
+
+static void ana_st_add_step(ana_st *st, ana_st_step s)
+{
+    ANA_GROW(st->steps, st->cap_steps, st->n_steps + 1);
+    st->steps[st->n_steps++] = s;
+}
+
+static int ana_st_nvtx(ana_st *st, char *why, size_t cap)
+{
+    ana_st_group *g;
+    size_t n = ana_st_groups(st, &g);
+    long best = ana_st_pick_group(st, g, n);
+    if (best < 0) {
+        snprintf(why, cap, st->n_ranges ? "no NVTX range named like a step repeats"
+                                         : "no NVTX ranges");
+        free(g);
+        return 0;
+    }
+    for (size_t i = 0; i < st->n_ranges; i++) {
+        const ana_st_range *r = &st->ranges[i];
+        if (r->group == (uint32_t)best)
+            ana_st_add_step(st, (ana_st_step){ r->t0, r->t1, r->tid, 0, 0, r->kind });
+    }
+    ana_st_stem(ana_libs_str(&st->t->libs, g[best].name), st->name, sizeof(st->name));
+    free(g);
+    return 1;
+}
+
+/* Phases from ranges named forward/backward/optimizer: outer ranges first, so the
+ * innermost one decides (start/end ranges count as outermost). */
+static int ana_st_range_depth_cmp(const void *a, const void *b)
+{
+    const ana_st_range *x = *(const ana_st_range *const *)a, *y = *(const ana_st_range *const *)b;
+    long dx = x->kind == ANA_RANGE_START ? -1 : (long)x->depth;
+    long dy = y->kind == ANA_RANGE_START ? -1 : (long)y->depth;
+    if (dx != dy)
+        return dx < dy ? -1 : 1;
+    return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
+static void ana_st_nvtx_phases(ana_st *st)
+{
+    const ana_libs *l = &st->t->libs;
+    const ana_st_range **v = ana_xcalloc(st->n_ranges + 1, sizeof(*v));
+    int8_t *phase_of = ana_xmalloc(l->n_strs + 1);
+    size_t n = 0;
+    memset(phase_of, -2, l->n_strs + 1);
+    for (size_t i = 0; i < st->n_ranges; i++) {
+        uint32_t name = st->ranges[i].name;
+        if (name < l->n_strs && phase_of[name] == -2)
+            phase_of[name] = (int8_t)ana_st_phase_of(ana_libs_str(l, name));
+        if (name < l->n_strs && phase_of[name] >= 0)
+            v[n++] = &st->ranges[i];
+    }
+    qsort(v, n, sizeof(*v), ana_st_range_depth_cmp);
+    for (size_t i = 0; i < n; i++) {
+        size_t lo, hi;
+        ana_st_window(st, v[i]->kind, v[i]->tid, v[i]->t0, v[i]->t1, &lo, &hi);
+        for (size_t p = lo; p < hi; p++)
+            st->nv_phase[ana_st_at(st, v[i]->kind, p)] = (uint8_t)phase_of[v[i]->name];
+    }
+    free(phase_of);
+    free(v);
+}
+
+/* ------------------------------------------------------------------ sequences */
+
+typedef struct ana_st_seq {
+    size_t a, b; /* calls [a, b) */
+} ana_st_seq;
+
+static size_t ana_st_len(ana_st_seq s) { return s.b - s.a; }
+
+/* Common prefix (suffix) length of the keys of two sequences. */
+static size_t ana_st_lcp(const ana_st *st, ana_st_seq x, ana_st_seq y)
+{
+    size_t n = 0;
+    while (x.a + n < x.b && y.a + n < y.b && st->key[x.a + n] == st->key[y.a + n])
+        n++;
+    return n;
+}
+
+static size_t ana_st_lcs(const ana_st *st, ana_st_seq x, ana_st_seq y)
+{
+    size_t n = 0;
+    while (x.b - n > x.a && y.b - n > y.a && st->key[x.b - n - 1] == st->key[y.b - n - 1])
+        n++;
+    return n;
+}
+
+/* ------------------------------------------------------------------ optimizer */
+
+/* Runs of optimizer-hinted launches: a run goes on over calls with no hint while they are
+ * no more than the optimizer launches it holds so far (grad clipping, a scale check);
+ * a forward- or backward-hinted launch ends it. */
+static size_t ana_st_runs(const ana_st *st, ana_st_seq **out)
+{
+    ana_st_seq *v = NULL;
+    size_t n = 0, cap = 0, gap = 0, nopt = 0;
+    int open = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        if (st->hint[i] == ST_OPT) {
+            if (open && gap <= nopt) {
+                v[n - 1].b = i + 1;
+                nopt++;
+            } else {
+                ANA_GROW(v, cap, n + 1);
+                v[n++] = (ana_st_seq){ i, i + 1 };
+                nopt = 1;
+                open = 1;
+            }
+            gap = 0;
+        } else if (st->hint[i]) {
+            open = 0;
+        } else {
+            gap++;
+        }
+    }
+    *out = v;
+    return n;
+}
+
+/* The calls from `from` up to the first hinted launch before `limit`. */
+static ana_st_seq ana_st_gap(const ana_st *st, size_t from, size_t limit)
+{
+    size_t b = from;
+    while (b < limit && !st->hint[b])
+        b++;
+    return (ana_st_seq){ from, b };
+}
+
+/* Where the first step begins inside the calls before the first step's first hinted
+ * launch (lead): what steady steps have before their hinted part is `head`. */
+static size_t ana_st_first_start(const ana_st *st, ana_st_seq lead, ana_st_seq head)
+{
+    size_t want = ana_st_len(head), m = ana_st_lcs(st, lead, head);
+    if (m >= want)
+        return lead.b - want;
+    size_t plen = want < ST_PATTERN ? want : ST_PATTERN;
+    /* extra calls inside the first step's head: find where its head begins */
+    for (size_t q = lead.b - m; q-- > lead.a;) {
+        if (q + plen > lead.b)
+            continue;
+        if (ana_st_lcp(st, (ana_st_seq){ q, q + plen }, (ana_st_seq){ head.a, head.a + plen }) == plen)
+            return q;
+    }
+    return lead.b - m;
+}
+
+static int ana_st_optimizer(ana_st *st, char *why, size_t cap)
+{
+    ana_st_seq *runs;
+    size_t r = ana_st_runs(st, &runs);
+    if (r < 2) {
+        snprintf(why, cap, "%zu run%s of optimizer kernels (2 needed)", r, r == 1 ? "" : "s");
+        free(runs);
+        return 0;
+    }
+    /* after[k]: what follows run k up to the next hinted launch; lead: what precedes the
+     * first step's first hinted launch. */
+    ana_st_seq *after = ana_xcalloc(r, sizeof(*after));
+    for (size_t k = 0; k < r; k++)
+        after[k] = ana_st_gap(st, runs[k].b, k + 1 < r ? runs[k + 1].a : st->n);
+    ana_st_seq lead = ana_st_gap(st, 0, runs[0].a);
+    size_t tail = ana_st_len(after[0]), head = ana_st_lcs(st, lead, after[0]), inner = SIZE_MAX;
+    for (size_t k = 1; k < r; k++)
+        tail = ana_st_lcp(st, after[0], after[k]) < tail ? ana_st_lcp(st, after[0], after[k]) : tail;
+    for (size_t k = 0; k + 1 < r; k++) {
+        size_t h = ana_st_lcs(st, after[0], after[k]);
+        head = h < head ? h : head;
+        inner = ana_st_len(after[k]) < inner ? ana_st_len(after[k]) : inner;
+    }
+    if (head + tail > inner) /* the same calls both close a step and open the next: open */
+        tail = inner > head ? inner - head : 0;
+    size_t start = ana_st_first_start(st, lead, (ana_st_seq){ after[0].a + tail, after[0].b });
+    for (size_t k = 0; k < r; k++) { /* step k: [start, end of run k + tail) */
+        size_t end = runs[k].b + tail;
+        ana_st_add_step(st, (ana_st_step){ st->t->calls[start].time_ns, 0, 0, start, end - 1, ST_SPAN });
+        start = end;
+    }
+    free(after);
+    free(runs);
+    return 1;
+}
+
+/* ------------------------------------------------------------------ period */
+
+typedef struct ana_st_cand {
+    size_t p, covered;
+    ana_st_seq *win; /* accepted windows */
+    size_t n_win;
+} ana_st_cand;
+
+/* 1 when window w looks like the steady window tmpl: their ends agree on 90% of it; a
+ * step other than the first must also have its length within 10%. */
+static int ana_st_alike(const ana_st *st, ana_st_seq w, ana_st_seq tmpl, int first)
+{
+    size_t lw = ana_st_len(w), p = ana_st_len(tmpl), m = lw < p ? lw : p;
+    size_t pre = ana_st_lcp(st, w, tmpl), suf = pre < m ? ana_st_lcs(st, w, tmpl) : 0;
+    size_t same = pre + suf < m ? pre + suf : m;
+    if (first)
+        return 10 * same >= 9 * p;
+    size_t diff = lw > p ? lw - p : p - lw;
+    return 10 * diff <= p && 10 * same >= 9 * (lw > p ? lw : p);
+}
+
+static int ana_st_size_cmp(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Steps anchored at the occurrences occ[0..c) of one key (c >= 2). */
+static void ana_st_period_try(const ana_st *st, const size_t *occ, size_t c, ana_st_cand *out)
+{
+    memset(out, 0, sizeof(*out));
+    size_t *gaps = ana_xcalloc(c, sizeof(size_t)), j = 0, phi = 0;
+    for (size_t i = 0; i + 1 < c; i++)
+        gaps[i] = occ[i + 1] - occ[i];
+    qsort(gaps, c - 1, sizeof(size_t), ana_st_size_cmp);
+    size_t p = gaps[(c - 2) / 2];
+    free(gaps);
+    for (size_t i = 0; i + 1 < c; i++)
+        if (occ[i + 1] - occ[i] == p)
+            j = i; /* the last steady window */
+    /* the steps begin phi calls before their anchor: as far back as the first step's
+     * calls before its anchor look like a steady step's */
+    while (phi < occ[0] && phi + 1 < p && st->key[occ[0] - 1 - phi] == st->key[occ[j + 1] - 1 - phi])
+        phi++;
+    ana_st_seq tmpl = { occ[j] - phi, occ[j + 1] - phi };
+    out->p = p;
+    out->win = ana_xcalloc(c, sizeof(*out->win));
+    for (size_t i = 0; i < c; i++) {
+        size_t a = occ[i] - phi, b = i + 1 < c ? occ[i + 1] - phi : a + p;
+        ana_st_seq w = { a, b < st->n ? b : st->n };
+        if (!ana_st_alike(st, w, tmpl, out->n_win == 0 && i == 0))
+            continue;
+        out->win[out->n_win++] = w;
+        out->covered += ana_st_len(w);
+    }
+}
+
+/* The calls of one key: how many, the first, where they start in the sorted pairs. */
+typedef struct ana_st_keyrun {
+    size_t count, first, off;
+} ana_st_keyrun;
+
+static int ana_st_keyrun_cmp(const void *a, const void *b)
+{
+    const ana_st_keyrun *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count < y->count ? -1 : 1;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+static int ana_st_period(ana_st *st, char *why, size_t cap)
+{
+    ana_st_pair *v = ana_xcalloc(st->n + 1, sizeof(*v));
+    for (size_t i = 0; i < st->n; i++)
+        v[i] = (ana_st_pair){ st->key[i], i };
+    qsort(v, st->n, sizeof(*v), ana_st_pair_cmp);
+    /* keys seen at least twice, rarest (then earliest) first */
+    ana_st_keyrun *kr = ana_xcalloc(st->n + 1, sizeof(*kr));
+    size_t nk = 0;
+    for (size_t i = 0, e; i < st->n; i = e) {
+        for (e = i; e < st->n && v[e].k == v[i].k; e++)
+            ;
+        if (e - i >= 2)
+            kr[nk++] = (ana_st_keyrun){ e - i, v[i].i, i };
+    }
+    qsort(kr, nk, sizeof(*kr), ana_st_keyrun_cmp);
+    ana_st_cand best = { 0 };
+    size_t *occ = ana_xcalloc(st->n + 1, sizeof(size_t));
+    for (size_t i = 0; i < nk && i < ST_CANDIDATES; i++) {
+        const ana_st_keyrun *k = &kr[i];
+        ana_st_cand c;
+        for (size_t o = 0; o < k->count; o++)
+            occ[o] = v[k->off + o].i;
+        ana_st_period_try(st, occ, k->count, &c);
+        int ok = c.n_win >= 2 && 2 * c.covered > st->n - c.win[0].a;
+        if (ok && (!best.win || c.covered > best.covered || (c.covered == best.covered && c.p < best.p))) {
+            free(best.win);
+            best = c;
+        } else {
+            free(c.win);
+        }
+    }
+    free(occ);
+    free(kr);
+    free(v);
+    if (!best.win) {
+        snprintf(why, cap, "%s", nk ? "the launch sequence has no period that repeats over most of it"
+                                    : "no launch repeats");
+        return 0;
+    }
+    for (size_t i = 0; i < best.n_win; i++)
+        ana_st_add_step(st, (ana_st_step){ st->t->calls[best.win[i].a].time_ns, 0, 0, best.win[i].a,
+                                           best.win[i].b - 1, ST_SPAN });
+    free(best.win);
+    return 1;
+}
+
+/* ------------------------------------------------------------------ calls to steps */
+
+static int ana_st_step_cmp(const void *a, const void *b)
+{
+    const ana_st_step *x = a, *y = b;
+    if (x->t0 != y->t0)
+        return x->t0 < y->t0 ? -1 : 1;
+    if (x->a != y->a)
+        return x->a < y->a ? -1 : 1;
+    return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* When each call's GPU work ended (0: none recorded). */
+static uint64_t *ana_st_done(const ana_trace *t)
+{
+    uint64_t *done = ana_xcalloc(t->n_calls + 1, sizeof(uint64_t));
+    for (size_t i = 0; i < t->n_gpu; i++) {
+        const ana_api_call *c = ana_trace_call_by_corr(t, t->gpu[i].corr);
+        uint64_t end = t->gpu[i].start_ns + t->gpu[i].dur_ns;
+        if (c && end > done[c - t->calls])
+            done[c - t->calls] = end;
+    }
+    return done;
+}
+
+/* A step of consecutive calls ends where the next one begins; the last (or one before a
+ * gap) when its last call or the GPU work of its calls ended. */
+static uint64_t ana_st_span_end(const ana_st *st, size_t i, const uint64_t *done)
+{
+    const ana_st_step *s = &st->steps[i];
+    if (i + 1 < st->n_steps && st->steps[i + 1].kind == ST_SPAN && st->steps[i + 1].a == s->b + 1)
+        return st->t->calls[s->b + 1].time_ns;
+    uint64_t end = st->t->calls[s->b].time_ns;
+    for (size_t c = s->a; c <= s->b; c++)
+        end = done[c] > end ? done[c] : end;
+    return end;
+}
+
+static void ana_st_assign(ana_st *st, ana_steps *out)
+{
+    qsort(st->steps, st->n_steps, sizeof(*st->steps), ana_st_step_cmp);
+    out->steps = ana_xcalloc(st->n_steps + 1, sizeof(*out->steps));
+    out->n_steps = st->n_steps;
+    uint64_t *done = st->method == ANA_STEPS_NVTX ? NULL : ana_st_done(st->t);
+    for (size_t i = 0; i < st->n_steps; i++) {
+        const ana_st_step *s = &st->steps[i];
+        ana_step *o = &out->steps[i];
+        size_t lo = s->a, hi = s->b + 1;
+        if (s->kind == ST_SPAN) {
+            *o = (ana_step){ .start_ns = s->t0, .end_ns = ana_st_span_end(st, i, done) };
+        } else {
+            *o = (ana_step){ .start_ns = s->t0, .end_ns = s->t1 };
+            ana_st_window(st, s->kind, s->tid, s->t0, s->t1, &lo, &hi);
+        }
+        for (size_t p = lo; p < hi; p++) {
+            size_t c = s->kind == ST_SPAN ? p : ana_st_at(st, s->kind, p);
+            if (out->call_step[c] < 0) { /* overlapping ranges: the earlier step keeps it */
+                out->call_step[c] = (int32_t)i;
+                o->calls++;
+            }
+        }
+    }
+    free(done);
+}
+
+/* ------------------------------------------------------------------ phases */
+
+/* The closing optimizer run of a step's calls L[0..n) after position fb: its first and
+ * last positions (the last extended over the unhinted launches right after it), or 0
+ * when the step's last hinted launch is no optimizer launch. */
+static int ana_st_closing_run(const ana_st *st, const size_t *L, size_t n, size_t fb, size_t *rs,
+                              size_t *re)
+{
+    size_t j = n, gap = 0, nopt = 1;
+    while (j-- > fb && !st->hint[L[j]])
+        ;
+    if (j == SIZE_MAX || j <= fb || st->hint[L[j]] != ST_OPT)
+        return 0;
+    *rs = *re = j;
+    for (size_t k = j; k-- > fb + 1;) {
+        uint8_t h = st->hint[L[k]];
+        if (h == ST_OPT && gap <= nopt) {
+            *rs = k;
+            nopt++;
+            gap = 0;
+        } else if (h) {
+            break;
+        } else {
+            gap++;
+        }
+    }
+    while (*re + 1 < n && !st->hint[L[*re + 1]] && st->t->calls[L[*re + 1]].kind == ANA_K_LAUNCH)
+        (*re)++;
+    return 1;
+}
+
+/* Phases of one step's calls L[0..n) from kernel-name hints; 0 when it has no
+ * backward-hinted launch (everything undecided). */
+static int ana_st_name_phases(const ana_st *st, const size_t *L, size_t n, uint8_t *phase)
+{
+    size_t fb = 0, lf = SIZE_MAX, lb = 0, rs = SIZE_MAX, re = 0;
+    while (fb < n && st->hint[L[fb]] != ST_BWD)
+        fb++;
+    if (fb == n)
+        return 0;
+    for (size_t j = 0; j < n; j++) {
+        if (j < fb && st->hint[L[j]] == ST_FWD)
+            lf = j;
+        if (st->hint[L[j]] == ST_BWD)
+            lb = j;
+    }
+    size_t bwd_end = ana_st_closing_run(st, L, n, fb, &rs, &re) ? rs : lb + 1;
+    for (size_t j = 0; j < n; j++)
+        phase[L[j]] = lf != SIZE_MAX && j <= lf ? ANA_PHASE_FORWARD
+                      : j >= fb && j < bwd_end  ? ANA_PHASE_BACKWARD
+                      : j >= rs && j <= re      ? ANA_PHASE_OPTIMIZER
+                                                : ANA_PHASE_UNDECIDED;
+    return 1;
+}
+
+/* Each step's calls in order (a counting sort by step), then its phases. Returns the
+ * steps that have no phases. */
+static size_t ana_st_phases(ana_st *st, ana_steps *out)
+{
+    size_t *off = ana_xcalloc(out->n_steps + 2, sizeof(size_t)), *L = ana_xcalloc(st->n + 1, sizeof(size_t));
+    size_t none = 0;
+    for (size_t i = 0; i < st->n; i++)
+        if (out->call_step[i] >= 0)
+            off[out->call_step[i] + 1]++;
+    for (size_t s = 0; s < out->n_steps; s++)
+        off[s + 1] += off[s];
+    size_t *fill = ana_xcalloc(out->n_steps + 1, sizeof(size_t));
+    for (size_t i = 0; i < st->n; i++)
+        if (out->call_step[i] >= 0) {
+            size_t s = (size_t)out->call_step[i];
+            L[off[s] + fill[s]++] = i;
+        }
+    for (size_t s = 0; s < out->n_steps; s++) {
+        const size_t *l = L + off[s];
+        size_t n = off[s + 1] - off[s], nv = 0;
+        for (size_t j = 0; j < n; j++)
+            nv += st->nv_phase[l[j]] < ANA_PHASE_COUNT;
+        if (nv) {
+            for (size_t j = 0; j < n; j++)
+                out->call_phase[l[j]] = st->nv_phase[l[j]] < ANA_PHASE_COUNT ? st->nv_phase[l[j]]
+                                                                               : ANA_PHASE_UNDECIDED;
+            out->steps[s].phases = ANA_PHASES_NVTX;
+        } else if (ana_st_name_phases(st, l, n, out->call_phase)) {
+            out->steps[s].phases = ANA_PHASES_NAMES;
+        } else {
+            none++;
+        }
+        int p = out->steps[s].phases;
+        if (p == ANA_PHASES_NVTX || (p == ANA_PHASES_NAMES && out->phases == ANA_PHASES_NONE))
+            out->phases = p;
+    }
+    free(fill);
+    free(L);
+    free(off);
+    return none;
+}
+
+static int ana_st_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t ana_st_median(const ana_steps *s)
+{
+    if (!s->n_steps)
+        return 0;
+    uint64_t *d = ana_xcalloc(s->n_steps, sizeof(uint64_t));
+    for (size_t i = 0; i < s->n_steps; i++)
+        d[i] = s->steps[i].end_ns - s->steps[i].start_ns;
+    qsort(d, s->n_steps, sizeof(uint64_t), ana_st_u64_cmp);
+    uint64_t m = d[(s->n_steps - 1) / 2];
+    free(d);
+    return m;
+}
+
+/* ------------------------------------------------------------------ API */
+
+static int ana_st_find(ana_st *st, char *why, size_t cap)
+{
+    char nv[80], opt[80], per[100];
+    if (ana_st_nvtx(st, nv, sizeof(nv)))
+        return st->method = ANA_STEPS_NVTX;
+    if (ana_st_optimizer(st, opt, sizeof(opt)))
+        return st->method = ANA_STEPS_OPTIMIZER;
+    if (ana_st_period(st, per, sizeof(per)))
+        return st->method = ANA_STEPS_PERIOD;
+    snprintf(why, cap, "no steps: %s; %s; %s", nv, opt, per);
+    return 0;
+}
 
 void ana_steps_find(const ana_trace *t, ana_steps *out)
 {
     memset(out, 0, sizeof(*out));
-    out->call_step = ana_xcalloc(t->n_calls ? t->n_calls : 1, sizeof(*out->call_step));
-    out->call_phase = ana_xcalloc(t->n_calls ? t->n_calls : 1, sizeof(*out->call_phase));
+    out->call_step = ana_xcalloc(t->n_calls + 1, sizeof(*out->call_step));
+    out->call_phase = ana_xcalloc(t->n_calls + 1, sizeof(*out->call_phase));
     for (size_t i = 0; i < t->n_calls; i++) {
         out->call_step[i] = -1;
         out->call_phase[i] = ANA_PHASE_UNDECIDED;
     }
-    snprintf(out->why, sizeof(out->why), "step detection not built yet");
+    if (!t->n_calls) {
+        snprintf(out->why, sizeof(out->why), "no steps: no kernel launches or copies");
+        return;
+    }
+    ana_st st;
+    ana_st_init(&st, t);
+    ana_st_close_ranges(&st);
+    if (ana_st_find(&st, out->why, sizeof(out->why))) {
+        out->method = st.method;
+        memcpy(out->name, st.name, sizeof(out->name));
+        ana_st_assign(&st, out);
+        ana_st_nvtx_phases(&st);
+        size_t none = ana_st_phases(&st, out);
+        out->median_ns = ana_st_median(out);
+        if (none)
+            snprintf(out->why, sizeof(out->why),
+                     "phases undecided in %zu of %zu steps: no NVTX phase range and no "
+                     "backward-hinted kernel", none, out->n_steps);
+    }
+    ana_st_free(&st);
 }
 
 void ana_steps_free(ana_steps *s)
