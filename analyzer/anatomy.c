@@ -267,7 +267,7 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
         s->by_class.ns[c.cls] += act->dur_ns;
         s->by_class.count[c.cls]++;
         s->phase_ns[phase] += act->dur_ns;
-        if (!s->gpu_last_ns || act->start_ns < s->gpu_first_ns)
+        if (!s->acts++ || act->start_ns < s->gpu_first_ns)
             s->gpu_first_ns = act->start_ns;
         if (act->start_ns + act->dur_ns > s->gpu_last_ns)
             s->gpu_last_ns = act->start_ns + act->dur_ns;

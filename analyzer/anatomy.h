@@ -33,6 +33,7 @@ typedef struct ana_anat_step {
     ana_class_time by_class;
     uint64_t phase_ns[ANA_PHASE_COUNT]; /* kernel + copy time by phase */
     uint64_t gpu_first_ns, gpu_last_ns;  /* absolute: first start, last end of its work */
+    uint64_t acts;                       /* activities (0: no GPU work, the times are 0) */
     uint64_t busy_ns;                    /* union of its activities' intervals */
     uint64_t flops;                      /* GEMM FLOPs of calls launched in the step */
 } ana_anat_step;

@@ -41,6 +41,7 @@ static void ana_rj_trace(ana_json *j, const ana_report *r)
     ana_json_key(j, "trace");
     ana_json_obj_begin(j);
     ana_json_kstr(j, "path", t->path);
+    ana_json_kstr(j, "source", t->source);
     ana_json_key(j, "format");
     ana_json_obj_begin(j);
     ana_json_ku64(j, "major", t->stats.major);

@@ -94,7 +94,10 @@ static void ana_rt_header(FILE *o, const ana_report *r)
     }
     ana_fmt_ns(t->has_time ? t->last_ns - t->first_ns : 0, d, sizeof(d));
     fprintf(o, "  duration   %s\n", d);
-    fprintf(o, "  ended      %s", ana_ended_name(t->stats.ended));
+    if (strcmp(t->source, "kineto") == 0 && t->stats.ended != ANA_ENDED_TRUNCATED)
+        fprintf(o, "  ended      with the profiler's window (imported PyTorch profiler trace)");
+    else
+        fprintf(o, "  ended      %s", ana_ended_name(t->stats.ended));
     if (t->stats.torn_bytes)
         fprintf(o, " (%llu torn bytes discarded)", (unsigned long long)t->stats.torn_bytes);
     fputc('\n', o);
@@ -184,6 +187,8 @@ static void ana_rt_sites(FILE *o, const ana_report *r)
     ana_rt_groups(o, r, m->peak_sites, m->n_peak_sites, 1);
     if (r->t->stats.ended == ANA_ENDED_EXIT)
         fprintf(o, "\nDevice memory still allocated at exit (leaks)\n");
+    else if (strcmp(r->t->source, "kineto") == 0)
+        fprintf(o, "\nDevice memory still allocated when the profiler's window closed\n");
     else
         fprintf(o, "\nDevice memory still allocated at the end of the trace "
                    "(the process did not exit cleanly)\n");

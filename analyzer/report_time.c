@@ -133,8 +133,9 @@ static void ana_rtm_text_steps(FILE *o, const ana_report *r)
         uint64_t span = row->gpu_last_ns > row->gpu_first_ns ? row->gpu_last_ns - row->gpu_first_ns : 0;
         ana_fmt_ns(dur, tm, sizeof(tm));
         ana_fmt_ns(row->busy_ns, b, sizeof(b));
+        /* busy is summed per device: on several devices it can exceed the span */
         fprintf(o, "  %5zu %10s %10s %5.1f%%", i + 1, tm, b,
-                ana_rtm_pct(span - row->busy_ns, span));
+                ana_rtm_pct(span > row->busy_ns ? span - row->busy_ns : 0, span));
         for (int c = 0; c < ANA_CLASS_COUNT; c++)
             fprintf(o, " %8.1f%%", ana_rtm_pct(row->by_class.ns[c], row->busy_ns));
         fputc('\n', o);
