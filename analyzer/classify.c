@@ -80,6 +80,7 @@ static const ana_rule ana_rules[] = {
     { C, "attn_bwd", NULL, CON, BWD, "name: attention kernel" },
     { C, "fmha", NULL, CON, 0, "name: fused multi-head attention" },
     { C, "sdpa", NULL, CON, 0, "name: cuDNN SDPA" },
+    { C, "_mha", NULL, CON, 0, "name: multi-head attention kernel" },
     { C, "attention", NULL, CON, 0, "name: attention kernel" },
     { C, "prefillwith", NULL, CON, 0, "name: FlashInfer attention" },
     { C, "decodewith", NULL, CON, 0, "name: FlashInfer attention" },
@@ -92,10 +93,14 @@ static const ana_rule ana_rules[] = {
     { P, "triton_red_", NULL, NRM, 0, "name: Inductor reduction" },
     { P, "triton_poi_", NULL, ELT, 0, "name: Inductor pointwise" },
     { P, "triton_for_", NULL, ELT, 0, "name: Inductor foreach" },
-    /* GEMM libraries: cuBLAS/cuBLASLt, CUTLASS, TRT-LLM, XMMA. */
+    /* GEMM libraries: cuBLAS/cuBLASLt, CUTLASS, TRT-LLM, XMMA. CUTLASS's utility norms
+     * (cutlass::rmsnorm_*, cutlass::layernorm*) first: they are not GEMMs. */
+    { P, "cutlass::rmsnorm", NULL, NRM, 0, "name: CUTLASS RMS norm" },
+    { P, "cutlass::layernorm", NULL, NRM, 0, "name: CUTLASS layer norm" },
     { P, "cutlass", NULL, CON, 0, "name: CUTLASS kernel" },
     { P, "cublaslt::", NULL, CON, 0, "name: cuBLASLt kernel (GEMM stage)" },
     { C, "splitkreduce", NULL, CON, 0, "name: cuBLAS split-K reduction" },
+    { C, "reduce_1block_kernel", "cublas", CON, 0, "name: cuBLAS dot/GEMV reduction stage" },
     { P, "nvjet", NULL, CON, 0, "name: cuBLAS nvjet GEMM" },
     { C, "xmma", NULL, CON, 0, "name: XMMA GEMM/conv" },
     { C, "gemm", NULL, CON, 0, "name: GEMM" },
@@ -103,6 +108,7 @@ static const ana_rule ana_rules[] = {
     { P, "bmm_", NULL, CON, 0, "name: TRT-LLM batched GEMM" },
     { C, "matmul", NULL, CON, 0, "name: matmul" },
     { C, "fused_moe_kernel", NULL, CON, 0, "name: fused MoE grouped GEMM" },
+    { P, "fused_moe::", NULL, CON, 0, "name: fused MoE grouped GEMM" },
     { P, "dot_kernel", NULL, CON, 0, "name: cuBLAS dot" },
     /* Convolutions: cuDNN engines and every helper stage that only a conv launches. */
     { C, "scudnn", NULL, CON, 0, "name: cuDNN convolution" },
@@ -162,6 +168,9 @@ static const ana_rule ana_rules[] = {
     { C, "normal_kernel", NULL, OTH, 0, "name: random numbers" },
     { C, "uniform_kernel", NULL, OTH, 0, "name: random numbers" },
     { C, "moe", NULL, OTH, 0, "name: MoE routing/permutation" },
+    /* TRT-LLM's CUTLASS GEMM namespace, after the sort/MoE rows that claim its routing
+     * kernels: what is left are grouped-GEMM kernels and their setup stages. */
+    { C, "cutlass_kernels::", NULL, CON, 0, "name: TRT-LLM CUTLASS GEMM stage" },
     /* Generic templates decided by their functor (template arguments). */
     { C, "elementwise_kernel", "softmax", NRM, 0, "functor: softmax" },
     { C, "elementwise_kernel", "nll_loss", NRM, 0, "functor: loss" },
@@ -225,6 +234,7 @@ static const ana_rule ana_rules[] = {
     { C, "momentum", NULL, ELT, OPT, "name: optimizer update" },
     { C, "gradientdescent", NULL, ELT, OPT, "name: optimizer update" },
     { C, "copy", NULL, ELT, 0, "name: copy kernel" },
+    { C, "memcpy", NULL, ELT, 0, "name: copy kernel" },
     { C, "concat", NULL, ELT, 0, "name: concatenation" },
     { C, "transpose", NULL, ELT, 0, "name: transpose" },
     { C, "permute", NULL, ELT, 0, "name: permute" },
@@ -261,6 +271,7 @@ static const ana_rule ana_rules[] = {
     { C, "axpy", NULL, ELT, 0, "name: axpy" },
     { C, "op_tensor", NULL, ELT, 0, "name: cuDNN op-tensor" },
     { C, "pointwise", NULL, ELT, 0, "name: pointwise" },
+    { C, "_gpu_dt_", NULL, ELT, 0, "name: TensorFlow generated cwise op" },
     { C, "elementwise", NULL, ELT, 0, "name: elementwise" },
     { C, "upsample", NULL, ELT, 0, "name: upsample" },
     { C, "interpolate", NULL, ELT, 0, "name: upsample" },

@@ -66,7 +66,7 @@ class Labeled(unittest.TestCase):
 
     def test_public_names_at_least_97_percent(self):
         rows = self.check_file("public.tsv", 0.97)
-        self.assertGreaterEqual(len(rows), 60)
+        self.assertGreaterEqual(len(rows), 319)
         fixture_names = {r[2] for r in read_labeled(os.path.join(DATA, "fixtures.tsv"))}
         self.assertFalse(fixture_names & {r[2] for r in rows}, "public.tsv repeats fixture names")
 
