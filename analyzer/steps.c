@@ -3,16 +3,15 @@
  * Every call gets a key (what repeats: its kernel, or a copy's API and size) and a hint
  * (forward, backward or optimizer, from classify.h). Then, in order of evidence:
  *   NVTX      the closed ranges are grouped by (kind, domain, depth, name without its
- *             numbering); the group named like a step at the smallest depth wins, else the
- *             outermost repeated group holding more than half of the calls;
- *   optimizer runs of optimizer-hinted launches cut the sequence; what follows every run
- *             the same way (the last run included) closes the step, what precedes every
- *             step the same way (the first included) opens the next one;
- *   period    rare keys anchor candidate periods; a candidate's windows must look like
- *             its steady window; the candidate covering the most calls wins.
- * Phases: ranges named forward/backward/optimizer place the calls inside them; a step
- * without such ranges is placed by kernel-name hints. All of it O(n log n) in the calls
- * (range windows are binary searches; a push/pop range scans only its own thread). */
+ *             numbering, and for push/pop the thread); the group named like a step at the
+ *             smallest depth wins, else the outermost repeated group holding more than
+ *             half of the calls;
+ *   optimizer, period: steps_seq.c.
+ * A range holds the calls of every thread between its two ends: frameworks launch the
+ * backward pass from another thread than the one that pushed the step (PyTorch's
+ * autograd engine). Phases: ranges named forward/backward/optimizer place the calls
+ * inside them; a step without such ranges is placed by kernel-name hints. All of it
+ * O(n log n) in the calls (a range's window is two binary searches over the calls). */
 #include "steps.h"
 
 #include <ctype.h>
@@ -21,42 +20,8 @@
 #include <string.h>
 
 #include "classify.h"
+#include "steps_int.h"
 #include "util.h"
-
-enum { ST_NONE = 0, ST_FWD = 1, ST_BWD = 2, ST_OPT = 3 }; /* a call's effective hint */
-enum { ST_SPAN = 0 };                                      /* a step of consecutive calls */
-#define ST_CANDIDATES 16 /* rare keys tried as period anchors */
-#define ST_PATTERN 8     /* calls that identify where the first step begins */
-
-/* A closed NVTX range. */
-typedef struct ana_st_range {
-    uint64_t t0, t1, tid; /* tid: push/pop only; start/end ranges hold every thread's calls */
-    uint32_t name, depth, group;
-    uint16_t domain;
-    uint8_t kind; /* ANA_RANGE_PUSH or ANA_RANGE_START */
-} ana_st_range;
-
-/* A step before sorting: a range (kind PUSH/START) or calls [a, b] (ST_SPAN). */
-typedef struct ana_st_step {
-    uint64_t t0, t1, tid;
-    size_t a, b;
-    uint8_t kind;
-} ana_st_step;
-
-typedef struct ana_st {
-    const ana_trace *t;
-    size_t n;
-    uint8_t *hint;     /* per call: ST_* */
-    uint64_t *key;     /* per call */
-    size_t *by_tid;    /* call indices by (tid, time) */
-    uint8_t *nv_phase; /* per call: phase from an NVTX range, or ANA_PHASE_COUNT */
-    ana_st_range *ranges;
-    size_t n_ranges, cap_ranges;
-    ana_st_step *steps;
-    size_t n_steps, cap_steps;
-    char name[64];
-    int method;
-} ana_st;
 
 /* ------------------------------------------------------------------ names */
 
@@ -135,20 +100,6 @@ static int ana_st_phase_of(const char *name)
 
 /* ------------------------------------------------------------------ calls */
 
-/* A key and a call index, sorted by both (thread order, key runs). */
-typedef struct ana_st_pair {
-    uint64_t k;
-    size_t i;
-} ana_st_pair;
-
-static int ana_st_pair_cmp(const void *a, const void *b)
-{
-    const ana_st_pair *x = a, *y = b;
-    if (x->k != y->k)
-        return x->k < y->k ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
 static uint8_t ana_st_hint_of(const ana_trace *t, uint8_t *cache, const ana_api_call *c)
 {
     uint64_t k;
@@ -171,22 +122,15 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
     st->n = t->n_calls;
     st->hint = ana_xcalloc(st->n + 1, 1);
     st->key = ana_xcalloc(st->n + 1, sizeof(uint64_t));
-    st->by_tid = ana_xcalloc(st->n + 1, sizeof(size_t));
     st->nv_phase = ana_xmalloc(st->n + 1);
     memset(st->nv_phase, ANA_PHASE_COUNT, st->n + 1);
     uint8_t *cache = ana_xcalloc(t->n_kernels + 1, 1);
-    ana_st_pair *v = ana_xcalloc(st->n + 1, sizeof(*v));
     for (size_t i = 0; i < st->n; i++) {
         const ana_api_call *c = &t->calls[i];
         uint64_t k[3] = { c->kind, c->kind == ANA_K_LAUNCH ? 0 : c->api, c->arg };
         st->key[i] = ana_fnv1a(k, sizeof(k), ANA_FNV1A_SEED);
         st->hint[i] = ana_st_hint_of(t, cache, c);
-        v[i] = (ana_st_pair){ c->tid, i };
     }
-    qsort(v, st->n, sizeof(*v), ana_st_pair_cmp); /* calls are in time order already */
-    for (size_t i = 0; i < st->n; i++)
-        st->by_tid[i] = v[i].i;
-    free(v);
     free(cache);
 }
 
@@ -194,13 +138,12 @@ static void ana_st_free(ana_st *st)
 {
     free(st->hint);
     free(st->key);
-    free(st->by_tid);
     free(st->nv_phase);
     free(st->ranges);
     free(st->steps);
 }
 
-/* First index of calls (by time) at or after time (after: strictly after). */
+/* First index of calls (in time order) at or after time (after: strictly after). */
 static size_t ana_st_time_bound(const ana_st *st, uint64_t time, int after)
 {
     size_t lo = 0, hi = st->n;
@@ -215,39 +158,11 @@ static size_t ana_st_time_bound(const ana_st *st, uint64_t time, int after)
     return lo;
 }
 
-/* The same in by_tid, for (tid, time). */
-static size_t ana_st_tid_bound(const ana_st *st, uint64_t tid, uint64_t time, int after)
+/* The calls a range [t0, t1] holds, of every thread: calls [*lo, *hi). */
+static void ana_st_window(const ana_st *st, uint64_t t0, uint64_t t1, size_t *lo, size_t *hi)
 {
-    size_t lo = 0, hi = st->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const ana_api_call *c = &st->t->calls[st->by_tid[mid]];
-        int below = c->tid < tid || (c->tid == tid && (after ? c->time_ns <= time : c->time_ns < time));
-        if (below)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* The calls a range holds: positions [*lo, *hi) of by_tid (push/pop) or of calls
- * (start/end); ana_st_at maps a position to a call index. */
-static void ana_st_window(const ana_st *st, uint8_t kind, uint64_t tid, uint64_t t0, uint64_t t1,
-                          size_t *lo, size_t *hi)
-{
-    if (kind == ANA_RANGE_PUSH) {
-        *lo = ana_st_tid_bound(st, tid, t0, 0);
-        *hi = ana_st_tid_bound(st, tid, t1, 1);
-    } else {
-        *lo = ana_st_time_bound(st, t0, 0);
-        *hi = ana_st_time_bound(st, t1, 1);
-    }
-}
-
-static size_t ana_st_at(const ana_st *st, uint8_t kind, size_t pos)
-{
-    return kind == ANA_RANGE_PUSH ? st->by_tid[pos] : pos;
+    *lo = ana_st_time_bound(st, t0, 0);
+    *hi = ana_st_time_bound(st, t1, 1);
 }
 
 /* ------------------------------------------------------------------ NVTX */
@@ -337,7 +252,9 @@ static size_t ana_st_groups(ana_st *st, ana_st_group **out)
     for (size_t i = 0; i < st->n_ranges; i++) {
         ana_st_range *r = &st->ranges[i];
         size_t len = ana_st_stem(ana_libs_str(l, r->name), stem, sizeof(stem));
-        uint64_t h[3] = { r->kind, r->domain, r->depth };
+        /* push/pop ranges group per thread: the steps come from one thread's ranges
+         * (two threads' overlapping steps would share their calls) */
+        uint64_t h[4] = { r->kind, r->domain, r->depth, r->kind == ANA_RANGE_PUSH ? r->tid : 0 };
         uint64_t key = ana_fnv1a(stem, len, ana_fnv1a(h, sizeof(h), ANA_FNV1A_SEED));
         if (!ana_u64map_get(&idx, key, &k)) {
             ANA_GROW(g, cap, n + 1);
@@ -347,7 +264,7 @@ static size_t ana_st_groups(ana_st *st, ana_st_group **out)
             ana_u64map_put(&idx, key, k = n++);
         }
         size_t lo, hi;
-        ana_st_window(st, r->kind, r->tid, r->t0, r->t1, &lo, &hi);
+        ana_st_window(st, r->t0, r->t1, &lo, &hi);
         r->group = (uint32_t)k;
         g[k].count++;
         g[k].calls += hi - lo;
@@ -380,7 +297,7 @@ static long ana_st_pick_group(const ana_st *st, const ana_st_group *g, size_t n)
     return best;
 }
 
-static void ana_st_add_step(ana_st *st, ana_st_step s)
+void ana_st_add_step(ana_st *st, ana_st_step s)
 {
     ANA_GROW(st->steps, st->cap_steps, st->n_steps + 1);
     st->steps[st->n_steps++] = s;
@@ -400,7 +317,7 @@ static int ana_st_nvtx(ana_st *st, char *why, size_t cap)
     for (size_t i = 0; i < st->n_ranges; i++) {
         const ana_st_range *r = &st->ranges[i];
         if (r->group == (uint32_t)best)
-            ana_st_add_step(st, (ana_st_step){ r->t0, r->t1, r->tid, 0, 0, r->kind });
+            ana_st_add_step(st, (ana_st_step){ r->t0, r->t1, 0, 0, r->kind });
     }
     ana_st_stem(ana_libs_str(&st->t->libs, g[best].name), st->name, sizeof(st->name));
     free(g);
@@ -436,249 +353,12 @@ static void ana_st_nvtx_phases(ana_st *st)
     qsort(v, n, sizeof(*v), ana_st_range_depth_cmp);
     for (size_t i = 0; i < n; i++) {
         size_t lo, hi;
-        ana_st_window(st, v[i]->kind, v[i]->tid, v[i]->t0, v[i]->t1, &lo, &hi);
-        for (size_t p = lo; p < hi; p++)
-            st->nv_phase[ana_st_at(st, v[i]->kind, p)] = (uint8_t)phase_of[v[i]->name];
+        ana_st_window(st, v[i]->t0, v[i]->t1, &lo, &hi);
+        for (size_t c = lo; c < hi; c++)
+            st->nv_phase[c] = (uint8_t)phase_of[v[i]->name];
     }
     free(phase_of);
     free(v);
-}
-
-/* ------------------------------------------------------------------ sequences */
-
-typedef struct ana_st_seq {
-    size_t a, b; /* calls [a, b) */
-} ana_st_seq;
-
-static size_t ana_st_len(ana_st_seq s) { return s.b - s.a; }
-
-/* Common prefix (suffix) length of the keys of two sequences. */
-static size_t ana_st_lcp(const ana_st *st, ana_st_seq x, ana_st_seq y)
-{
-    size_t n = 0;
-    while (x.a + n < x.b && y.a + n < y.b && st->key[x.a + n] == st->key[y.a + n])
-        n++;
-    return n;
-}
-
-static size_t ana_st_lcs(const ana_st *st, ana_st_seq x, ana_st_seq y)
-{
-    size_t n = 0;
-    while (x.b - n > x.a && y.b - n > y.a && st->key[x.b - n - 1] == st->key[y.b - n - 1])
-        n++;
-    return n;
-}
-
-/* ------------------------------------------------------------------ optimizer */
-
-/* Runs of optimizer-hinted launches: a run goes on over calls with no hint while they are
- * no more than the optimizer launches it holds so far (grad clipping, a scale check);
- * a forward- or backward-hinted launch ends it. */
-static size_t ana_st_runs(const ana_st *st, ana_st_seq **out)
-{
-    ana_st_seq *v = NULL;
-    size_t n = 0, cap = 0, gap = 0, nopt = 0;
-    int open = 0;
-    for (size_t i = 0; i < st->n; i++) {
-        if (st->hint[i] == ST_OPT) {
-            if (open && gap <= nopt) {
-                v[n - 1].b = i + 1;
-                nopt++;
-            } else {
-                ANA_GROW(v, cap, n + 1);
-                v[n++] = (ana_st_seq){ i, i + 1 };
-                nopt = 1;
-                open = 1;
-            }
-            gap = 0;
-        } else if (st->hint[i]) {
-            open = 0;
-        } else {
-            gap++;
-        }
-    }
-    *out = v;
-    return n;
-}
-
-/* The calls from `from` up to the first hinted launch before `limit`. */
-static ana_st_seq ana_st_gap(const ana_st *st, size_t from, size_t limit)
-{
-    size_t b = from;
-    while (b < limit && !st->hint[b])
-        b++;
-    return (ana_st_seq){ from, b };
-}
-
-/* Where the first step begins inside the calls before the first step's first hinted
- * launch (lead): what steady steps have before their hinted part is `head`. */
-static size_t ana_st_first_start(const ana_st *st, ana_st_seq lead, ana_st_seq head)
-{
-    size_t want = ana_st_len(head), m = ana_st_lcs(st, lead, head);
-    if (m >= want)
-        return lead.b - want;
-    size_t plen = want < ST_PATTERN ? want : ST_PATTERN;
-    /* extra calls inside the first step's head: find where its head begins */
-    for (size_t q = lead.b - m; q-- > lead.a;) {
-        if (q + plen > lead.b)
-            continue;
-        if (ana_st_lcp(st, (ana_st_seq){ q, q + plen }, (ana_st_seq){ head.a, head.a + plen }) == plen)
-            return q;
-    }
-    return lead.b - m;
-}
-
-static int ana_st_optimizer(ana_st *st, char *why, size_t cap)
-{
-    ana_st_seq *runs;
-    size_t r = ana_st_runs(st, &runs);
-    if (r < 2) {
-        snprintf(why, cap, "%zu run%s of optimizer kernels (2 needed)", r, r == 1 ? "" : "s");
-        free(runs);
-        return 0;
-    }
-    /* after[k]: what follows run k up to the next hinted launch; lead: what precedes the
-     * first step's first hinted launch. */
-    ana_st_seq *after = ana_xcalloc(r, sizeof(*after));
-    for (size_t k = 0; k < r; k++)
-        after[k] = ana_st_gap(st, runs[k].b, k + 1 < r ? runs[k + 1].a : st->n);
-    ana_st_seq lead = ana_st_gap(st, 0, runs[0].a);
-    size_t tail = ana_st_len(after[0]), head = ana_st_lcs(st, lead, after[0]), inner = SIZE_MAX;
-    for (size_t k = 1; k < r; k++)
-        tail = ana_st_lcp(st, after[0], after[k]) < tail ? ana_st_lcp(st, after[0], after[k]) : tail;
-    for (size_t k = 0; k + 1 < r; k++) {
-        size_t h = ana_st_lcs(st, after[0], after[k]);
-        head = h < head ? h : head;
-        inner = ana_st_len(after[k]) < inner ? ana_st_len(after[k]) : inner;
-    }
-    if (head + tail > inner) /* the same calls both close a step and open the next: open */
-        tail = inner > head ? inner - head : 0;
-    size_t start = ana_st_first_start(st, lead, (ana_st_seq){ after[0].a + tail, after[0].b });
-    for (size_t k = 0; k < r; k++) { /* step k: [start, end of run k + tail) */
-        size_t end = runs[k].b + tail;
-        ana_st_add_step(st, (ana_st_step){ st->t->calls[start].time_ns, 0, 0, start, end - 1, ST_SPAN });
-        start = end;
-    }
-    free(after);
-    free(runs);
-    return 1;
-}
-
-/* ------------------------------------------------------------------ period */
-
-typedef struct ana_st_cand {
-    size_t p, covered;
-    ana_st_seq *win; /* accepted windows */
-    size_t n_win;
-} ana_st_cand;
-
-/* 1 when window w looks like the steady window tmpl: their ends agree on 90% of it; a
- * step other than the first must also have its length within 10%. */
-static int ana_st_alike(const ana_st *st, ana_st_seq w, ana_st_seq tmpl, int first)
-{
-    size_t lw = ana_st_len(w), p = ana_st_len(tmpl), m = lw < p ? lw : p;
-    size_t pre = ana_st_lcp(st, w, tmpl), suf = pre < m ? ana_st_lcs(st, w, tmpl) : 0;
-    size_t same = pre + suf < m ? pre + suf : m;
-    if (first)
-        return 10 * same >= 9 * p;
-    size_t diff = lw > p ? lw - p : p - lw;
-    return 10 * diff <= p && 10 * same >= 9 * (lw > p ? lw : p);
-}
-
-static int ana_st_size_cmp(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Steps anchored at the occurrences occ[0..c) of one key (c >= 2). */
-static void ana_st_period_try(const ana_st *st, const size_t *occ, size_t c, ana_st_cand *out)
-{
-    memset(out, 0, sizeof(*out));
-    size_t *gaps = ana_xcalloc(c, sizeof(size_t)), j = 0, phi = 0;
-    for (size_t i = 0; i + 1 < c; i++)
-        gaps[i] = occ[i + 1] - occ[i];
-    qsort(gaps, c - 1, sizeof(size_t), ana_st_size_cmp);
-    size_t p = gaps[(c - 2) / 2];
-    free(gaps);
-    for (size_t i = 0; i + 1 < c; i++)
-        if (occ[i + 1] - occ[i] == p)
-            j = i; /* the last steady window */
-    /* the steps begin phi calls before their anchor: as far back as the first step's
-     * calls before its anchor look like a steady step's */
-    while (phi < occ[0] && phi + 1 < p && st->key[occ[0] - 1 - phi] == st->key[occ[j + 1] - 1 - phi])
-        phi++;
-    ana_st_seq tmpl = { occ[j] - phi, occ[j + 1] - phi };
-    out->p = p;
-    out->win = ana_xcalloc(c, sizeof(*out->win));
-    for (size_t i = 0; i < c; i++) {
-        size_t a = occ[i] - phi, b = i + 1 < c ? occ[i + 1] - phi : a + p;
-        ana_st_seq w = { a, b < st->n ? b : st->n };
-        if (!ana_st_alike(st, w, tmpl, out->n_win == 0 && i == 0))
-            continue;
-        out->win[out->n_win++] = w;
-        out->covered += ana_st_len(w);
-    }
-}
-
-/* The calls of one key: how many, the first, where they start in the sorted pairs. */
-typedef struct ana_st_keyrun {
-    size_t count, first, off;
-} ana_st_keyrun;
-
-static int ana_st_keyrun_cmp(const void *a, const void *b)
-{
-    const ana_st_keyrun *x = a, *y = b;
-    if (x->count != y->count)
-        return x->count < y->count ? -1 : 1;
-    return x->first < y->first ? -1 : x->first > y->first;
-}
-
-static int ana_st_period(ana_st *st, char *why, size_t cap)
-{
-    ana_st_pair *v = ana_xcalloc(st->n + 1, sizeof(*v));
-    for (size_t i = 0; i < st->n; i++)
-        v[i] = (ana_st_pair){ st->key[i], i };
-    qsort(v, st->n, sizeof(*v), ana_st_pair_cmp);
-    /* keys seen at least twice, rarest (then earliest) first */
-    ana_st_keyrun *kr = ana_xcalloc(st->n + 1, sizeof(*kr));
-    size_t nk = 0;
-    for (size_t i = 0, e; i < st->n; i = e) {
-        for (e = i; e < st->n && v[e].k == v[i].k; e++)
-            ;
-        if (e - i >= 2)
-            kr[nk++] = (ana_st_keyrun){ e - i, v[i].i, i };
-    }
-    qsort(kr, nk, sizeof(*kr), ana_st_keyrun_cmp);
-    ana_st_cand best = { 0 };
-    size_t *occ = ana_xcalloc(st->n + 1, sizeof(size_t));
-    for (size_t i = 0; i < nk && i < ST_CANDIDATES; i++) {
-        const ana_st_keyrun *k = &kr[i];
-        ana_st_cand c;
-        for (size_t o = 0; o < k->count; o++)
-            occ[o] = v[k->off + o].i;
-        ana_st_period_try(st, occ, k->count, &c);
-        int ok = c.n_win >= 2 && 2 * c.covered > st->n - c.win[0].a;
-        if (ok && (!best.win || c.covered > best.covered || (c.covered == best.covered && c.p < best.p))) {
-            free(best.win);
-            best = c;
-        } else {
-            free(c.win);
-        }
-    }
-    free(occ);
-    free(kr);
-    free(v);
-    if (!best.win) {
-        snprintf(why, cap, "%s", nk ? "the launch sequence has no period that repeats over most of it"
-                                    : "no launch repeats");
-        return 0;
-    }
-    for (size_t i = 0; i < best.n_win; i++)
-        ana_st_add_step(st, (ana_st_step){ st->t->calls[best.win[i].a].time_ns, 0, 0, best.win[i].a,
-                                           best.win[i].b - 1, ST_SPAN });
-    free(best.win);
-    return 1;
 }
 
 /* ------------------------------------------------------------------ calls to steps */
@@ -688,9 +368,7 @@ static int ana_st_step_cmp(const void *a, const void *b)
     const ana_st_step *x = a, *y = b;
     if (x->t0 != y->t0)
         return x->t0 < y->t0 ? -1 : 1;
-    if (x->a != y->a)
-        return x->a < y->a ? -1 : 1;
-    return x->tid < y->tid ? -1 : x->tid > y->tid;
+    return x->a < y->a ? -1 : x->a > y->a;
 }
 
 /* When each call's GPU work ended (0: none recorded). */
@@ -733,10 +411,9 @@ static void ana_st_assign(ana_st *st, ana_steps *out)
             *o = (ana_step){ .start_ns = s->t0, .end_ns = ana_st_span_end(st, i, done) };
         } else {
             *o = (ana_step){ .start_ns = s->t0, .end_ns = s->t1 };
-            ana_st_window(st, s->kind, s->tid, s->t0, s->t1, &lo, &hi);
+            ana_st_window(st, s->t0, s->t1, &lo, &hi);
         }
-        for (size_t p = lo; p < hi; p++) {
-            size_t c = s->kind == ST_SPAN ? p : ana_st_at(st, s->kind, p);
+        for (size_t c = lo; c < hi; c++) {
             if (out->call_step[c] < 0) { /* overlapping ranges: the earlier step keeps it */
                 out->call_step[c] = (int32_t)i;
                 o->calls++;
@@ -866,7 +543,7 @@ static uint64_t ana_st_median(const ana_steps *s)
 
 static int ana_st_find(ana_st *st, char *why, size_t cap)
 {
-    char nv[80], opt[80], per[100];
+    char nv[44], opt[64], per[68]; /* each fits its longest message; together, why */
     if (ana_st_nvtx(st, nv, sizeof(nv)))
         return st->method = ANA_STEPS_NVTX;
     if (ana_st_optimizer(st, opt, sizeof(opt)))

@@ -5,18 +5,21 @@
  *   1. NVTX: a push/pop range that repeats at the outermost level of a thread and is
  *      named like a step ("step", "train_step", "iteration", "ProfilerStep#6", ... —
  *      trailing numbers ignored), or failing a name, the outermost range that repeats
- *      most often and holds most of the launches;
+ *      most often and holds most of the launches; push/pop steps are one thread's ranges
+ *      (the thread whose ranges hold the most calls);
  *   2. the optimizer: the launch sequence cut after each run of optimizer kernels
  *      (classify.h hint), when there are at least 2 runs;
  *   3. periodicity: the period of the sequence of launched kernels.
  * A call (index into t->calls) belongs to the step whose bounds hold it (NVTX: calls of
- * the range's thread between push and pop; otherwise [first call, next step's first call)).
+ * any thread between push and pop — backward passes are launched from other threads
+ * than the step's; otherwise [first call, next step's first call)).
  *
  * Phases within a step: NVTX ranges inside the step named forward/backward/optimizer
- * (fwd, bwd, optim... — docs), else kernel names: forward up to the last forward-hinted
- * launch before the first backward-hinted one, backward from the first backward-hinted
- * launch, optimizer from the first optimizer launch of the step's closing run; launches
- * the evidence does not place are ANA_PHASE_UNDECIDED, never guessed.
+ * (fwd, bwd, optim... — docs; they too hold the calls of any thread in their time), else
+ * kernel names: forward up to the last forward-hinted launch before the first
+ * backward-hinted one, backward from the first backward-hinted launch, optimizer from
+ * the first optimizer launch of the step's closing run; launches the evidence does not
+ * place are ANA_PHASE_UNDECIDED, never guessed.
  *
  * Pure computation over a loaded trace (which must outlive the result). Not thread-safe. */
 #ifndef ANA_STEPS_H

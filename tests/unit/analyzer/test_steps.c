@@ -70,21 +70,27 @@ static size_t tb_memcpy(tb *b, uint64_t bytes)
     return b->n_calls++;
 }
 
-/* A RANGE record; returns its time. */
-static uint64_t tb_range(tb *b, uint64_t op, const char *name, uint64_t id)
+/* A RANGE record on thread tid; returns its time. */
+static uint64_t tb_range_on(tb *b, uint64_t tid, uint64_t op, const char *name, uint64_t id)
 {
     b->now += 100;
-    ana_record r = { .kind = ANA_K_RANGE, .tid = TID, .time_ns = b->now };
+    ana_record r = { .kind = ANA_K_RANGE, .tid = tid, .time_ns = b->now };
     r.u.range = (ana_rec_range){ .op = op, .id = id, .name = { name, (uint32_t)strlen(name) } };
     ana_trace_add(b->t, &r);
     return b->now;
 }
 
-static uint64_t tb_push(tb *b, const char *name) { return tb_range(b, ANA_RANGE_PUSH, name, 0); }
-static uint64_t tb_pop(tb *b) { return tb_range(b, ANA_RANGE_POP, "", 0); }
+static uint64_t tb_push_on(tb *b, uint64_t tid, const char *name)
+{
+    return tb_range_on(b, tid, ANA_RANGE_PUSH, name, 0);
+}
+
+static uint64_t tb_pop_on(tb *b, uint64_t tid) { return tb_range_on(b, tid, ANA_RANGE_POP, "", 0); }
+static uint64_t tb_push(tb *b, const char *name) { return tb_push_on(b, TID, name); }
+static uint64_t tb_pop(tb *b) { return tb_pop_on(b, TID); }
 
 /* Finishes the trace and finds its steps; the calls must be in the model in the order
- * they were written (one thread, increasing times). */
+ * they were written (increasing times, whatever their thread). */
 static void tb_find(tb *b, ana_steps *s)
 {
     ana_trace_finish(b->t);
@@ -136,8 +142,8 @@ Test(steps, nvtx_steps_with_nested_phases)
         tb_push(&b, "Optimizer.step#AdamW.step");
         tb_launch(&b, k);
         tb_pop(&b);
-        if (i == 1)
-            tb_launch_on(&b, TID + 1, k, 0); /* another thread: not this step's */
+        if (i == 1) /* another thread, inside the step but outside its phase ranges */
+            tb_launch_on(&b, TID + 1, k, 0);
         pop[i] = tb_pop(&b);
     }
     tb_find(&b, &s);
@@ -149,14 +155,15 @@ Test(steps, nvtx_steps_with_nested_phases)
     for (int i = 0; i < 3; i++) {
         cr_expect_eq(s.steps[i].start_ns, push[i]);
         cr_expect_eq(s.steps[i].end_ns, pop[i]);
-        cr_expect_eq(s.steps[i].calls, 6);
+        cr_expect_eq(s.steps[i].calls, i == 1 ? 7 : 6);
         cr_expect_eq(s.steps[i].phases, ANA_PHASES_NVTX);
         static const int want[] = { U, F, F, B, B, O };
         expect_phases(&s, first[i], want, 6);
         for (size_t c = first[i]; c < first[i] + 6; c++)
             cr_expect_eq(s.call_step[c], i);
     }
-    cr_expect_eq(s.call_step[first[1] + 6], -1, "the other thread's launch");
+    cr_expect_eq(s.call_step[first[1] + 6], 1, "the other thread's launch, in the step's time");
+    cr_expect_eq(s.call_phase[first[1] + 6], U, "outside every phase range");
     cr_expect_eq(s.median_ns, pop[0] - push[0]); /* all three last equally long but step 1 */
     cr_expect_lt(pop[0] - push[0], pop[1] - push[1]);
     tb_free(&b, &s);
@@ -221,6 +228,111 @@ Test(steps, unnamed_outer_range_holding_most_launches)
     cr_assert_eq(s.method, ANA_STEPS_NVTX, "%s", s.why);
     cr_expect_str_eq(s.name, "loop body");
     cr_expect_eq(s.n_steps, 3);
+    tb_free(&b, &s);
+}
+
+/* PyTorch's shape: the step (and its phase ranges, when with_phases) pushed on the main
+ * thread A, the backward kernels launched by the autograd engine's thread B inside its own
+ * ranges. first[i]: the step's first call; its calls are fwd fwd (A) bwd bwd (B) sgd (A). */
+static void autograd_steps(tb *b, int with_phases, uint64_t *push, uint64_t *pop, size_t *first)
+{
+    const uint64_t A = TID, B = TID + 1;
+    uint64_t fwd = tb_kernel(b, "_Z11mlp_forwardv"), bwd = tb_kernel(b, "_Z12mlp_backwardv"),
+             sgd = tb_kernel(b, "_Z10sgd_updatev");
+    char name[32];
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof(name), "ProfilerStep#%d", i);
+        push[i] = tb_push_on(b, A, name);
+        if (with_phases)
+            tb_push_on(b, A, "## forward ##");
+        first[i] = tb_launch_on(b, A, fwd, 0);
+        tb_launch_on(b, A, fwd, 0);
+        if (with_phases) {
+            tb_pop_on(b, A);
+            tb_push_on(b, A, "loss.backward");
+        }
+        tb_push_on(b, B, "autograd::engine::evaluate_function: MmBackward0"); /* no phase */
+        tb_launch_on(b, B, bwd, 0);
+        tb_launch_on(b, B, bwd, 0);
+        tb_pop_on(b, B);
+        if (with_phases) {
+            tb_pop_on(b, A);
+            tb_push_on(b, A, "Optimizer.step#SGD.step");
+        }
+        tb_launch_on(b, A, sgd, 0);
+        if (with_phases)
+            tb_pop_on(b, A);
+        pop[i] = tb_pop_on(b, A);
+    }
+}
+
+Test(steps, step_ranges_hold_other_threads_launches)
+{
+    static const int want[] = { F, F, B, B, O };
+    for (int with_phases = 0; with_phases < 2; with_phases++) {
+        tb b;
+        ana_steps s;
+        uint64_t push[3], pop[3];
+        size_t first[3];
+        tb_init(&b);
+        autograd_steps(&b, with_phases, push, pop, first);
+        tb_find(&b, &s);
+        cr_assert_eq(s.method, ANA_STEPS_NVTX, "%s", s.why);
+        cr_expect_str_eq(s.name, "ProfilerStep#");
+        cr_assert_eq(s.n_steps, 3);
+        cr_expect_eq(s.phases, with_phases ? ANA_PHASES_NVTX : ANA_PHASES_NAMES);
+        for (int i = 0; i < 3; i++) {
+            cr_expect_eq(s.steps[i].start_ns, push[i]);
+            cr_expect_eq(s.steps[i].end_ns, pop[i]);
+            cr_expect_eq(s.steps[i].calls, 5, "step %d holds thread B's two launches", i);
+            cr_expect_eq(s.steps[i].phases, with_phases ? ANA_PHASES_NVTX : ANA_PHASES_NAMES);
+            for (size_t c = first[i]; c < first[i] + 5; c++)
+                cr_expect_eq(s.call_step[c], i, "call %zu (phases %d)", c, with_phases);
+            cr_expect_eq(b.t->calls[first[i] + 2].tid, TID + 1);
+            expect_phases(&s, first[i], want, 5);
+        }
+        tb_free(&b, &s);
+    }
+}
+
+Test(steps, overlapping_step_ranges_of_two_threads)
+{
+    /* A's "step" ranges hold 3, 3 and 2 calls, B's (inside A's first two) 1 each: the steps
+     * are A's, B's ranges are none, and B's launches belong to A's steps. */
+    tb b;
+    ana_steps s;
+    const uint64_t A = TID, B = TID + 1;
+    uint64_t push[3], pop[3];
+    tb_init(&b);
+    uint64_t k = tb_kernel(&b, "k");
+    for (int i = 0; i < 3; i++) {
+        push[i] = tb_push_on(&b, A, "step");
+        tb_launch_on(&b, A, k, 0);
+        if (i < 2) {
+            tb_push_on(&b, B, "step");
+            tb_launch_on(&b, B, k, 0);
+            tb_pop_on(&b, B);
+        }
+        tb_launch_on(&b, A, k, 0);
+        pop[i] = tb_pop_on(&b, A);
+    }
+    tb_find(&b, &s);
+    cr_assert_eq(s.method, ANA_STEPS_NVTX, "%s", s.why);
+    cr_assert_eq(s.n_steps, 3);
+    static const uint64_t calls[] = { 3, 3, 2 };
+    static const int32_t step_of[] = { 0, 0, 0, 1, 1, 1, 2, 2 };
+    for (int i = 0; i < 3; i++) {
+        cr_expect_eq(s.steps[i].start_ns, push[i]);
+        cr_expect_eq(s.steps[i].end_ns, pop[i]);
+        cr_expect_eq(s.steps[i].calls, calls[i]);
+    }
+    for (size_t c = 0; c < 8; c++)
+        cr_expect_eq(s.call_step[c], step_of[c], "call %zu", c);
+    cr_expect_eq(b.t->calls[1].tid, B);
+    /* durations: 6 records after the push (600 ns) for steps 0 and 1, 3 for step 2 */
+    cr_expect_eq(pop[0] - push[0], 600);
+    cr_expect_eq(pop[2] - push[2], 300);
+    cr_expect_eq(s.median_ns, 600);
     tb_free(&b, &s);
 }
 
