@@ -189,3 +189,12 @@ void ana_json_kdbl(ana_json *j, const char *key, double v)
     ana_json_key(j, key);
     ana_json_dbl(j, v);
 }
+
+void ana_json_kdbl_known(ana_json *j, const char *key, double v)
+{
+    ana_json_key(j, key);
+    if (v >= 0)
+        ana_json_dbl(j, v);
+    else
+        ana_json_null(j);
+}

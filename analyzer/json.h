@@ -40,5 +40,7 @@ void ana_json_kstr(ana_json *j, const char *key, const char *s);
 void ana_json_ku64(ana_json *j, const char *key, uint64_t v);
 void ana_json_ki64(ana_json *j, const char *key, int64_t v);
 void ana_json_kdbl(ana_json *j, const char *key, double v);
+/* v, or null when v < 0 ("not known" in the analyses' convention). */
+void ana_json_kdbl_known(ana_json *j, const char *key, double v);
 
 #endif

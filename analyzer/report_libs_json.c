@@ -18,15 +18,6 @@ static void ana_rlj_ratio(ana_json *j, const char *key, double num, double den)
         ana_json_null(j);
 }
 
-static void ana_rlj_num_or_null(ana_json *j, const char *key, double v)
-{
-    ana_json_key(j, key);
-    if (v >= 0)
-        ana_json_dbl(j, v);
-    else
-        ana_json_null(j);
-}
-
 static void ana_rlj_hex(ana_json *j, const char *key, uint64_t v)
 {
     char b[24];
@@ -71,11 +62,11 @@ static void ana_rlj_gemm(ana_json *j, const ana_gemm_row *g)
     ana_json_ku64(j, "gpu_ns", g->gpu_ns);
     ana_json_ku64(j, "kernels", g->kernels);
     ana_json_ku64(j, "timed_calls", g->timed_calls);
-    ana_rlj_num_or_null(j, "tflops", tflops);
+    ana_json_kdbl_known(j, "tflops", tflops);
     ana_json_key(j, "device");
     g->device >= 0 ? ana_json_i64(j, g->device) : ana_json_null(j);
-    ana_rlj_num_or_null(j, "peak_tflops", g->peak_tflops);
-    ana_rlj_num_or_null(j, "peak_pct", tflops >= 0 && g->peak_tflops > 0
+    ana_json_kdbl_known(j, "peak_tflops", g->peak_tflops);
+    ana_json_kdbl_known(j, "peak_pct", tflops >= 0 && g->peak_tflops > 0
                                            ? 100.0 * tflops / g->peak_tflops : -1.0);
     ana_json_obj_end(j);
 }
@@ -116,9 +107,9 @@ static void ana_rlj_findings(ana_json *j, const ana_report *r)
         ana_json_ku64(j, "count", lc->fp32_calls);
         ana_json_ku64(j, "shapes", lc->fp32_shapes);
         ana_json_ku64(j, "gpu_ns", lc->fp32_gpu_ns);
-        ana_rlj_num_or_null(j, "peak_fp32_tflops", lc->fp32_peak);
-        ana_rlj_num_or_null(j, "peak_tf32_tflops", lc->tf32_peak);
-        ana_rlj_num_or_null(j, "peak_ratio", lc->fp32_peak > 0 && lc->tf32_peak > 0
+        ana_json_kdbl_known(j, "peak_fp32_tflops", lc->fp32_peak);
+        ana_json_kdbl_known(j, "peak_tf32_tflops", lc->tf32_peak);
+        ana_json_kdbl_known(j, "peak_ratio", lc->fp32_peak > 0 && lc->tf32_peak > 0
                                                  ? lc->tf32_peak / lc->fp32_peak : -1.0);
         ana_json_kstr(j, "advice", "allow TF32 for fp32 GEMMs: cublasSetMathMode(handle, "
                                    "CUBLAS_TF32_TENSOR_OP_MATH), or in PyTorch "
@@ -155,8 +146,8 @@ static void ana_rlj_coll(ana_json *j, const ana_coll_row *c)
     ana_json_ku64(j, "gpu_ns", c->gpu_ns);
     ana_json_kstr(j, "algorithm", c->algorithm[0] ? c->algorithm : NULL);
     ana_json_kstr(j, "protocol", c->protocol[0] ? c->protocol : NULL);
-    ana_rlj_num_or_null(j, "algbw_gbps", algbw);
-    ana_rlj_num_or_null(j, "busbw_gbps", algbw >= 0 && factor >= 0 ? algbw * factor : -1.0);
+    ana_json_kdbl_known(j, "algbw_gbps", algbw);
+    ana_json_kdbl_known(j, "busbw_gbps", algbw >= 0 && factor >= 0 ? algbw * factor : -1.0);
     ana_json_obj_end(j);
 }
 
@@ -241,7 +232,7 @@ static void ana_rlj_totals(ana_json *j, const ana_report *r)
     ana_json_ku64(j, "gemm_gpu_ns", lc->gemm_gpu_ns);
     ana_rlj_ratio(j, "gemm_share", (double)lc->gemm_gpu_ns, (double)lc->kernel_ns);
     ana_json_ku64(j, "gemm_flops", lc->gemm_flops);
-    ana_rlj_num_or_null(j, "gemm_tflops", lc->gemm_gpu_ns ? (double)lc->gemm_timed_flops /
+    ana_json_kdbl_known(j, "gemm_tflops", lc->gemm_gpu_ns ? (double)lc->gemm_timed_flops /
                                                                 (double)lc->gemm_gpu_ns / 1000.0
                                                           : -1.0);
     ana_json_ku64(j, "collective_calls", lc->coll_calls);

@@ -175,12 +175,6 @@ static void ana_rtm_json_classes(ana_json *j, const char *key, const ana_class_t
     ana_json_obj_end(j);
 }
 
-static void ana_rtm_json_dbl_or_null(ana_json *j, const char *key, double v)
-{
-    ana_json_key(j, key);
-    v >= 0 ? ana_json_dbl(j, v) : ana_json_null(j);
-}
-
 static void ana_rtm_json_phases(ana_json *j, const ana_report *r)
 {
     const ana_anatomy *a = &r->anat;
@@ -192,7 +186,7 @@ static void ana_rtm_json_phases(ana_json *j, const ana_report *r)
         snprintf(key, sizeof(key), "%s_ns", ana_phase_name(p));
         ana_json_ku64(j, key, a->phase_ns[p]);
     }
-    ana_rtm_json_dbl_or_null(j, "backward_to_forward", a->bwd_fwd_ratio);
+    ana_json_kdbl_known(j, "backward_to_forward", a->bwd_fwd_ratio);
     ana_json_key(j, "by_class");
     ana_json_obj_begin(j);
     for (int p = 0; p < ANA_PHASE_COUNT; p++)
@@ -208,10 +202,10 @@ static void ana_rtm_json_contraction(ana_json *j, const ana_report *r)
     ana_json_obj_begin(j);
     ana_json_ku64(j, "gemm_flops", a->gemm_flops);
     ana_json_ku64(j, "gemm_gpu_ns", a->gemm_timed_ns);
-    ana_rtm_json_dbl_or_null(j, "achieved_tflops", a->achieved_tflops);
+    ana_json_kdbl_known(j, "achieved_tflops", a->achieved_tflops);
     ana_json_kstr(j, "precision", a->peak_prec >= 0 ? ana_prec_name(a->peak_prec) : NULL);
-    ana_rtm_json_dbl_or_null(j, "peak_tflops", a->peak_tflops);
-    ana_rtm_json_dbl_or_null(j, "mfu", a->mfu);
+    ana_json_kdbl_known(j, "peak_tflops", a->peak_tflops);
+    ana_json_kdbl_known(j, "mfu", a->mfu);
     ana_json_ku64(j, "mfu_wall_ns", a->mfu_wall_ns);
     ana_json_obj_end(j);
 }
