@@ -4,8 +4,9 @@
  * any order), then turned into records at once (kernels, copies, device properties,
  * GEMMs) or kept in compact arrays for the end (API calls, whose kernel or byte count comes
  * from the GPU event with the same correlation; `[memory]` events, whose allocations made
- * before the trace began are only known after the last event; ranges, emitted as properly
- * nested push/pop pairs per thread; collectives). Times are integer ns from the text.
+ * before the trace began are only known after the last event; ranges — annotations and
+ * the step, autograd and optimizer ops — emitted as properly nested push/pop pairs per
+ * thread; collectives). Times are integer ns from the text.
  *
  * This file reads; kineto_names.c holds the name tables, kineto_emit.c what is emitted
  * at the end (kineto_int.h). */
@@ -300,17 +301,18 @@ static void kin_on_api(kin *k)
     };
 }
 
-static void kin_on_op(kin *k, int user)
+/* An op or annotation; range: what it is kept as (enum kin_rkind; KIN_R_NONE: no range). */
+static void kin_on_op(kin *k, int range)
 {
     const kin_ev *e = &k->ev;
     const char *name = kin_str(k, e->name);
     int ctx = kin_op_ctx(name);
     if (ctx && kin_has(e, A_EXT))
         ana_u64map_put(&k->t->call_ctx, (uint64_t)e->num[A_EXT], (uint64_t)ctx);
-    if (user) {
+    if (range != KIN_R_NONE) {
         ANA_GROW(k->ranges, k->cap_ranges, k->n_ranges + 1);
         k->ranges[k->n_ranges] = (kin_range){ (uint64_t)e->ts, (uint64_t)(e->ts + e->dur), e->tid,
-                                              ana_xstrdup(name), k->n_ranges };
+                                              ana_xstrdup(name), k->n_ranges, range };
         k->n_ranges++;
         return;
     }
@@ -381,10 +383,10 @@ static void kin_on_event(kin *k)
     case K_MEMCPY: kin_on_copy(k, 0); break;
     case K_MEMSET: kin_on_copy(k, 1); break;
     case K_RUNTIME: kin_on_api(k); break;
-    case K_OP: /* the 2021 schema records the profiler's step ranges as ops */
-        kin_on_op(k, kin_prefix(kin_str(k, e->name), "ProfilerStep#"));
+    case K_OP: /* step (2021 schema), autograd and optimizer ops are ranges too */
+        kin_on_op(k, kin_op_range(kin_str(k, e->name)));
         break;
-    default: kin_on_op(k, 1); break; /* K_USER */
+    default: kin_on_op(k, KIN_R_ANNOT); break; /* K_USER */
     }
 }
 

@@ -251,32 +251,53 @@ static void kin_range_record(kin *k, uint64_t tid, uint64_t time, int op, const 
     kin_add(k, &rec);
 }
 
+/* 1 when range r is not emitted: an autograd range inside another (only the outermost
+ * evaluate_function of a nest; a node only when no evaluate_function or node holds it), or
+ * an op the same as the range holding it (an optimizer step recorded both ways). */
+static int kin_range_inner(const kin_range *r, const size_t *ag, const kin_range *top)
+{
+    if ((r->kind == KIN_R_EVAL && ag[KIN_R_EVAL]) ||
+        (r->kind == KIN_R_NODE && (ag[KIN_R_EVAL] || ag[KIN_R_NODE])))
+        return 1;
+    return top && (r->kind != KIN_R_ANNOT || top->kind != KIN_R_ANNOT) &&
+           top->start == r->start && top->end == r->end && strcmp(top->name, r->name) == 0;
+}
+
 /* Push/pop pairs, properly nested per thread: a range that outlives its parent is cut at
- * the parent's end (counted). */
+ * the parent's end (counted); nested autograd ranges are left out (kin_range_inner). */
 static void kin_emit_ranges(kin *k)
 {
-    uint64_t *stack = ana_xcalloc(k->n_ranges + 1, sizeof(uint64_t)), cut = 0;
-    size_t depth = 0;
+    uint64_t *stack = ana_xcalloc(k->n_ranges + 1, sizeof(uint64_t)), cut = 0, ops[2] = { 0, 0 };
+    size_t depth = 0, ag[KIN_R_OPTIM + 1] = { 0 }; /* ranges of each kind on the stack */
     qsort(k->ranges, k->n_ranges, sizeof(*k->ranges), kin_range_cmp);
     for (size_t i = 0; i <= k->n_ranges; i++) {
         kin_range *r = i < k->n_ranges ? &k->ranges[i] : NULL;
         while (depth && (!r || r->tid != k->ranges[stack[depth - 1]].tid ||
                          r->start >= k->ranges[stack[depth - 1]].end)) {
             const kin_range *top = &k->ranges[stack[--depth]];
+            ag[top->kind]--;
             kin_range_record(k, top->tid, top->end, ANA_RANGE_POP, NULL);
         }
         if (!r)
             break;
+        if (kin_range_inner(r, ag, depth ? &k->ranges[stack[depth - 1]] : NULL))
+            continue;
         if (depth && r->end > k->ranges[stack[depth - 1]].end) {
             r->end = k->ranges[stack[depth - 1]].end;
             cut++;
         }
+        if (r->kind != KIN_R_ANNOT)
+            ops[r->kind == KIN_R_OPTIM]++;
         kin_range_record(k, r->tid, r->start, ANA_RANGE_PUSH, r->name);
+        ag[r->kind]++;
         stack[depth++] = i;
     }
     if (cut)
-        kin_info(k, "import.ranges_cut", "%llu user annotations cut at their parent's end",
+        kin_info(k, "import.ranges_cut", "%llu ranges cut at their parent's end",
                  (unsigned long long)cut);
+    if (ops[0] || ops[1])
+        kin_info(k, "import.op_ranges", "%llu autograd, %llu optimizer",
+                 (unsigned long long)ops[0], (unsigned long long)ops[1]);
     free(stack);
 }
 

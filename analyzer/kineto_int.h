@@ -49,7 +49,9 @@ typedef struct kin_ev {
 
 typedef struct kin_call { uint64_t time, dur, tid, corr, ext; uint16_t api; uint8_t kind; } kin_call;
 typedef struct kin_mem { uint64_t time, tid, addr; int64_t bytes, total; int64_t device; size_t seq; } kin_mem;
-typedef struct kin_range { uint64_t start, end, tid; char *name; size_t seq; } kin_range;
+/* What a kept range was (kineto_emit.c keeps only the outermost of nested autograd ones). */
+enum kin_rkind { KIN_R_NONE = -1, KIN_R_ANNOT, KIN_R_EVAL, KIN_R_NODE, KIN_R_OPTIM };
+typedef struct kin_range { uint64_t start, end, tid; char *name; size_t seq; int kind; } kin_range;
 typedef struct kin_coll {
     uint64_t time, tid, ext, count, comm, comm_id;
     int64_t group;
@@ -106,6 +108,7 @@ int kin_arg_of(const char *key, size_t n);
 void kin_copy_kinds(const char *name, uint64_t *kind, uint64_t *src, uint64_t *dst);
 uint16_t kin_api_of(const char *name, uint8_t *kind);
 int kin_op_ctx(const char *op);
+int kin_op_range(const char *op);
 int kin_cuda_type(const char *t);
 int kin_nccl_type(const char *t, uint64_t *size);
 uint16_t kin_coll_api(const char *c);

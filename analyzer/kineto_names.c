@@ -1,12 +1,13 @@
 /* kineto_names.c — the name tables of the Kineto importer (kineto_int.h): event
  * categories and argument keys as the profiler spells them, the api numbers of runtime and
  * driver calls (format/records.h), copy and memory kinds from a copy's name, the API
- * context of an op, and the CUDA / NCCL data type of a PyTorch type name
- * (docs/kineto-import.md). Pure functions of their arguments. */
+ * context of an op, the ops imported as ranges, and the CUDA / NCCL data type of a PyTorch
+ * type name (docs/kineto-import.md). Pure functions of their arguments. */
 #include "kineto_int.h"
 
 #include "classify.h"
 
+#include <ctype.h>
 #include <string.h>
 
 /* ---- categories and argument keys -------------------------------------------------- */
@@ -151,6 +152,29 @@ int kin_op_ctx(const char *op)
         if (kin_prefix(op, comm[i]))
             return ANA_CTX_COMM;
     return ANA_CTX_NONE;
+}
+
+/* The range an op is imported as (enum kin_rkind): the 2021 schema's `ProfilerStep#N`, the
+ * autograd engine's `autograd::engine::evaluate_function: X`, an autograd node
+ * (`ReluBackward1`, `AddmmBackward`: letters, digits, `_` and `:` ending in `Backward` and
+ * optional digits), an optimizer's `Optimizer.step#*` / `Optimizer.zero_grad#*`. */
+int kin_op_range(const char *op)
+{
+    if (kin_prefix(op, "ProfilerStep#"))
+        return KIN_R_ANNOT;
+    if (kin_prefix(op, "autograd::engine::evaluate_function:"))
+        return KIN_R_EVAL;
+    if (kin_prefix(op, "Optimizer.step#") || kin_prefix(op, "Optimizer.zero_grad#"))
+        return KIN_R_OPTIM;
+    size_t n = strlen(op);
+    while (n && op[n - 1] >= '0' && op[n - 1] <= '9')
+        n--;
+    if (n <= 8 || memcmp(op + n - 8, "Backward", 8) != 0)
+        return KIN_R_NONE;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)op[i]) && op[i] != '_' && op[i] != ':')
+            return KIN_R_NONE;
+    return KIN_R_NODE;
 }
 
 /* cudaDataType_t of a PyTorch type name, or -1. */

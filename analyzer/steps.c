@@ -3,15 +3,17 @@
  * Every call gets a key (what repeats: its kernel, or a copy's API and size) and a hint
  * (forward, backward or optimizer, from classify.h). Then, in order of evidence:
  *   NVTX      the closed ranges are grouped by (kind, domain, depth, name without its
- *             numbering, and for push/pop the thread); the group named like a step at the
- *             smallest depth wins, else the outermost repeated group holding more than
- *             half of the calls;
+ *             numbering, and for push/pop the thread); the group named like a step wins
+ *             (repeated before single, then the smallest depth), else the outermost
+ *             repeated group holding more than half of the calls;
  *   optimizer, period: steps_seq.c.
  * A range holds the calls of every thread between its two ends: frameworks launch the
  * backward pass from another thread than the one that pushed the step (PyTorch's
- * autograd engine). Phases: ranges named forward/backward/optimizer place the calls
- * inside them; a step without such ranges is placed by kernel-name hints. All of it
- * O(n log n) in the calls (a range's window is two binary searches over the calls). */
+ * autograd engine). Phases: ranges named forward/backward/optimizer (and PyTorch's
+ * autograd ranges, backward) place the calls inside them, a step's calls before its
+ * backward being forward when no range says forward; a step without such ranges is
+ * placed by kernel-name hints (steps_seq.c). All of it O(n log n) in the calls (a range's
+ * window is two binary searches over the calls). */
 #include "steps.h"
 
 #include <ctype.h>
@@ -63,11 +65,32 @@ static int ana_st_step_like(const char *stem)
     return 0;
 }
 
-/* The phase a range name says, by its words (case-insensitive, trailing digits ignored):
- * forward/fwd, backward/bwd, optimizer/optim or zero_grad; -1 for none or more than one. */
+/* PyTorch's autograd: the engine's `autograd::engine::evaluate_function: X`, or a node
+ * (`ReluBackward1`, `AddmmBackward`: letters, digits, `_`, `:`, ending in `Backward` and
+ * optional digits). */
+static int ana_st_autograd(const char *name)
+{
+    size_t n = strlen(name);
+    if (!strncmp(name, "autograd::engine::evaluate_function:", 36))
+        return 1;
+    while (n && isdigit((unsigned char)name[n - 1]))
+        n--;
+    if (n <= 8 || memcmp(name + n - 8, "Backward", 8))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '_' && name[i] != ':')
+            return 0;
+    return 1;
+}
+
+/* The phase a range name says: an autograd name is backward; else by its words
+ * (case-insensitive, trailing digits ignored): forward/fwd, backward/bwd,
+ * optimizer/optim or zero_grad; -1 for none or more than one. */
 static int ana_st_phase_of(const char *name)
 {
     int found = -1;
+    if (ana_st_autograd(name))
+        return ANA_PHASE_BACKWARD;
     char w[32], prev[32] = "";
     while (*name) {
         size_t n = 0;
@@ -274,16 +297,25 @@ static size_t ana_st_groups(ana_st *st, ana_st_group **out)
     return n;
 }
 
-/* The step group, or -1: named like a step at the smallest depth (then the most calls),
- * else the outermost repeated range that is no phase and holds most of the calls. */
+/* 1 when step-like group x is a better step than y: repeated before single, then the
+ * smaller depth, then the more calls. */
+static int ana_st_better(const ana_st_group *x, const ana_st_group *y)
+{
+    if ((x->count >= 2) != (y->count >= 2))
+        return x->count >= 2;
+    return x->depth < y->depth || (x->depth == y->depth && x->calls > y->calls);
+}
+
+/* The step group, or -1: named like a step (repeated, or a single range holding calls;
+ * ana_st_better), else the outermost repeated range that is no phase and holds most of
+ * the calls. */
 static long ana_st_pick_group(const ana_st *st, const ana_st_group *g, size_t n)
 {
     long best = -1;
     for (size_t i = 0; i < n; i++) {
-        if (g[i].count < 2 || !g[i].step_like)
+        if (!g[i].step_like || (g[i].count < 2 && !g[i].calls))
             continue;
-        if (best < 0 || g[i].depth < g[best].depth ||
-            (g[i].depth == g[best].depth && g[i].calls > g[best].calls))
+        if (best < 0 || ana_st_better(&g[i], &g[best]))
             best = (long)i;
     }
     if (best >= 0)
@@ -309,7 +341,7 @@ static int ana_st_nvtx(ana_st *st, char *why, size_t cap)
     size_t n = ana_st_groups(st, &g);
     long best = ana_st_pick_group(st, g, n);
     if (best < 0) {
-        snprintf(why, cap, st->n_ranges ? "no NVTX range named like a step repeats"
+        snprintf(why, cap, st->n_ranges ? "no NVTX range is named like a step or repeats"
                                          : "no NVTX ranges");
         free(g);
         return 0;
@@ -425,57 +457,22 @@ static void ana_st_assign(ana_st *st, ana_steps *out)
 
 /* ------------------------------------------------------------------ phases */
 
-/* The closing optimizer run of a step's calls L[0..n) after position fb: its first and
- * last positions (the last extended over the unhinted launches right after it), or 0
- * when the step's last hinted launch is no optimizer launch. */
-static int ana_st_closing_run(const ana_st *st, const size_t *L, size_t n, size_t fb, size_t *rs,
-                              size_t *re)
+/* Phases of one step's calls L[0..n) from the ranges: a call in no phase range is
+ * undecided, but for a step with backward and no forward ranges, whose calls before the
+ * first backward one are forward (PyTorch: everything before autograd starts). */
+static void ana_st_range_phases(const ana_st *st, const size_t *L, size_t n, uint8_t *phase)
 {
-    size_t j = n, gap = 0, nopt = 1;
-    while (j-- > fb && !st->hint[L[j]])
-        ;
-    if (j == SIZE_MAX || j <= fb || st->hint[L[j]] != ST_OPT)
-        return 0;
-    *rs = *re = j;
-    for (size_t k = j; k-- > fb + 1;) {
-        uint8_t h = st->hint[L[k]];
-        if (h == ST_OPT && gap <= nopt) {
-            *rs = k;
-            nopt++;
-            gap = 0;
-        } else if (h) {
-            break;
-        } else {
-            gap++;
-        }
-    }
-    while (*re + 1 < n && !st->hint[L[*re + 1]] && st->t->calls[L[*re + 1]].kind == ANA_K_LAUNCH)
-        (*re)++;
-    return 1;
-}
-
-/* Phases of one step's calls L[0..n) from kernel-name hints; 0 when it has no
- * backward-hinted launch (everything undecided). */
-static int ana_st_name_phases(const ana_st *st, const size_t *L, size_t n, uint8_t *phase)
-{
-    size_t fb = 0, lf = SIZE_MAX, lb = 0, rs = SIZE_MAX, re = 0;
-    while (fb < n && st->hint[L[fb]] != ST_BWD)
-        fb++;
-    if (fb == n)
-        return 0;
+    size_t fb = n;
+    int fwd = 0;
     for (size_t j = 0; j < n; j++) {
-        if (j < fb && st->hint[L[j]] == ST_FWD)
-            lf = j;
-        if (st->hint[L[j]] == ST_BWD)
-            lb = j;
+        fwd |= st->nv_phase[L[j]] == ANA_PHASE_FORWARD;
+        if (fb == n && st->nv_phase[L[j]] == ANA_PHASE_BACKWARD)
+            fb = j;
     }
-    size_t bwd_end = ana_st_closing_run(st, L, n, fb, &rs, &re) ? rs : lb + 1;
     for (size_t j = 0; j < n; j++)
-        phase[L[j]] = lf != SIZE_MAX && j <= lf ? ANA_PHASE_FORWARD
-                      : j >= fb && j < bwd_end  ? ANA_PHASE_BACKWARD
-                      : j >= rs && j <= re      ? ANA_PHASE_OPTIMIZER
-                                                : ANA_PHASE_UNDECIDED;
-    return 1;
+        phase[L[j]] = st->nv_phase[L[j]] < ANA_PHASE_COUNT ? st->nv_phase[L[j]]
+                      : !fwd && j < fb                     ? ANA_PHASE_FORWARD
+                                                           : ANA_PHASE_UNDECIDED;
 }
 
 /* Each step's calls in order (a counting sort by step), then its phases. Returns the
@@ -501,9 +498,7 @@ static size_t ana_st_phases(ana_st *st, ana_steps *out)
         for (size_t j = 0; j < n; j++)
             nv += st->nv_phase[l[j]] < ANA_PHASE_COUNT;
         if (nv) {
-            for (size_t j = 0; j < n; j++)
-                out->call_phase[l[j]] = st->nv_phase[l[j]] < ANA_PHASE_COUNT ? st->nv_phase[l[j]]
-                                                                               : ANA_PHASE_UNDECIDED;
+            ana_st_range_phases(st, l, n, out->call_phase);
             out->steps[s].phases = ANA_PHASES_NVTX;
         } else if (ana_st_name_phases(st, l, n, out->call_phase)) {
             out->steps[s].phases = ANA_PHASES_NAMES;
@@ -543,7 +538,7 @@ static uint64_t ana_st_median(const ana_steps *s)
 
 static int ana_st_find(ana_st *st, char *why, size_t cap)
 {
-    char nv[44], opt[64], per[68]; /* each fits its longest message; together, why */
+    char nv[48], opt[64], per[68]; /* each fits its longest message; together, why */
     if (ana_st_nvtx(st, nv, sizeof(nv)))
         return st->method = ANA_STEPS_NVTX;
     if (ana_st_optimizer(st, opt, sizeof(opt)))

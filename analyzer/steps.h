@@ -1,12 +1,13 @@
 /* steps.h — training iterations (steps) and, within each, the forward / backward /
  * optimizer phases.
  *
- * Steps, in order of evidence (docs/report-schema.md, `steps`):
- *   1. NVTX: a push/pop range that repeats at the outermost level of a thread and is
- *      named like a step ("step", "train_step", "iteration", "ProfilerStep#6", ... —
- *      trailing numbers ignored), or failing a name, the outermost range that repeats
- *      most often and holds most of the launches; push/pop steps are one thread's ranges
- *      (the thread whose ranges hold the most calls);
+ * Steps, in order of evidence (docs/report-schema.md, `steps`; docs/steps.md):
+ *   1. NVTX: a push/pop range at the outermost level of a thread named like a step
+ *      ("step", "train_step", "iteration", "ProfilerStep#6", ... — trailing numbers
+ *      ignored; one that repeats before one that occurs once, which is a step too when it
+ *      holds calls), or failing a name, the outermost range that repeats most often and
+ *      holds most of the launches; push/pop steps are one thread's ranges (the thread
+ *      whose ranges hold the most calls);
  *   2. the optimizer: the launch sequence cut after each run of optimizer kernels
  *      (classify.h hint), when there are at least 2 runs;
  *   3. periodicity: the period of the sequence of launched kernels.
@@ -15,11 +16,14 @@
  * than the step's; otherwise [first call, next step's first call)).
  *
  * Phases within a step: NVTX ranges inside the step named forward/backward/optimizer
- * (fwd, bwd, optim... — docs; they too hold the calls of any thread in their time), else
- * kernel names: forward up to the last forward-hinted launch before the first
- * backward-hinted one, backward from the first backward-hinted launch, optimizer from
- * the first optimizer launch of the step's closing run; launches the evidence does not
- * place are ANA_PHASE_UNDECIDED, never guessed.
+ * (fwd, bwd, optim, zero_grad, PyTorch's autograd ranges `autograd::engine::
+ * evaluate_function: X` and nodes `XBackward0` as backward — docs; they too hold the
+ * calls of any thread in their time); in a step with backward ranges and no forward one,
+ * its calls in no phase range before its first backward call are forward. Else kernel
+ * names: forward up to the last forward-hinted launch before the first backward-hinted
+ * one, backward from the first backward-hinted launch, optimizer from the first optimizer
+ * launch of the step's closing run; launches the evidence does not place are
+ * ANA_PHASE_UNDECIDED, never guessed.
  *
  * Pure computation over a loaded trace (which must outlive the result). Not thread-safe. */
 #ifndef ANA_STEPS_H

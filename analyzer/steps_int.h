@@ -2,8 +2,9 @@
  * (no other file includes it: the module's contract is steps.h).
  *
  * steps.c prepares a per-call key and hint, pairs the NVTX ranges, finds NVTX steps,
- * assigns calls to steps and places phases; steps_seq.c finds steps in the sequence of
- * calls when there are no NVTX steps (the optimizer method, then the period method).
+ * assigns calls to steps and places phases from ranges; steps_seq.c finds steps in the
+ * sequence of calls when there are no NVTX steps (the optimizer method, then the period
+ * method) and places the phases of a step without phase ranges by kernel names.
  * Both add steps through ana_st_add_step; the state is owned by ana_steps_find. */
 #ifndef ANA_STEPS_INT_H
 #define ANA_STEPS_INT_H
@@ -52,5 +53,8 @@ void ana_st_add_step(ana_st *st, ana_st_step s); /* steps.c */
  * why and returns 0. */
 int ana_st_optimizer(ana_st *st, char *why, size_t cap);
 int ana_st_period(ana_st *st, char *why, size_t cap);
+/* steps_seq.c: the phases (enum ana_phase, into phase[call]) of one step's calls L[0..n)
+ * from kernel-name hints; 0 when it has no backward-hinted launch (nothing written). */
+int ana_st_name_phases(const ana_st *st, const size_t *L, size_t n, uint8_t *phase);
 
 #endif

@@ -1,6 +1,7 @@
-/* steps_seq.c — steps found in the sequence of calls, for traces without NVTX steps
- * (steps.h; the rules are documented in docs/steps.md, "The optimizer" and "The period").
- * Internal to the steps module: called by steps.c through steps_int.h.
+/* steps_seq.c — steps found in the sequence of calls, for traces without NVTX steps, and
+ * the phases of a step placed by kernel-name hints (steps.h; the rules are documented in
+ * docs/steps.md, "The optimizer", "The period" and "From kernel names"). Internal to the
+ * steps module: called by steps.c through steps_int.h.
  *
  * Both methods read every thread's calls as one sequence in time order, compared by key
  * (steps_int.h), and add steps of consecutive calls (ST_SPAN):
@@ -9,11 +10,14 @@
  *             step the same way (the first included) opens the next one;
  *   period    rare keys anchor candidate periods; a candidate's windows must look like
  *             its steady window; the candidate covering the most calls wins.
+ * Phases by names: forward up to the last forward-hinted launch before the first
+ * backward-hinted one, backward from there to the step's closing optimizer run.
  * O(n log n) in the calls (sorting the keys; each candidate scans the calls once). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "steps.h"
 #include "steps_int.h"
 #include "util.h"
 
@@ -271,3 +275,57 @@ int ana_st_period(ana_st *st, char *why, size_t cap)
     return 1;
 }
 
+/* ------------------------------------------------------------------ phases by names */
+
+/* The closing optimizer run of a step's calls L[0..n) after position fb: its first and
+ * last positions (the last extended over the unhinted launches right after it), or 0
+ * when the step's last hinted launch is no optimizer launch. */
+static int ana_st_closing_run(const ana_st *st, const size_t *L, size_t n, size_t fb, size_t *rs,
+                              size_t *re)
+{
+    size_t j = n, gap = 0, nopt = 1;
+    while (j-- > fb && !st->hint[L[j]])
+        ;
+    if (j == SIZE_MAX || j <= fb || st->hint[L[j]] != ST_OPT)
+        return 0;
+    *rs = *re = j;
+    for (size_t k = j; k-- > fb + 1;) {
+        uint8_t h = st->hint[L[k]];
+        if (h == ST_OPT && gap <= nopt) {
+            *rs = k;
+            nopt++;
+            gap = 0;
+        } else if (h) {
+            break;
+        } else {
+            gap++;
+        }
+    }
+    while (*re + 1 < n && !st->hint[L[*re + 1]] && st->t->calls[L[*re + 1]].kind == ANA_K_LAUNCH)
+        (*re)++;
+    return 1;
+}
+
+/* Phases of one step's calls L[0..n) from kernel-name hints; 0 when it has no
+ * backward-hinted launch (everything undecided). */
+int ana_st_name_phases(const ana_st *st, const size_t *L, size_t n, uint8_t *phase)
+{
+    size_t fb = 0, lf = SIZE_MAX, lb = 0, rs = SIZE_MAX, re = 0;
+    while (fb < n && st->hint[L[fb]] != ST_BWD)
+        fb++;
+    if (fb == n)
+        return 0;
+    for (size_t j = 0; j < n; j++) {
+        if (j < fb && st->hint[L[j]] == ST_FWD)
+            lf = j;
+        if (st->hint[L[j]] == ST_BWD)
+            lb = j;
+    }
+    size_t bwd_end = ana_st_closing_run(st, L, n, fb, &rs, &re) ? rs : lb + 1;
+    for (size_t j = 0; j < n; j++)
+        phase[L[j]] = lf != SIZE_MAX && j <= lf ? ANA_PHASE_FORWARD
+                      : j >= fb && j < bwd_end  ? ANA_PHASE_BACKWARD
+                      : j >= rs && j <= re      ? ANA_PHASE_OPTIMIZER
+                                                : ANA_PHASE_UNDECIDED;
+    return 1;
+}

@@ -12,6 +12,7 @@ import decimal
 import gzip
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -128,6 +129,65 @@ def expected_steps(events):
             and str(e.get("name")).startswith("ProfilerStep#")}
 
 
+GPU_CATS = KERNEL_CATS + ("gpu_memcpy", "Memcpy", "gpu_memset", "Memset")
+AUTOGRAD_NODE = re.compile(r"^[A-Za-z0-9_:]+Backward[0-9]*$")
+
+
+def phase_of(e):
+    """The phase a step's op or annotation marks (docs/steps.md), or None: autograd ops are
+    backward, `Optimizer.step#`/`zero_grad#` optimizer, annotations by their words."""
+    n = e["name"]
+    if e.get("cat") in ("cpu_op", "Operator"):
+        if n.startswith("autograd::engine::evaluate_function:") or AUTOGRAD_NODE.match(n):
+            return "backward"
+        if n.startswith(("Optimizer.step#", "Optimizer.zero_grad#")):
+            return "optimizer"
+        return None
+    words = {w.rstrip("0123456789") for w in re.findall(r"[a-z0-9]+", n.lower())}
+    found = {p for p, ws in (("forward", {"forward", "fwd"}), ("backward", {"backward", "bwd"}),
+                             ("optimizer", {"optimizer", "optim", "zerograd"})) if words & ws}
+    if "zero" in words and "grad" in words:
+        found.add("optimizer")
+    return found.pop() if len(found) == 1 else None
+
+
+def expected_phases(events):
+    """(steps, phase -> GPU ns): every GPU activity goes, through its runtime call (same
+    correlation), to the ProfilerStep window holding the call and to the phase of the
+    op/annotation windows (any thread) holding it; in a step with backward windows and no
+    forward one, calls before the first backward call in no window are forward. Asserts no
+    call lies in windows of two phases (the nesting rule is not needed here)."""
+    steps, windows = [], []
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") not in ("cpu_op", "Operator", "user_annotation"):
+            continue
+        w = (ns(e["ts"]), ns(e["ts"]) + ns(e.get("dur", 0)))
+        if e["name"].startswith("ProfilerStep#"):
+            steps.append(w)
+        elif phase_of(e):
+            windows.append((w, phase_of(e)))
+    gpu = collections.Counter()
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") in GPU_CATS and arg(e, "correlation"):
+            gpu[arg(e, "correlation")] += ns(e.get("dur", 0))
+    calls = sorted((ns(e["ts"]), gpu[arg(e, "correlation")]) for e in events
+                   if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver", "Runtime")
+                   and arg(e, "correlation") in gpu)
+    out = collections.Counter()
+    for a, b in steps:
+        placed = []
+        for t, dur in calls:
+            if a <= t <= b:
+                ph = {p for (x, y), p in windows if x <= t <= y}
+                assert len(ph) <= 1, (t, ph)
+                placed.append((t, dur, ph.pop() if ph else None))
+        bwd = [i for i, c in enumerate(placed) if c[2] == "backward"]
+        fwd_rule = bwd and not any(c[2] == "forward" for c in placed)
+        for i, (t, dur, ph) in enumerate(placed):
+            out[ph or ("forward" if fwd_rule and i < bwd[0] else "undecided")] += dur
+    return len(steps), out
+
+
 class FixtureTest(CliTest):
     """The real traces: the report's numbers against the events."""
 
@@ -188,11 +248,29 @@ class FixtureTest(CliTest):
         steps = expected_steps(events)
         ranges = {r["name"]: r["host_ns"] for r in rep["ranges"] if r["name"] in steps}
         self.assertEqual(ranges, steps)
-        if len(steps) >= 2:
+        if steps:  # one ProfilerStep range is a step too
             self.assertEqual(rep["steps"]["method"], "nvtx")
             self.assertEqual(rep["steps"]["count"], len(steps))
             self.assertEqual(sorted(s["duration_ns"] for s in rep["steps"]["list"]),
                              sorted(steps.values()))
+
+    def test_phases(self):
+        """Steps and phase GPU time against the op windows: resnet (2021 schema: autograd
+        nodes `ReluBackward1` and `Optimizer.*` ops), HTA (`evaluate_function` ops and
+        `## forward ##` annotations), bert and Qwen (one ProfilerStep, inference: no phase)."""
+        for name, path, doc in self.fixtures():
+            if name.startswith("tracelens__b200"):
+                continue  # no ProfilerStep
+            with self.subTest(fixture=name):
+                n, want = expected_phases(doc["traceEvents"])
+                rep, _ = self.report(path)
+                self.assertEqual(rep["steps"]["count"], n)
+                got = rep["time"]["phases"]
+                for p in ("forward", "backward", "optimizer", "undecided"):
+                    self.assertEqual(got[p + "_ns"], want[p], p)
+                training = not name.startswith("tracelens__h100")
+                self.assertEqual(got["method"], "nvtx" if training else "none")
+                self.assertEqual(want["backward"] > 0 and want["optimizer"] > 0, training)
 
     def test_gemms_from_shapes(self):
         """Matmul ops with recorded shapes give GEMM rows: flops = 2·m·n·k·batch."""
@@ -353,6 +431,47 @@ class SyntheticTest(CliTest):
         self.assertIn("empty", p.stderr)
         p = self.fails(2, "report", self.write("o.json", '{"a": 1}'))
         self.assertIn("no traceEvents", p.stderr)
+
+    def test_phase_ranges_from_ops(self):
+        """Autograd and optimizer ops become ranges (the outermost evaluate_function of a
+        nest; a node outside any; an op recorded also as an annotation once), and place the
+        phases of the one ProfilerStep: forward before autograd starts."""
+        def op(name, tid, ts, dur, cat="cpu_op"):
+            return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+
+        def call(api, tid, ts, corr, cat, name, dur, **args):
+            return [{"ph": "X", "cat": "cuda_runtime", "name": api, "pid": 1, "tid": tid, "ts": ts,
+                     "dur": 1, "args": {"correlation": corr}},
+                    {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": 300 + corr * 30,
+                     "dur": dur, "args": dict(correlation=corr, device=0, stream=7, **args)}]
+        ef = "autograd::engine::evaluate_function: "
+        zero = "Optimizer.zero_grad#SGD.zero_grad"
+        ev = [op("ProfilerStep#1", 1, 100, 100, "user_annotation"),
+              op(zero, 1, 108, 4), op(zero, 1, 108, 4, "user_annotation"),
+              op(ef + "MmBackward0", 2, 130, 20), op("MmBackward0", 2, 131, 10),
+              op(ef + "torch::autograd::AccumulateGrad", 2, 142, 5),
+              op("Optimizer.step#SGD.step", 1, 160, 10), op("AddmmBackward", 3, 175, 3)]
+        ev += call("cudaMemcpyAsync", 1, 102, 1, "gpu_memcpy", "Memcpy HtoD (Pageable -> Device)",
+                   3, bytes=64)                                                   # forward
+        ev += call("cudaMemsetAsync", 1, 109, 2, "gpu_memset", "Memset (Device)", 2, bytes=8)
+        ev += call("cudaLaunchKernel", 1, 114, 3, "kernel", "gemm_a", 7)          # forward
+        ev += call("cudaLaunchKernel", 2, 132, 4, "kernel", "gemm_b", 11)         # backward
+        ev += call("cudaLaunchKernel", 2, 143, 5, "kernel", "add_c", 13)          # backward
+        ev += call("cudaLaunchKernel", 2, 155, 6, "kernel", "add_d", 17)          # undecided
+        ev += call("cudaLaunchKernel", 1, 161, 7, "kernel", "sgd_e", 19)          # optimizer
+        ev += call("cudaLaunchKernel", 3, 176, 8, "kernel", "gemm_f", 23)         # backward
+        path = self.write("p.json", json.dumps({"traceEvents": ev}))
+        rep = json.loads(self.ok("report", "--json", "--top", "0", path).stdout)
+        self.assertEqual({r["name"]: r["count"] for r in rep["ranges"]},
+                         {"ProfilerStep#1": 1, zero: 1, ef + "MmBackward0": 1,
+                          "Optimizer.step#SGD.step": 1, "AddmmBackward": 1})
+        self.assertEqual([rep["steps"]["method"], rep["steps"]["count"]], ["nvtx", 1])
+        got = {p: rep["time"]["phases"][p + "_ns"]
+               for p in ("forward", "backward", "optimizer", "undecided")}
+        self.assertEqual(got, {"forward": 10000, "backward": 47000, "optimizer": 21000,
+                               "undecided": 17000})
+        info = json.loads(self.ok("info", "--json", path).stdout)["info"]
+        self.assertEqual(info["import.op_ranges"], "2 autograd, 2 optimizer")
 
     def test_legacy_schema(self):
         legacy = {"schemaVersion": 1, "traceEvents": [

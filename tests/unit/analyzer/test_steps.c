@@ -201,22 +201,25 @@ Test(steps, unnamed_outer_range_holding_most_launches)
 {
     tb b;
     ana_steps s;
-    tb_init(&b);
-    uint64_t k = tb_kernel(&b, "k");
-    for (int i = 0; i < 3; i++) {
-        tb_push(&b, "forward"); /* a phase, not a step, though it repeats and holds most */
-        tb_launch(&b, k);
-        tb_launch(&b, k);
-        tb_launch(&b, k);
-        tb_pop(&b);
+    static const char *const phases[] = { "forward", "AddmmBackward0", "Optimizer.step#SGD.step",
+                                          "autograd::engine::evaluate_function: ReluBackward0" };
+    for (int p = 0; p < 4; p++) { /* phases, not steps, though they repeat and hold most */
+        tb_init(&b);
+        uint64_t k = tb_kernel(&b, "k");
+        for (int i = 0; i < 3; i++) {
+            tb_push(&b, phases[p]);
+            tb_launch(&b, k);
+            tb_launch(&b, k);
+            tb_launch(&b, k);
+            tb_pop(&b);
+        }
+        tb_find(&b, &s);
+        cr_expect_neq(s.method, ANA_STEPS_NVTX, "%s: a phase range is no step", phases[p]);
+        tb_free(&b, &s);
     }
-    tb_find(&b, &s);
-    cr_expect_neq(s.method, ANA_STEPS_NVTX, "phase ranges are no steps");
-    ana_steps_free(&s);
-    ana_trace_free(b.t);
 
     tb_init(&b);
-    k = tb_kernel(&b, "k");
+    uint64_t k = tb_kernel(&b, "k");
     tb_launch(&b, k);
     for (int i = 0; i < 3; i++) {
         tb_push(&b, "loop body");
@@ -231,10 +234,11 @@ Test(steps, unnamed_outer_range_holding_most_launches)
     tb_free(&b, &s);
 }
 
-/* PyTorch's shape: the step (and its phase ranges, when with_phases) pushed on the main
- * thread A, the backward kernels launched by the autograd engine's thread B inside its own
- * ranges. first[i]: the step's first call; its calls are fwd fwd (A) bwd bwd (B) sgd (A). */
-static void autograd_steps(tb *b, int with_phases, uint64_t *push, uint64_t *pop, size_t *first)
+/* PyTorch's shape: the step (and its phase ranges, in mode 2) pushed on the main thread
+ * A, the backward kernels launched by the autograd engine's thread B inside its own range
+ * (mode 0: a range of no phase; 1 and 2: evaluate_function, backward). first[i]: the step's
+ * first call; its calls are fwd fwd (A) bwd bwd (B) sgd (A). */
+static void autograd_steps(tb *b, int mode, uint64_t *push, uint64_t *pop, size_t *first)
 {
     const uint64_t A = TID, B = TID + 1;
     uint64_t fwd = tb_kernel(b, "_Z11mlp_forwardv"), bwd = tb_kernel(b, "_Z12mlp_backwardv"),
@@ -243,24 +247,24 @@ static void autograd_steps(tb *b, int with_phases, uint64_t *push, uint64_t *pop
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof(name), "ProfilerStep#%d", i);
         push[i] = tb_push_on(b, A, name);
-        if (with_phases)
+        if (mode == 2)
             tb_push_on(b, A, "## forward ##");
         first[i] = tb_launch_on(b, A, fwd, 0);
         tb_launch_on(b, A, fwd, 0);
-        if (with_phases) {
+        if (mode == 2) {
             tb_pop_on(b, A);
             tb_push_on(b, A, "loss.backward");
         }
-        tb_push_on(b, B, "autograd::engine::evaluate_function: MmBackward0"); /* no phase */
+        tb_push_on(b, B, mode ? "autograd::engine::evaluate_function: MmBackward0" : "engine");
         tb_launch_on(b, B, bwd, 0);
         tb_launch_on(b, B, bwd, 0);
         tb_pop_on(b, B);
-        if (with_phases) {
+        if (mode == 2) {
             tb_pop_on(b, A);
             tb_push_on(b, A, "Optimizer.step#SGD.step");
         }
         tb_launch_on(b, A, sgd, 0);
-        if (with_phases)
+        if (mode == 2)
             tb_pop_on(b, A);
         pop[i] = tb_pop_on(b, A);
     }
@@ -268,28 +272,30 @@ static void autograd_steps(tb *b, int with_phases, uint64_t *push, uint64_t *pop
 
 Test(steps, step_ranges_hold_other_threads_launches)
 {
-    static const int want[] = { F, F, B, B, O };
-    for (int with_phases = 0; with_phases < 2; with_phases++) {
+    /* mode 1: forward before the autograd range; the update in no range is undecided */
+    static const int want[3][5] = { { F, F, B, B, O }, { F, F, B, B, U }, { F, F, B, B, O } };
+    for (int mode = 0; mode < 3; mode++) {
         tb b;
         ana_steps s;
         uint64_t push[3], pop[3];
         size_t first[3];
         tb_init(&b);
-        autograd_steps(&b, with_phases, push, pop, first);
+        autograd_steps(&b, mode, push, pop, first);
         tb_find(&b, &s);
         cr_assert_eq(s.method, ANA_STEPS_NVTX, "%s", s.why);
         cr_expect_str_eq(s.name, "ProfilerStep#");
         cr_assert_eq(s.n_steps, 3);
-        cr_expect_eq(s.phases, with_phases ? ANA_PHASES_NVTX : ANA_PHASES_NAMES);
+        int by = mode ? ANA_PHASES_NVTX : ANA_PHASES_NAMES;
+        cr_expect_eq(s.phases, by);
         for (int i = 0; i < 3; i++) {
             cr_expect_eq(s.steps[i].start_ns, push[i]);
             cr_expect_eq(s.steps[i].end_ns, pop[i]);
             cr_expect_eq(s.steps[i].calls, 5, "step %d holds thread B's two launches", i);
-            cr_expect_eq(s.steps[i].phases, with_phases ? ANA_PHASES_NVTX : ANA_PHASES_NAMES);
+            cr_expect_eq(s.steps[i].phases, by);
             for (size_t c = first[i]; c < first[i] + 5; c++)
-                cr_expect_eq(s.call_step[c], i, "call %zu (phases %d)", c, with_phases);
+                cr_expect_eq(s.call_step[c], i, "call %zu (mode %d)", c, mode);
             cr_expect_eq(b.t->calls[first[i] + 2].tid, TID + 1);
-            expect_phases(&s, first[i], want, 5);
+            expect_phases(&s, first[i], want[mode], 5);
         }
         tb_free(&b, &s);
     }
@@ -333,6 +339,113 @@ Test(steps, overlapping_step_ranges_of_two_threads)
     cr_expect_eq(pop[0] - push[0], 600);
     cr_expect_eq(pop[2] - push[2], 300);
     cr_expect_eq(s.median_ns, 600);
+    tb_free(&b, &s);
+}
+
+/* One profiled step around a decode loop (v 0): the named range is the one step, not
+ * the loop's iterations. The same loop in an unnamed range (1) or after a named range
+ * holding no call (2) is cut by its period; a repeated named range inside a single one (3)
+ * gives the steps. */
+Test(steps, single_named_range_is_a_step)
+{
+    static const char *const names[] = { "ProfilerStep#6", "generate", "ProfilerStep#6", "iteration" };
+    for (int v = 0; v < 4; v++) {
+        tb b;
+        ana_steps s;
+        tb_init(&b);
+        uint64_t emb = tb_kernel(&b, "embed"), gemm = tb_kernel(&b, "gemm"),
+                 smp = tb_kernel(&b, "sample");
+        tb_memcpy(&b, 4096); /* before the range: in no step */
+        if (v == 2) {
+            tb_push(&b, names[v]);
+            tb_pop(&b);
+        }
+        uint64_t t0 = v != 2 ? tb_push(&b, names[v]) : 0;
+        tb_launch(&b, emb);
+        for (int i = 0; i < 4; i++) {
+            if (v == 3)
+                tb_push(&b, "step");
+            tb_launch(&b, gemm);
+            tb_launch(&b, gemm);
+            tb_launch(&b, smp);
+            if (v == 3)
+                tb_pop(&b);
+        }
+        uint64_t t1 = v != 2 ? tb_pop(&b) : 0;
+        tb_find(&b, &s);
+        if (v == 0) {
+            cr_assert_eq(s.method, ANA_STEPS_NVTX, "%s", s.why);
+            cr_expect_str_eq(s.name, "ProfilerStep#");
+            cr_assert_eq(s.n_steps, 1);
+            cr_expect_eq(s.steps[0].start_ns, t0);
+            cr_expect_eq(s.steps[0].end_ns, t1);
+            cr_expect_eq(s.steps[0].calls, 13);
+            cr_expect_eq(s.call_step[0], -1);
+            cr_expect_eq(s.median_ns, t1 - t0);
+            cr_expect_neq(strstr(s.why, "1 of 1 steps"), NULL, "%s", s.why); /* no phases */
+        } else if (v == 3) {
+            cr_assert_eq(s.method, ANA_STEPS_NVTX, "%s", s.why);
+            cr_expect_str_eq(s.name, "step");
+            cr_expect_eq(s.n_steps, 4);
+        } else {
+            cr_expect_eq(s.method, ANA_STEPS_PERIOD, "v %d: %s", v, s.why);
+            cr_expect_eq(s.n_steps, 4, "v %d", v);
+        }
+        tb_free(&b, &s);
+    }
+}
+
+/* A PyTorch step placed by its autograd and optimizer ranges alone: what it launches
+ * before autograd starts (the batch's copy, the forward, the loss) is forward, zero_grad
+ * stays optimizer, a launch between autograd ranges is undecided. Step 2 has a forward
+ * range: its calls in no phase range stay undecided. */
+Test(steps, forward_before_backward_ranges)
+{
+    static const int want[2][10] = { { F, O, F, F, F, B, U, B, O, U },
+                                     { U, O, F, F, U, B, U, B, O, U } };
+    const uint64_t A = TID, B = TID + 1;
+    tb b;
+    ana_steps s;
+    char name[32];
+    size_t first[3];
+    tb_init(&b);
+    uint64_t k = tb_kernel(&b, "k_gemm"); /* no hint */
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof(name), "ProfilerStep#%d", i);
+        tb_push_on(&b, A, name);
+        first[i] = tb_memcpy(&b, 4096);
+        tb_push_on(&b, A, "Optimizer.zero_grad#SGD.zero_grad");
+        tb_launch_on(&b, A, k, 0);
+        tb_pop_on(&b, A);
+        if (i == 2)
+            tb_push_on(&b, A, "## forward ##");
+        tb_launch_on(&b, A, k, 0);
+        tb_launch_on(&b, A, k, 0);
+        if (i == 2)
+            tb_pop_on(&b, A);
+        tb_launch_on(&b, A, k, 0);         /* the loss */
+        tb_push_on(&b, B, "ReluBackward1"); /* an autograd node, 2021 style */
+        tb_launch_on(&b, B, k, 0);
+        tb_pop_on(&b, B);
+        tb_launch_on(&b, B, k, 0); /* between autograd ranges */
+        tb_push_on(&b, B, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad");
+        tb_launch_on(&b, B, k, 0);
+        tb_pop_on(&b, B);
+        tb_push_on(&b, A, "Optimizer.step#SGD.step");
+        tb_launch_on(&b, A, k, 0);
+        tb_pop_on(&b, A);
+        tb_memcpy(&b, 4); /* the loss read back */
+        tb_pop_on(&b, A);
+    }
+    tb_find(&b, &s);
+    cr_assert_eq(s.method, ANA_STEPS_NVTX, "%s", s.why);
+    cr_assert_eq(s.n_steps, 3);
+    cr_expect_eq(s.phases, ANA_PHASES_NVTX);
+    for (int i = 0; i < 3; i++) {
+        cr_expect_eq(s.steps[i].calls, 10);
+        cr_expect_eq(s.steps[i].phases, ANA_PHASES_NVTX);
+        expect_phases(&s, first[i], want[i == 2], 10);
+    }
     tb_free(&b, &s);
 }
 
