@@ -65,6 +65,7 @@ static void ana_info_json(const ana_trace *t)
     ana_json_obj_begin(&j);
     ana_json_kstr(&j, "schema", "anatomist.info/1");
     ana_json_kstr(&j, "path", t->path);
+    ana_json_kstr(&j, "source", t->source);
     ana_json_key(&j, "format");
     ana_json_obj_begin(&j);
     ana_json_ku64(&j, "major", t->stats.major);
@@ -120,7 +121,10 @@ static void ana_info_text(const ana_trace *t)
     char a[32], b[32], key[32];
     const ana_reader_stats *st = &t->stats;
     printf("trace        %s\n", t->path);
-    printf("format       %u.%u\n", st->major, st->minor);
+    if (strcmp(t->source, "kineto") == 0)
+        printf("format       PyTorch profiler (Kineto) JSON, imported (docs/kineto-import.md)\n");
+    else
+        printf("format       %u.%u\n", st->major, st->minor);
     ana_fmt_bytes(st->file_bytes, a, sizeof(a));
     ana_fmt_bytes(st->raw_bytes, b, sizeof(b));
     printf("size         %s in %llu chunks (%llu bytes), %s of records (%llu bytes), "
