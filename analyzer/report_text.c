@@ -76,8 +76,11 @@ static void ana_rt_header(FILE *o, const ana_report *r)
     if (p->present) {
         char *cmd = ana_report_cmdline(t);
         fprintf(o, "  program    %s\n", cmd);
-        fprintf(o, "  process    pid %llu (parent %llu) on %s", (unsigned long long)p->pid,
-                (unsigned long long)p->ppid, p->host);
+        fprintf(o, "  process    pid %llu", (unsigned long long)p->pid);
+        if (p->ppid) /* imported traces know neither parent nor host */
+            fprintf(o, " (parent %llu)", (unsigned long long)p->ppid);
+        if (p->host && p->host[0])
+            fprintf(o, " on %s", p->host);
         if (p->rank >= 0)
             fprintf(o, ", rank %lld of %lld", (long long)p->rank, (long long)p->world_size);
         fputc('\n', o);
