@@ -10,11 +10,21 @@
  * lowercased. Parameters never decide a class (a cudnnTensorStruct or a curandState in a
  * parameter list says nothing about what the kernel computes).
  *
+ * Tokens: fn in its original case is cut at every character that is not an ASCII letter
+ * or digit, between a letter and a digit, between a lowercase and an uppercase letter,
+ * and before the last capital of a run of capitals followed by a lowercase letter
+ * ("_fp8_paged_mqa_logits", "rmsNormLamport", "KVCache" -> "fp 8 paged mqa logits",
+ * "rms norm lamport", "kv cache"); the lowercased tokens are kept as " tok tok ... ".
+ * The template arguments get tokens of their own (for the optimizer hint only).
+ *
  * The table is searched in order and the first row that matches wins; a row matches when
- * its pattern is a prefix of fn (ANA_PAT_PREFIX) or occurs in fn (ANA_PAT_CONTAINS), and,
- * when it has one, its `within` pattern occurs in args. The last row matches everything.
- * Hints (forward/backward/optimizer) come from keywords of the whole reduced name, or'ed
- * with the row's own hints; they do not depend on the class.
+ * its pattern is a prefix of fn (ANA_PAT_PREFIX), occurs in fn (ANA_PAT_CONTAINS), occurs
+ * in fn's own name after its last "::" (ANA_PAT_BASE), or is a sequence of whole tokens of
+ * fn (ANA_PAT_TOKEN; a '*' at either end of the pattern lets that token go on: "*gemm"
+ * matches "sgemm", not "gemma"), and, when it has one, its `within` pattern occurs in
+ * args. The last row matches everything. Hints (forward/backward/optimizer) come from
+ * keywords of the whole reduced name, or'ed with the row's own hints; they do not depend
+ * on the class.
  *
  * Pure: every call works on its own heap copy of the name; no global mutable state. */
 #include "classify.h"
@@ -23,7 +33,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum ana_pat_kind { ANA_PAT_PREFIX, ANA_PAT_CONTAINS, ANA_PAT_ANY };
+/* How a row's pattern matches the reduced name (see the header comment). */
+enum ana_pat_kind {
+    ANA_PAT_PREFIX,   /* fn starts with pat */
+    ANA_PAT_CONTAINS, /* pat occurs in fn */
+    ANA_PAT_BASE,     /* pat occurs in fn's own name (after its last "::") */
+    ANA_PAT_TOKEN,    /* pat is a sequence of whole tokens of fn ('*' ends: see above) */
+    ANA_PAT_ANY,      /* always */
+};
 
 typedef struct ana_rule {
     uint8_t kind;       /* enum ana_pat_kind, on fn */
@@ -36,6 +53,8 @@ typedef struct ana_rule {
 
 #define P ANA_PAT_PREFIX
 #define C ANA_PAT_CONTAINS
+#define B ANA_PAT_BASE
+#define T ANA_PAT_TOKEN
 #define CON ANA_CLASS_CONTRACTION
 #define NRM ANA_CLASS_NORMALIZATION
 #define ELT ANA_CLASS_ELEMENTWISE
@@ -44,24 +63,39 @@ typedef struct ana_rule {
 #define BWD ANA_HINT_BACKWARD
 #define OPT ANA_HINT_OPTIMIZER
 
-/* The rule table. Order matters: library families whose names are unambiguous come
- * first, then the "other" families whose names contain words of other classes (sort,
- * scan, top-k, scatter, RNG, embedding backward), then generic templates decided by their
- * functor, then keyword families, then the default. */
+/* The rule table. Order matters: Inductor's generated names first (the prefix says what
+ * they are), then library families whose names are unambiguous, then the "other"
+ * families whose names contain words of other classes (sort, scan, top-k, scatter, RNG,
+ * embedding backward), then generic templates decided by their functor, then the generic
+ * contraction tokens (mm, linear, einsum, ...), then keyword families, then the generic
+ * op tokens (sum, mul, where, ...), then a collective word in a namespace, then the
+ * default. */
 static const ana_rule ana_rules[] = {
-    /* Collectives. */
+    /* Triton/Inductor: the prefix says what the generated kernel is. First: an Inductor
+     * name lists every op fused into it, a collective or a sort included
+     * (triton_poi_fused_add_all_reduce_2 is the pointwise kernel around an all-reduce). */
+    { P, "triton_tem_", NULL, CON, 0, "name: Inductor template (GEMM/conv)" },
+    { P, "triton_mm", NULL, CON, 0, "name: Triton matmul" },
+    { P, "triton_bmm", NULL, CON, 0, "name: Triton matmul" },
+    { P, "triton_per_", NULL, NRM, 0, "name: Inductor persistent reduction" },
+    { P, "triton_red_", NULL, NRM, 0, "name: Inductor reduction" },
+    { P, "triton_poi_", NULL, ELT, 0, "name: Inductor pointwise" },
+    { P, "triton_for_", NULL, ELT, 0, "name: Inductor foreach" },
+    /* Collectives: the libraries anywhere in the name; the collective words in the
+     * function's own name (B) only — a norm in an all-reduce namespace is a norm. The
+     * namespace decides late, near the end of the table. */
     { C, "nccl", NULL, COM, 0, "name: NCCL kernel" },
-    { C, "cross_device_reduce", NULL, COM, 0, "name: custom all-reduce" },
-    { C, "allreduce", NULL, COM, 0, "name: all-reduce kernel" },
-    { C, "all_reduce", NULL, COM, 0, "name: all-reduce kernel" },
-    { C, "allgather", NULL, COM, 0, "name: all-gather kernel" },
-    { C, "all_gather", NULL, COM, 0, "name: all-gather kernel" },
-    { C, "reducescatter", NULL, COM, 0, "name: reduce-scatter kernel" },
-    { C, "reduce_scatter", NULL, COM, 0, "name: reduce-scatter kernel" },
-    { C, "alltoall", NULL, COM, 0, "name: all-to-all kernel" },
-    { C, "all_to_all", NULL, COM, 0, "name: all-to-all kernel" },
+    { C, "msccl", NULL, COM, 0, "name: MSCCL/MSCCL++ kernel" },
     { C, "nvshmem", NULL, COM, 0, "name: NVSHMEM" },
-    { C, "mscclpp", NULL, COM, 0, "name: MSCCL++" },
+    { B, "cross_device_reduce", NULL, COM, 0, "name: custom all-reduce" },
+    { B, "allreduce", NULL, COM, 0, "name: all-reduce kernel" },
+    { B, "all_reduce", NULL, COM, 0, "name: all-reduce kernel" },
+    { B, "allgather", NULL, COM, 0, "name: all-gather kernel" },
+    { B, "all_gather", NULL, COM, 0, "name: all-gather kernel" },
+    { B, "reducescatter", NULL, COM, 0, "name: reduce-scatter kernel" },
+    { B, "reduce_scatter", NULL, COM, 0, "name: reduce-scatter kernel" },
+    { B, "alltoall", NULL, COM, 0, "name: all-to-all kernel" },
+    { B, "all_to_all", NULL, COM, 0, "name: all-to-all kernel" },
     { C, "userbuffers", NULL, COM, 0, "name: userbuffers (comm overlap)" },
     { P, "deep_ep::", NULL, COM, 0, "name: DeepEP dispatch/combine" },
     /* KV-cache writes: a scatter into cache slots, before "flash" claims them. */
@@ -85,25 +119,22 @@ static const ana_rule ana_rules[] = {
     { C, "prefillwith", NULL, CON, 0, "name: FlashInfer attention" },
     { C, "decodewith", NULL, CON, 0, "name: FlashInfer attention" },
     { C, "mergestates", NULL, CON, 0, "name: FlashInfer attention" },
-    /* Triton/Inductor: the prefix says what the generated kernel is. */
-    { P, "triton_tem_", NULL, CON, 0, "name: Inductor template (GEMM/conv)" },
-    { P, "triton_mm", NULL, CON, 0, "name: Triton matmul" },
-    { P, "triton_bmm", NULL, CON, 0, "name: Triton matmul" },
-    { P, "triton_per_", NULL, NRM, 0, "name: Inductor persistent reduction" },
-    { P, "triton_red_", NULL, NRM, 0, "name: Inductor reduction" },
-    { P, "triton_poi_", NULL, ELT, 0, "name: Inductor pointwise" },
-    { P, "triton_for_", NULL, ELT, 0, "name: Inductor foreach" },
     /* GEMM libraries: cuBLAS/cuBLASLt, CUTLASS, TRT-LLM, XMMA. CUTLASS's utility norms
      * (cutlass::rmsnorm_*, cutlass::layernorm*) first: they are not GEMMs. */
     { P, "cutlass::rmsnorm", NULL, NRM, 0, "name: CUTLASS RMS norm" },
     { P, "cutlass::layernorm", NULL, NRM, 0, "name: CUTLASS layer norm" },
+    /* TensorRT's XMMA pooling kernels (sm50_xmma_pooling_*) are not GEMMs. */
+    { T, "pooling", NULL, NRM, 0, "name: pooling" },
     { P, "cutlass", NULL, CON, 0, "name: CUTLASS kernel" },
     { P, "cublaslt::", NULL, CON, 0, "name: cuBLASLt kernel (GEMM stage)" },
     { C, "splitkreduce", NULL, CON, 0, "name: cuBLAS split-K reduction" },
     { C, "reduce_1block_kernel", "cublas", CON, 0, "name: cuBLAS dot/GEMV reduction stage" },
     { P, "nvjet", NULL, CON, 0, "name: cuBLAS nvjet GEMM" },
     { C, "xmma", NULL, CON, 0, "name: XMMA GEMM/conv" },
-    { C, "gemm", NULL, CON, 0, "name: GEMM" },
+    /* A token ending in "gemm" (gemm, sgemm, cgemm, h884gemm -> h 884 gemm, GemmUniversal),
+     * not "gemm" inside a word ("gemma", the model family); cuBLAS's gemmk1. */
+    { T, "*gemm", NULL, CON, 0, "name: GEMM" },
+    { T, "gemmk", NULL, CON, 0, "name: GEMM" },
     { C, "gemv", NULL, CON, 0, "name: GEMV" },
     { P, "bmm_", NULL, CON, 0, "name: TRT-LLM batched GEMM" },
     { C, "matmul", NULL, CON, 0, "name: matmul" },
@@ -188,6 +219,27 @@ static const ana_rule ana_rules[] = {
     { C, "eigenmetakernel", "reducer", NRM, 0, "functor: Eigen reduction" },
     { C, "eigenmetakernel", "reduction", NRM, 0, "functor: Eigen reduction" },
     { C, "eigenmetakernel", NULL, ELT, 0, "name: Eigen elementwise" },
+    /* Interpolation, before the generic "linear" token (upsample_linear1d). */
+    { C, "upsample", NULL, ELT, 0, "name: upsample" },
+    { C, "interpolate", NULL, ELT, 0, "name: upsample" },
+    { C, "resize", NULL, ELT, 0, "name: resize (upsample)" },
+    { C, "grid_sampler", NULL, ELT, 0, "name: grid sampler" },
+    /* Generic contraction words, for kernels named after their op (hand-written Triton
+     * kernels, Triton op libraries): after every named family, before the norm and
+     * elementwise words, since a GEMM with a fused prologue or epilogue is a GEMM
+     * (_w8a8_block_scaled_mm, _quantized_linear_fp8_kernel). */
+    { T, "mm", NULL, CON, 0, "token: matmul (mm)" },
+    { T, "bmm", NULL, CON, 0, "token: matmul (bmm)" },
+    { T, "addmm", NULL, CON, 0, "token: matmul (addmm)" },
+    { T, "baddbmm", NULL, CON, 0, "token: matmul (baddbmm)" },
+    { T, "mv", NULL, CON, 0, "token: matrix-vector (mv)" },
+    { T, "addmv", NULL, CON, 0, "token: matrix-vector (addmv)" },
+    { T, "einsum", NULL, CON, 0, "token: einsum" },
+    { T, "linear", NULL, CON, 0, "token: linear layer (GEMM)" },
+    { T, "dot", NULL, CON, 0, "token: dot product" },
+    { T, "delta rule", NULL, CON, 0, "token: linear attention (delta rule)" },
+    { T, "mqa", NULL, CON, 0, "token: attention (MQA)" },
+    { T, "gqa", NULL, CON, 0, "token: attention (GQA)" },
     /* Normalization: softmax, norms, reductions, losses, pooling. */
     { C, "softmax", NULL, NRM, 0, "name: softmax" },
     { C, "layer_norm", NULL, NRM, 0, "name: layer norm" },
@@ -212,8 +264,9 @@ static const ana_rule ana_rules[] = {
     { C, "l2norm", NULL, NRM, 0, "name: L2 norm" },
     { C, "bias_grad", NULL, NRM, BWD, "name: bias gradient (reduction)" },
     { C, "biasgrad", NULL, NRM, BWD, "name: bias gradient (reduction)" },
-    { C, "reduce", NULL, NRM, 0, "name: reduction" },
-    { C, "reduction", NULL, NRM, 0, "name: reduction" },
+    /* own name: "reduce" in a collective namespace (trtllm_allreduce_fusion::) is not it */
+    { B, "reduce", NULL, NRM, 0, "name: reduction" },
+    { B, "reduction", NULL, NRM, 0, "name: reduction" },
     { C, "argmax", NULL, NRM, 0, "name: reduction (argmax)" },
     { C, "argmin", NULL, NRM, 0, "name: reduction (argmin)" },
     { C, "nll", NULL, NRM, 0, "name: loss" },
@@ -226,7 +279,8 @@ static const ana_rule ana_rules[] = {
     { C, "nrm2_kernel", NULL, NRM, 0, "name: cuBLAS reduction" },
     { C, "_norm", NULL, NRM, 0, "name: norm" },
     /* Elementwise: optimizers, copies, layout, gathers, activations, arithmetic. */
-    { C, "adam", NULL, ELT, OPT, "name: optimizer update" },
+    { T, "adam*", NULL, ELT, OPT, "name: optimizer update" },
+    { T, "*adam", NULL, ELT, OPT, "name: optimizer update" },
     { C, "sgd", NULL, ELT, OPT, "name: optimizer update" },
     { C, "lamb_", NULL, ELT, OPT, "name: optimizer update" },
     { C, "adagrad", NULL, ELT, OPT, "name: optimizer update" },
@@ -241,10 +295,11 @@ static const ana_rule ana_rules[] = {
     { C, "tonhwc", NULL, ELT, 0, "name: layout transform" },
     { C, "swapdimension", NULL, ELT, 0, "name: layout transform" },
     { C, "shuffleintensor", NULL, ELT, 0, "name: layout transform" },
-    { C, "resize", NULL, ELT, 0, "name: resize (upsample)" },
     { C, "tonchw", NULL, ELT, 0, "name: layout transform" },
-    { C, "fill", NULL, ELT, 0, "name: fill" },
+    { T, "fill", NULL, ELT, 0, "name: fill" },
     { C, "arange", NULL, ELT, 0, "name: fill (arange)" },
+    { C, "linspace", NULL, ELT, 0, "name: fill (linspace)" },
+    { C, "logspace", NULL, ELT, 0, "name: fill (logspace)" },
     { C, "iota", NULL, ELT, 0, "name: fill (iota)" },
     { C, "gather", NULL, ELT, 0, "name: gather" },
     { C, "index_select", NULL, ELT, 0, "name: gather (index_select)" },
@@ -273,22 +328,66 @@ static const ana_rule ana_rules[] = {
     { C, "pointwise", NULL, ELT, 0, "name: pointwise" },
     { C, "_gpu_dt_", NULL, ELT, 0, "name: TensorFlow generated cwise op" },
     { C, "elementwise", NULL, ELT, 0, "name: elementwise" },
-    { C, "upsample", NULL, ELT, 0, "name: upsample" },
-    { C, "interpolate", NULL, ELT, 0, "name: upsample" },
-    { C, "grid_sampler", NULL, ELT, 0, "name: grid sampler" },
-    { C, "triu", NULL, ELT, 0, "name: triangular mask" },
-    { C, "tril", NULL, ELT, 0, "name: triangular mask" },
+    { T, "triu", NULL, ELT, 0, "name: triangular mask" },
+    { T, "tril", NULL, ELT, 0, "name: triangular mask" },
     { C, "masked_fill", NULL, ELT, 0, "name: masked fill" },
+    { T, "clamp", NULL, ELT, 0, "name: clamp" },
     { P, "add_", NULL, ELT, 0, "name: add" },
     { C, "_add", NULL, ELT, 0, "name: add" },
     { P, "loop_", NULL, ELT, 0, "name: XLA loop fusion" },
     { P, "wrapped_", NULL, ELT, 0, "name: XLA wrapped elementwise op" },
     { P, "fusion", NULL, ELT, 0, "name: XLA fusion" },
+    /* Generic op words, last: kernels named after an ATen-style op (Triton op libraries,
+     * hand-written kernels). Reductions first: a fused mul+sum is a reduction. */
+    { T, "sum", NULL, NRM, 0, "token: reduction (sum)" },
+    { T, "mean", NULL, NRM, 0, "token: reduction (mean)" },
+    { T, "max", NULL, NRM, 0, "token: reduction (max)" },
+    { T, "min", NULL, NRM, 0, "token: reduction (min)" },
+    { T, "amax", NULL, NRM, 0, "token: reduction (amax)" },
+    { T, "amin", NULL, NRM, 0, "token: reduction (amin)" },
+    { T, "prod", NULL, NRM, 0, "token: reduction (prod)" },
+    { T, "logsumexp", NULL, NRM, 0, "token: reduction (logsumexp)" },
+    { T, "norm", NULL, NRM, 0, "token: norm" },
+    { T, "stats", NULL, NRM, 0, "token: statistics (reduction)" },
+    { T, "statistics", NULL, NRM, 0, "token: statistics (reduction)" },
+    { T, "add", NULL, ELT, 0, "token: arithmetic (add)" },
+    { T, "sub", NULL, ELT, 0, "token: arithmetic (sub)" },
+    { T, "mul", NULL, ELT, 0, "token: arithmetic (mul)" },
+    { T, "div", NULL, ELT, 0, "token: arithmetic (div)" },
+    { T, "neg", NULL, ELT, 0, "token: arithmetic (neg)" },
+    { T, "abs", NULL, ELT, 0, "token: arithmetic (abs)" },
+    { T, "pow", NULL, ELT, 0, "token: arithmetic (pow)" },
+    { T, "exp", NULL, ELT, 0, "token: arithmetic (exp)" },
+    { T, "log", NULL, ELT, 0, "token: arithmetic (log)" },
+    { T, "sqrt", NULL, ELT, 0, "token: arithmetic (sqrt)" },
+    { T, "rsqrt", NULL, ELT, 0, "token: arithmetic (rsqrt)" },
+    { T, "reciprocal", NULL, ELT, 0, "token: arithmetic (reciprocal)" },
+    { T, "maximum", NULL, ELT, 0, "token: arithmetic (maximum)" },
+    { T, "minimum", NULL, ELT, 0, "token: arithmetic (minimum)" },
+    { T, "where", NULL, ELT, 0, "token: select (where)" },
+    { T, "zeros", NULL, ELT, 0, "token: fill (zeros)" },
+    { T, "ones", NULL, ELT, 0, "token: fill (ones)" },
+    { T, "index", NULL, ELT, 0, "token: gather (index)" },
+    { T, "pad", NULL, ELT, 0, "token: layout (pad)" },
+    { T, "padding", NULL, ELT, 0, "token: layout (pad)" },
+    { T, "pack", NULL, ELT, 0, "token: layout (pack)" },
+    { T, "unpack", NULL, ELT, 0, "token: layout (unpack)" },
+    /* A collective word only in the namespace: a helper of a collective library. */
+    { C, "allreduce", NULL, COM, 0, "name: collective namespace" },
+    { C, "all_reduce", NULL, COM, 0, "name: collective namespace" },
+    { C, "allgather", NULL, COM, 0, "name: collective namespace" },
+    { C, "all_gather", NULL, COM, 0, "name: collective namespace" },
+    { C, "reducescatter", NULL, COM, 0, "name: collective namespace" },
+    { C, "reduce_scatter", NULL, COM, 0, "name: collective namespace" },
+    { C, "alltoall", NULL, COM, 0, "name: collective namespace" },
+    { C, "all_to_all", NULL, COM, 0, "name: collective namespace" },
     { ANA_PAT_ANY, "", NULL, OTH, 0, "default: no rule matched" },
 };
 
 #undef P
 #undef C
+#undef B
+#undef T
 
 enum { ANA_N_RULES = sizeof(ana_rules) / sizeof(ana_rules[0]) };
 
@@ -312,11 +411,14 @@ static const char *const ana_class_names[ANA_CLASS_COUNT] = {
     "contraction", "normalization", "elementwise", "communication", "memory", "other",
 };
 
-/* The parts of a reduced name; all three point into one allocation. */
+/* The parts of a reduced name; all point into one allocation. */
 typedef struct ana_kname {
     char *head; /* qualified name with template arguments, lowercase */
     char *fn;   /* head without any template argument list */
+    char *base; /* the function's own name: fn after its last "::" */
     char *args; /* the template argument text, lists separated by '|' */
+    char *ftok; /* the tokens of fn: " tok tok ... " (see ana_split) */
+    char *atok; /* the tokens of the template arguments, same form */
     void *mem;
 } ana_kname;
 
@@ -366,13 +468,59 @@ static size_t ana_base_start(const char *s, size_t n)
     return base;
 }
 
-/* Splits s[0..n) (lowercased) into fn (angle depth 0) and args (depth > 0). */
+/* Token writer: appends the tokens of one text to a buffer that starts with ' ', keeps one
+ * ' ' between tokens and (after ana_tok_end) ends with ' ' (see ana_split). */
+typedef struct ana_tok {
+    char *out;
+    char prev; /* the previous character of this text, 0 after a separator */
+} ana_tok;
+
+static int ana_is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+static int ana_is_lower(char c) { return c >= 'a' && c <= 'z'; }
+static int ana_is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static void ana_tok_break(ana_tok *t)
+{
+    if (t->out[-1] != ' ')
+        *t->out++ = ' ';
+}
+
+/* Feeds ch (original case); next is the character after it in the name (0 at the end). */
+static void ana_tok_put(ana_tok *t, char ch, char next)
+{
+    int up = ana_is_upper(ch), lo = ana_is_lower(ch), dig = ana_is_digit(ch);
+    char p = t->prev;
+    if (!up && !lo && !dig) {
+        ana_tok_break(t);
+        t->prev = 0;
+        return;
+    }
+    if (p && ((ana_is_digit(p) != dig)                            /* "fp8" -> fp 8 */
+              || (ana_is_lower(p) && up)                          /* "rmsNorm" -> rms norm */
+              || (ana_is_upper(p) && up && ana_is_lower(next)))) /* "KVCache" -> kv cache */
+        ana_tok_break(t);
+    *t->out++ = up ? (char)(ch - 'A' + 'a') : ch;
+    t->prev = ch;
+}
+
+static void ana_tok_end(ana_tok *t)
+{
+    ana_tok_break(t);
+    *t->out = 0;
+}
+
+/* Splits s[0..n) into head (lowercased), fn (angle depth 0) and args (depth > 0), and the
+ * tokens of fn and of args (see ana_kname). */
 static void ana_split(const char *s, size_t n, ana_kname *k)
 {
     char *f = k->fn, *a = k->args;
+    ana_tok ft = { k->ftok, 0 }, at = { k->atok, 0 };
+    *ft.out++ = ' ';
+    *at.out++ = ' ';
     int depth = 0, parens = 0;
     for (size_t i = 0; i < n; i++) {
         char ch = (char)((s[i] >= 'A' && s[i] <= 'Z') ? s[i] - 'A' + 'a' : s[i]);
+        char next = i + 1 < n ? s[i + 1] : 0;
         k->head[i] = ch;
         if (ch == '(' && depth > 0)
             parens++;
@@ -381,18 +529,31 @@ static void ana_split(const char *s, size_t n, ana_kname *k)
         if (ch == '<' && parens == 0) {
             if (depth++ == 0 && a != k->args)
                 *a++ = '|';
+            ana_tok_put(&ft, ' ', 0);
+            ana_tok_put(&at, ' ', 0);
             continue;
         }
         if (ch == '>' && parens == 0 && depth > 0) {
             depth--;
+            ana_tok_put(&ft, ' ', 0);
+            ana_tok_put(&at, ' ', 0);
             continue;
         }
-        if (depth == 0)
+        if (depth == 0) {
             *f++ = ch;
-        else
+            ana_tok_put(&ft, s[i], next);
+        } else {
             *a++ = ch;
+            ana_tok_put(&at, s[i], next);
+        }
     }
     k->head[n] = *f = *a = 0;
+    ana_tok_end(&ft);
+    ana_tok_end(&at);
+    /* the function's own name: after the last "::" of its qualified name */
+    k->base = k->fn;
+    for (char *q = strstr(k->fn, "::"); q; q = strstr(q + 2, "::"))
+        k->base = q + 2;
 }
 
 static void ana_kname_init(ana_kname *k, const char *name)
@@ -407,13 +568,42 @@ static void ana_kname_init(ana_kname *k, const char *name)
     if (start >= end) /* nothing after the last space: keep it all */
         start = 0;
     size_t n = end - start;
-    char *mem = ana_xmalloc(3 * (n + 1));
+    /* head, fn, args: n + 1 each; each token text: at most one ' ' before every char, a
+     * trailing ' ' and the NUL */
+    char *mem = ana_xmalloc(3 * (n + 1) + 2 * (2 * n + 2));
     k->mem = mem;
     k->head = mem;
     k->fn = mem + n + 1;
     k->args = mem + 2 * (n + 1);
+    k->ftok = mem + 3 * (n + 1);
+    k->atok = k->ftok + 2 * n + 2;
     ana_split(s + start, n, k);
     free(dem);
+}
+
+/* Whether the token sequence pat ("mm", "delta rule") occurs in toks (" tok tok ... ").
+ * A '*' at the start of pat lets its first token have any letters or digits before it
+ * ("*gemm": sgemm), one at the end lets its last token go on ("adam*": adamw). */
+static int ana_has_tokens(const char *toks, const char *pat)
+{
+    char buf[32];
+    const char *core = pat;
+    size_t len = strlen(pat);
+    int any_before = len > 0 && pat[0] == '*';
+    int any_after = len > 1 && pat[len - 1] == '*';
+    if (any_before || any_after) {
+        len -= (size_t)(any_before + any_after);
+        if (len == 0 || len >= sizeof(buf))
+            return 0;
+        memcpy(buf, pat + any_before, len);
+        buf[len] = 0;
+        core = buf;
+    }
+    /* toks starts with ' ' and core does not: p[-1] is always in toks */
+    for (const char *p = strstr(toks, core); p; p = strstr(p + 1, core))
+        if ((any_before || p[-1] == ' ') && (any_after || p[len] == ' '))
+            return 1;
+    return 0;
 }
 
 static int ana_rule_matches(const ana_rule *r, const ana_kname *k)
@@ -422,6 +612,8 @@ static int ana_rule_matches(const ana_rule *r, const ana_kname *k)
     switch (r->kind) {
     case ANA_PAT_PREFIX: hit = strncmp(k->fn, r->pat, strlen(r->pat)) == 0; break;
     case ANA_PAT_CONTAINS: hit = strstr(k->fn, r->pat) != NULL; break;
+    case ANA_PAT_BASE: hit = strstr(k->base, r->pat) != NULL; break;
+    case ANA_PAT_TOKEN: hit = ana_has_tokens(k->ftok, r->pat); break;
     default: hit = 1; break;
     }
     return hit && (!r->within || strstr(k->args, r->within));
@@ -444,23 +636,27 @@ static int ana_has_any(const char *s, const char *const *subs)
     return 0;
 }
 
-/* Phase hints from keywords of the reduced name (lowercase). Backward wins over forward:
- * an Inductor backward kernel often also names the forward op it differentiates. */
-static uint8_t ana_keyword_hints(const char *head)
+/* Phase hints from keywords of the reduced name k (lowercase). Backward wins over forward:
+ * an Inductor backward kernel often also names the forward op it differentiates. Adam is
+ * a token ("adam", "adamw", "FusedAdam"; not "hadamard"). */
+static uint8_t ana_keyword_hints(const ana_kname *k)
 {
+    const char *head = k->head;
     static const char *const bwd[] = { "backward", "bwd", "dgrad", "wgrad", "_bw_", "bn_bw",
                                        "updategradinput", "accgradparameters", "grad_input",
                                        "gradinput", "bprop", NULL };
     static const char *const fwd[] = { "forward", "fwd", "_fw_", "bn_fw", "fprop",
                                        "updateoutput", NULL };
-    static const char *const opt[] = { "adam", "sgd", "adagrad", "rmsprop", "multi_tensor_apply",
+    static const char *const opt[] = { "sgd", "adagrad", "rmsprop", "multi_tensor_apply",
                                        "optimizer", "momentum", "gradientdescent", NULL };
     uint8_t h = 0;
     if (ana_has_any(head, bwd))
         h |= ANA_HINT_BACKWARD;
     else if (ana_has_any(head, fwd))
         h |= ANA_HINT_FORWARD;
-    if (ana_has_any(head, opt) || ana_has_lamb(head))
+    if (ana_has_any(head, opt) || ana_has_lamb(head) || ana_has_tokens(k->ftok, "adam*")
+        || ana_has_tokens(k->ftok, "*adam") || ana_has_tokens(k->atok, "adam*")
+        || ana_has_tokens(k->atok, "*adam"))
         h |= ANA_HINT_OPTIMIZER;
     return h;
 }
@@ -488,7 +684,7 @@ ana_classification ana_classify(const char *name, int ctx)
         return c;
     ana_kname k;
     ana_kname_init(&k, name);
-    c.hints = ana_keyword_hints(k.head);
+    c.hints = ana_keyword_hints(&k);
     if (!by_ctx) {
         for (size_t i = 0; i < ANA_N_RULES; i++)
             if (ana_rule_matches(&ana_rules[i], &k)) {

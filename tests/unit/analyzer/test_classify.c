@@ -246,3 +246,104 @@ Test(classify, class_and_context_names_round_trip)
     cr_expect_str_eq(ana_ctx_name(ANA_CTX_LIBRARY), "library");
     cr_expect_null(ana_ctx_name(ANA_CTX_COUNT));
 }
+
+/* Token rules (docs/classification.md, "Tokens"): a keyword that is a whole token of the
+ * function's name, not a substring of a longer word. */
+static void expect_class(const char *name, int cls, const char *label)
+{
+    ana_classification c = ana_classify(name, ANA_CTX_NONE);
+    cr_expect_eq(c.cls, cls, "%s: got %s by '%s'", name, ana_class_name(c.cls),
+                 ana_classify_rule_name(c.rule));
+    if (label)
+        cr_expect_str_eq(ana_classify_rule_name(c.rule), label, "%s", name);
+}
+
+Test(classify, short_keywords_match_whole_tokens)
+{
+    /* "gemm" inside "gemma" (the model family) is no GEMM: the RMS norm decides */
+    expect_class("_gemma_dual_rmsnorm_residual_kernel", ANA_CLASS_NORMALIZATION, "name: RMS norm");
+    /* ... while a token ending in gemm is one: BLAS precision prefixes, digit boundaries,
+     * camelCase */
+    expect_class("maxwell_sgemm_128x64_nt", ANA_CLASS_CONTRACTION, "name: GEMM");
+    expect_class("maxwell_gcgemm_32x32_nt", ANA_CLASS_CONTRACTION, "name: GEMM");
+    expect_class("volta_h884gemm_64x64_ldg8_nn", ANA_CLASS_CONTRACTION, "name: GEMM");
+    expect_class("void gemmSN_NN_kernel<float, 256, 4, 2, 8, 4, 4, false>(int)",
+                 ANA_CLASS_CONTRACTION, "name: GEMM");
+    expect_class("gemmk1_kernel", ANA_CLASS_CONTRACTION, "name: GEMM");
+    /* "adam" inside "hadamard" is no optimizer: neither the class nor the hint */
+    ana_classification h = ana_classify(
+        "void (anonymous namespace)::fast_hadamard_transform_kernel<(anonymous namespace)::"
+        "FastHadamardKernelTraits<16, 7, __nv_bfloat16> >(HadamardParamsBase)", ANA_CTX_NONE);
+    cr_expect_eq(h.cls, ANA_CLASS_OTHER);
+    cr_expect_eq(h.hints, 0);
+    /* ... while FusedAdam (camelCase) and adamw are */
+    ana_classification a = ana_classify("void FusedAdamKernel<float>(float*)", ANA_CTX_NONE);
+    cr_expect_eq(a.cls, ANA_CLASS_ELEMENTWISE);
+    cr_expect_eq(a.hints, ANA_HINT_OPTIMIZER);
+    cr_expect_eq(ana_classify("adamw_kernel", ANA_CTX_NONE).hints, ANA_HINT_OPTIMIZER);
+    /* "fill" inside "prefill" is no fill; the attention row decides */
+    expect_class("flashinfer::BatchPrefillWithRaggedKVCacheKernel", ANA_CLASS_CONTRACTION, NULL);
+    cr_expect_neq(ana_classify("chunked_prefill_kernel", ANA_CTX_NONE).cls, ANA_CLASS_ELEMENTWISE);
+    expect_class("fill_kernel_cuda", ANA_CLASS_ELEMENTWISE, "name: fill");
+    /* an acronym followed by a word splits before the word's capital: MQA + Decode */
+    expect_class("BatchMQADecodeKernel", ANA_CLASS_CONTRACTION, "token: attention (MQA)");
+    /* a digit boundary splits: f8dot -> f 8 dot */
+    expect_class("_fp8_paged_decode_split_f8dot", ANA_CLASS_CONTRACTION, "token: dot product");
+    /* template arguments give no tokens to the function's name */
+    expect_class("void frobnicate_kernel<mm, 4>(int)", ANA_CLASS_OTHER, NULL);
+    expect_class("void mmKernel<float>(int)", ANA_CLASS_CONTRACTION, "token: matmul (mm)");
+}
+
+Test(classify, precedence_of_families)
+{
+    /* Inductor's prefix decides before the collective words it fuses around */
+    expect_class("triton_poi_fused_add_all_reduce_2", ANA_CLASS_ELEMENTWISE,
+                 "name: Inductor pointwise");
+    expect_class("triton_red_fused_all_reduce_sum_3", ANA_CLASS_NORMALIZATION,
+                 "name: Inductor reduction");
+    /* a norm in an all-reduce namespace is a norm; the collective in its own name is not */
+    expect_class("void flashinfer::trtllm_mnnvl_allreduce::rmsNormLamport<__nv_bfloat16, "
+                 "(flashinfer::QuantType)0, true, 8>(flashinfer::trtllm_mnnvl_allreduce::"
+                 "RMSNormParams)", ANA_CLASS_NORMALIZATION, "name: RMS norm");
+    expect_class("void flashinfer::trtllm_mnnvl_allreduce::twoshot_allreduce_kernel<float>(int)",
+                 ANA_CLASS_COMMUNICATION, "name: all-reduce kernel");
+    /* a helper with no other family word in a collective namespace: the namespace decides */
+    expect_class("void vllm::all_reduce_helpers::barrier_kernel<8>(int)",
+                 ANA_CLASS_COMMUNICATION, "name: collective namespace");
+    expect_class("mscclKernel_Sum_hip_bfloat16_Simple", ANA_CLASS_COMMUNICATION, NULL);
+    /* TensorRT's XMMA pooling is pooling, not an XMMA GEMM */
+    expect_class("sm50_xmma_pooling_coalescedC_NHWC_kMAX_3_False_execute_kernel_trt",
+                 ANA_CLASS_NORMALIZATION, "name: pooling");
+    expect_class("sm80_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x64",
+                 ANA_CLASS_CONTRACTION, NULL);
+}
+
+Test(classify, generic_op_tokens)
+{
+    /* contraction words win over the elementwise words of a fused prologue/epilogue */
+    expect_class("_w8a8_triton_block_scaled_mm", ANA_CLASS_CONTRACTION, "token: matmul (mm)");
+    expect_class("_quantized_linear_fp8_kernel", ANA_CLASS_CONTRACTION,
+                 "token: linear layer (GEMM)");
+    expect_class("addmm_kernel", ANA_CLASS_CONTRACTION, "token: matmul (addmm)");
+    expect_class("_deepseek_v4_sm12x_fp8_einsum_kernel", ANA_CLASS_CONTRACTION, "token: einsum");
+    /* ... but a quantization kernel alone is elementwise, and linear interpolation is no GEMM */
+    expect_class("void vllm::scaled_fp8_quant_kernel<c10::BFloat16>(int)", ANA_CLASS_ELEMENTWISE,
+                 NULL);
+    expect_class("void at::native::upsample_linear1d_out_frame<float, float>(int)",
+                 ANA_CLASS_ELEMENTWISE, "name: upsample");
+    /* reductions and arithmetic named after the ATen op */
+    expect_class("sum_dim_kernel_non_inner", ANA_CLASS_NORMALIZATION, "token: reduction (sum)");
+    expect_class("amax_kernel_2", ANA_CLASS_NORMALIZATION, "token: reduction (amax)");
+    expect_class("mul_func_kernel_rank_2", ANA_CLASS_ELEMENTWISE, "token: arithmetic (mul)");
+    expect_class("true_div_func_kernel_rank_1", ANA_CLASS_ELEMENTWISE, "token: arithmetic (div)");
+    expect_class("where_inner_kernel_rank_1", ANA_CLASS_ELEMENTWISE, "token: select (where)");
+    expect_class("zeros_kernel", ANA_CLASS_ELEMENTWISE, "token: fill (zeros)");
+    /* a reduction word with an elementwise word: the reduction decides */
+    expect_class("mul_sum_kernel", ANA_CLASS_NORMALIZATION, "token: reduction (sum)");
+    /* clamp_max is elementwise (clamp is claimed before the reduction words) */
+    expect_class("clamp_max_kernel", ANA_CLASS_ELEMENTWISE, "name: clamp");
+    /* words that are no op: "maximum" is a token of its own, "maxwell" too */
+    expect_class("maximum_kernel", ANA_CLASS_ELEMENTWISE, "token: arithmetic (maximum)");
+    /* logits alone says too little (a GEMM, a softmax statistic or a logits processor) */
+    expect_class("_logits_kernel", ANA_CLASS_OTHER, NULL);
+}
