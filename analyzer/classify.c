@@ -67,8 +67,9 @@ typedef struct ana_rule {
  * they are), then library families whose names are unambiguous, then the "other"
  * families whose names contain words of other classes (sort, scan, top-k, scatter, RNG,
  * embedding backward), then generic templates decided by their functor, then the generic
- * contraction tokens (mm, linear, einsum, ...), then keyword families, then the generic
- * op tokens (sum, mul, where, ...), then a collective word in a namespace, then the
+ * contraction tokens (mm, linear, einsum, ...), then keyword families, then the naming
+ * conventions of Triton attention libraries (_fwd_kernel, chunk_*), then the generic op
+ * tokens (sum, mul, where, split, ...), then a collective word in a namespace, then the
  * default. */
 static const ana_rule ana_rules[] = {
     /* Triton/Inductor: the prefix says what the generated kernel is. First: an Inductor
@@ -101,6 +102,8 @@ static const ana_rule ana_rules[] = {
     /* KV-cache writes: a scatter into cache slots, before "flash" claims them. */
     { C, "reshape_and_cache", NULL, OTH, 0, "name: KV-cache scatter" },
     { C, "concat_and_cache", NULL, OTH, 0, "name: KV-cache scatter" },
+    /* TRT-LLM's applyBiasRopeUpdateKVCache*: the rotary embedding fused into the write */
+    { T, "update kv cache", NULL, OTH, 0, "name: KV-cache write" },
     /* Attention (flash/fused/paged), every stage of it. */
     { C, "flash_fwd", NULL, CON, ANA_HINT_FORWARD, "name: flash attention" },
     { C, "flash_bwd", NULL, CON, BWD, "name: flash attention" },
@@ -119,6 +122,11 @@ static const ana_rule ana_rules[] = {
     { C, "prefillwith", NULL, CON, 0, "name: FlashInfer attention" },
     { C, "decodewith", NULL, CON, 0, "name: FlashInfer attention" },
     { C, "mergestates", NULL, CON, 0, "name: FlashInfer attention" },
+    /* the split-KV decode attention of Triton libraries (SGLang, vLLM, LightLLM): the
+     * partial-attention stage and the combine stage; a fused rope does not change that */
+    { P, "_fwd_kernel_stage", NULL, CON, 0, "name: Triton decode attention stage" },
+    { P, "_fwd_grouped_kernel_stage", NULL, CON, 0, "name: Triton decode attention stage" },
+    { P, "_fwd_kernel_flash_decode", NULL, CON, 0, "name: Triton decode attention stage" },
     /* GEMM libraries: cuBLAS/cuBLASLt, CUTLASS, TRT-LLM, XMMA. CUTLASS's utility norms
      * (cutlass::rmsnorm_*, cutlass::layernorm*) first: they are not GEMMs. */
     { P, "cutlass::rmsnorm", NULL, NRM, 0, "name: CUTLASS RMS norm" },
@@ -238,6 +246,14 @@ static const ana_rule ana_rules[] = {
     { T, "linear", NULL, CON, 0, "token: linear layer (GEMM)" },
     { T, "dot", NULL, CON, 0, "token: dot product" },
     { T, "delta rule", NULL, CON, 0, "token: linear attention (delta rule)" },
+    /* the WY representation of chunked delta-rule attention (recompute_w_u_fwd_kernel,
+     * prepare_wy_repr_fwd_kernel): small matmuls per chunk */
+    { T, "recompute w u", NULL, CON, 0, "token: linear attention (WY representation)" },
+    { T, "wy repr", NULL, CON, 0, "token: linear attention (WY representation)" },
+    /* split-K / split-KV stages of a GEMM or attention, before the layout word "split"
+     * (_fwd_kernel_splitK, _splitK_reduce) */
+    { T, "split k", NULL, CON, 0, "token: split-K stage (GEMM/attention)" },
+    { T, "split kv", NULL, CON, 0, "token: split-KV stage (attention)" },
     { T, "mqa", NULL, CON, 0, "token: attention (MQA)" },
     { T, "gqa", NULL, CON, 0, "token: attention (GQA)" },
     /* Normalization: softmax, norms, reductions, losses, pooling. */
@@ -260,7 +276,9 @@ static const ana_rule ana_rules[] = {
     { C, "welford", NULL, NRM, 0, "name: norm statistics" },
     { P, "cucompute", NULL, NRM, 0, "name: apex norm" },
     { C, "computeinternalgradients", NULL, NRM, BWD, "name: group norm" },
-    { C, "computefusedparams", NULL, NRM, 0, "name: group norm" },
+    /* ATen's layer/group norm stages: ComputeFusedParamsCUDAKernel,
+     * ComputeGradientFusedParamsCUDAKernel, ComputeBackwardFusedParamsCUDAKernel */
+    { T, "fused params", NULL, NRM, 0, "name: norm stage (fused params)" },
     { C, "l2norm", NULL, NRM, 0, "name: L2 norm" },
     { C, "bias_grad", NULL, NRM, BWD, "name: bias gradient (reduction)" },
     { C, "biasgrad", NULL, NRM, BWD, "name: bias gradient (reduction)" },
@@ -275,6 +293,12 @@ static const ana_rule ana_rules[] = {
     { C, "xent", NULL, NRM, 0, "name: loss" },
     { C, "loss", NULL, NRM, 0, "name: loss" },
     { C, "pool", NULL, NRM, 0, "name: pooling" },
+    /* ATen's adaptive pooling stages without "pool" (adaptive_average_gradinput,
+     * atomic_adaptive_average_gradinput, adaptivemaxgradinput) */
+    { C, "adaptive_average", NULL, NRM, 0, "name: pooling (adaptive)" },
+    { C, "adaptiveaverage", NULL, NRM, 0, "name: pooling (adaptive)" },
+    { C, "adaptive_max", NULL, NRM, 0, "name: pooling (adaptive)" },
+    { C, "adaptivemax", NULL, NRM, 0, "name: pooling (adaptive)" },
     { C, "asum_kernel", NULL, NRM, 0, "name: cuBLAS reduction" },
     { C, "nrm2_kernel", NULL, NRM, 0, "name: cuBLAS reduction" },
     { C, "_norm", NULL, NRM, 0, "name: norm" },
@@ -292,6 +316,11 @@ static const ana_rule ana_rules[] = {
     { C, "concat", NULL, ELT, 0, "name: concatenation" },
     { C, "transpose", NULL, ELT, 0, "name: transpose" },
     { C, "permute", NULL, ELT, 0, "name: permute" },
+    /* layout ops as words (chunk_cat_cuda_kernel, *_reshape_*, *_contiguous_*); "split"
+     * comes with the generic op words, after the Triton attention names */
+    { T, "cat", NULL, ELT, 0, "token: layout (cat)" },
+    { T, "reshape", NULL, ELT, 0, "token: layout (reshape)" },
+    { T, "contiguous", NULL, ELT, 0, "token: layout (contiguous)" },
     { C, "tonhwc", NULL, ELT, 0, "name: layout transform" },
     { C, "swapdimension", NULL, ELT, 0, "name: layout transform" },
     { C, "shuffleintensor", NULL, ELT, 0, "name: layout transform" },
@@ -304,6 +333,8 @@ static const ana_rule ana_rules[] = {
     { C, "gather", NULL, ELT, 0, "name: gather" },
     { C, "index_select", NULL, ELT, 0, "name: gather (index_select)" },
     { C, "indexselect", NULL, ELT, 0, "name: gather (index_select)" },
+    /* the paged-KV page list of a batch, read out of the request-to-token table */
+    { T, "kv indices", NULL, ELT, 0, "token: gather (KV indices)" },
     { C, "embedding", NULL, ELT, 0, "name: embedding gather" },
     { C, "encoder_forward", NULL, ELT, 0, "name: embedding gather" },
     { C, "rotary", NULL, ELT, 0, "name: rotary embedding" },
@@ -318,9 +349,13 @@ static const ana_rule ana_rules[] = {
     { C, "softplus", NULL, ELT, 0, "name: activation" },
     { C, "act_and_mul", NULL, ELT, 0, "name: activation" },
     { C, "activation", NULL, ELT, 0, "name: activation" },
+    /* ATen's fused RNN cells: the gate activations after the cuBLAS GEMMs */
+    { T, "lstm cell", NULL, ELT, 0, "token: RNN cell (pointwise gates)" },
+    { T, "gru cell", NULL, ELT, 0, "token: RNN cell (pointwise gates)" },
     { C, "residual", NULL, ELT, 0, "name: residual add" },
     { C, "cast", NULL, ELT, 0, "name: cast" },
     { C, "convert", NULL, ELT, 0, "name: cast" },
+    { T, "cvt", NULL, ELT, 0, "token: cast (cvt)" },
     { C, "quant", NULL, ELT, 0, "name: (de)quantize" },
     { C, "scale", NULL, ELT, 0, "name: scale" },
     { C, "axpy", NULL, ELT, 0, "name: axpy" },
@@ -337,6 +372,21 @@ static const ana_rule ana_rules[] = {
     { P, "loop_", NULL, ELT, 0, "name: XLA loop fusion" },
     { P, "wrapped_", NULL, ELT, 0, "name: XLA wrapped elementwise op" },
     { P, "fusion", NULL, ELT, 0, "name: XLA fusion" },
+    /* Naming conventions of Triton attention libraries, when no family word above
+     * decided: _fwd_kernel / _bwd_kernel (the Triton flash-attention tutorial, the
+     * prefill, extend and paged attention of LightLLM/SGLang/vLLM/LMDeploy), and
+     * flash-linear-attention's chunked and recurrent forms (chunk_fwd_kernel_o,
+     * chunk_gla_fwd_kernel_o, fused_chunk_*, fused_recurrent_*). After the keyword
+     * families, as their helpers name themselves (_fwd_kernel_destindex_copy_kv: a copy;
+     * chunk_local_cumsum: a scan; chunk_cat_cuda_kernel: ATen's layout op); before the
+     * generic op words, which such kernels use for their own parts (split-KV). */
+    { P, "_fwd_kernel", NULL, CON, 0, "name: Triton attention (_fwd_kernel)" },
+    { P, "_fwd_grouped", NULL, CON, 0, "name: Triton attention (_fwd_kernel)" },
+    { P, "_bwd_kernel", NULL, CON, 0, "name: Triton attention (_bwd_kernel)" },
+    { P, "chunk_", NULL, CON, 0, "name: chunked linear attention" },
+    { P, "_chunk_", NULL, CON, 0, "name: chunked linear attention" },
+    { P, "fused_chunk_", NULL, CON, 0, "name: chunked linear attention" },
+    { T, "fused recurrent", NULL, CON, 0, "token: recurrent linear attention" },
     /* Generic op words, last: kernels named after an ATen-style op (Triton op libraries,
      * hand-written kernels). Reductions first: a fused mul+sum is a reduction. */
     { T, "sum", NULL, NRM, 0, "token: reduction (sum)" },
@@ -372,6 +422,9 @@ static const ana_rule ana_rules[] = {
     { T, "padding", NULL, ELT, 0, "token: layout (pad)" },
     { T, "pack", NULL, ELT, 0, "token: layout (pack)" },
     { T, "unpack", NULL, ELT, 0, "token: layout (unpack)" },
+    /* after "split k"/"split kv" (contraction words) and the Triton attention names
+     * (_fwd_grouped_split_kernel): fused_qkv_split_gdn_prefill_kernel */
+    { T, "split", NULL, ELT, 0, "token: layout (split)" },
     /* A collective word only in the namespace: a helper of a collective library. */
     { C, "allreduce", NULL, COM, 0, "name: collective namespace" },
     { C, "all_reduce", NULL, COM, 0, "name: collective namespace" },

@@ -347,3 +347,94 @@ Test(classify, generic_op_tokens)
     /* logits alone says too little (a GEMM, a softmax statistic or a logits processor) */
     expect_class("_logits_kernel", ANA_CLASS_OTHER, NULL);
 }
+
+Test(classify, triton_attention_naming)
+{
+    /* the split-KV decode attention stages of Triton libraries, a fused rope included */
+    expect_class("_fwd_kernel_stage1", ANA_CLASS_CONTRACTION,
+                 "name: Triton decode attention stage");
+    expect_class("_fwd_kernel_stage2", ANA_CLASS_CONTRACTION,
+                 "name: Triton decode attention stage");
+    expect_class("_fwd_grouped_kernel_stage1_rope", ANA_CLASS_CONTRACTION,
+                 "name: Triton decode attention stage");
+    expect_class("_fwd_kernel_flash_decode_stage2", ANA_CLASS_CONTRACTION,
+                 "name: Triton decode attention stage");
+    /* the bare _fwd_kernel / _bwd_kernel convention, when no family word decides */
+    expect_class("_fwd_kernel", ANA_CLASS_CONTRACTION, "name: Triton attention (_fwd_kernel)");
+    expect_class("_fwd_grouped_split_kernel", ANA_CLASS_CONTRACTION,
+                 "name: Triton attention (_fwd_kernel)");
+    expect_class("_bwd_kernel_one_col_block", ANA_CLASS_CONTRACTION,
+                 "name: Triton attention (_bwd_kernel)");
+    cr_expect_eq(ana_classify("_bwd_kernel", ANA_CTX_NONE).hints, ANA_HINT_BACKWARD);
+    /* ... but a helper that names itself is what it says */
+    expect_class("_fwd_kernel_destindex_copy_kv", ANA_CLASS_ELEMENTWISE, "name: copy kernel");
+    expect_class("_fwd_kernel_token_softmax", ANA_CLASS_NORMALIZATION, "name: softmax");
+    expect_class("_fwd_kernel_ep_gather", ANA_CLASS_ELEMENTWISE, "name: gather");
+    /* split-K / split-KV stages are contraction, before the layout word "split" */
+    expect_class("_fwd_kernel_splitK", ANA_CLASS_CONTRACTION,
+                 "token: split-K stage (GEMM/attention)");
+    expect_class("_splitK_reduce", ANA_CLASS_CONTRACTION, "token: split-K stage (GEMM/attention)");
+    expect_class("decode_split_kv_kernel", ANA_CLASS_CONTRACTION,
+                 "token: split-KV stage (attention)");
+    /* "_fwd_kernel" is a prefix rule: another kernel's _fwd_kernel suffix is not it */
+    expect_class("frobnicate_fwd_kernel", ANA_CLASS_OTHER, NULL);
+}
+
+Test(classify, linear_attention_naming)
+{
+    expect_class("chunk_fwd_kernel_o", ANA_CLASS_CONTRACTION, "name: chunked linear attention");
+    expect_class("chunk_gla_fwd_kernel_o", ANA_CLASS_CONTRACTION, "name: chunked linear attention");
+    expect_class("fused_chunk_retention_fwd_kernel", ANA_CLASS_CONTRACTION,
+                 "name: chunked linear attention");
+    expect_class("_chunk_state_fwd_kernel", ANA_CLASS_CONTRACTION,
+                 "name: chunked linear attention");
+    expect_class("fused_recurrent_gla_fwd_kernel", ANA_CLASS_CONTRACTION,
+                 "token: recurrent linear attention");
+    expect_class("recompute_w_u_fwd_kernel", ANA_CLASS_CONTRACTION,
+                 "token: linear attention (WY representation)");
+    expect_class("prepare_wy_repr_fwd_kernel", ANA_CLASS_CONTRACTION,
+                 "token: linear attention (WY representation)");
+    /* chunk helpers that name their op, and ATen's chunk_cat */
+    expect_class("chunk_local_cumsum_scalar_kernel", ANA_CLASS_OTHER, "name: scan");
+    expect_class("chunk_cat_cuda_kernel", ANA_CLASS_ELEMENTWISE, "token: layout (cat)");
+    /* "chunk" must start the name: chunked prefill is not linear attention */
+    cr_expect_neq(ana_classify("chunked_prefill_kernel", ANA_CTX_NONE).cls, ANA_CLASS_CONTRACTION);
+}
+
+Test(classify, round_3_families)
+{
+    /* layout words */
+    expect_class("fused_qkv_split_gdn_prefill_kernel", ANA_CLASS_ELEMENTWISE,
+                 "token: layout (split)");
+    expect_class("fused_qkvzba_split_reshape_cat_contiguous_kernel", ANA_CLASS_ELEMENTWISE,
+                 "token: layout (cat)");
+    expect_class("reshape_kernel", ANA_CLASS_ELEMENTWISE, "token: layout (reshape)");
+    expect_class("make_contiguous_kernel", ANA_CLASS_ELEMENTWISE, "token: layout (contiguous)");
+    /* "cat" is a whole token: categorical is not a concatenation */
+    expect_class("categorical_kernel", ANA_CLASS_OTHER, NULL);
+    /* reshape_and_cache stays a KV-cache write */
+    expect_class("vllm::reshape_and_cache_kernel", ANA_CLASS_OTHER, "name: KV-cache scatter");
+    expect_class("applyBiasRopeUpdateKVCacheV2", ANA_CLASS_OTHER, "name: KV-cache write");
+    /* a rope kernel that writes no cache stays elementwise */
+    expect_class("applyBiasRopeKernel", ANA_CLASS_ELEMENTWISE, "name: rotary embedding");
+    /* casts, RNN cells, KV page-index gathers */
+    expect_class("cvt_fp16_to_fp4", ANA_CLASS_ELEMENTWISE, "token: cast (cvt)");
+    expect_class("lstm_cell_backward", ANA_CLASS_ELEMENTWISE, "token: RNN cell (pointwise gates)");
+    expect_class("void at::native::(anonymous namespace)::gru_cell_forward<float, float, int, 1>"
+                 "(at::cuda::detail::TensorInfo<float, int>)", ANA_CLASS_ELEMENTWISE,
+                 "token: RNN cell (pointwise gates)");
+    expect_class("create_flashinfer_kv_indices_triton", ANA_CLASS_ELEMENTWISE,
+                 "token: gather (KV indices)");
+    /* ATen's adaptive pooling stages and layer/group norm stages */
+    expect_class("void at::native::(anonymous namespace)::atomic_adaptive_average_gradinput<float>"
+                 "(float*, float*, int, int, int, int)", ANA_CLASS_NORMALIZATION,
+                 "name: pooling (adaptive)");
+    expect_class("adaptivemaxgradinput", ANA_CLASS_NORMALIZATION, "name: pooling (adaptive)");
+    ana_classification g = ana_classify("adaptive_average_gradinput", ANA_CTX_NONE);
+    cr_expect_eq(g.hints, ANA_HINT_BACKWARD);
+    expect_class("void at::native::(anonymous namespace)::ComputeGradientFusedParamsCUDAKernel"
+                 "<float>(long, long, float const*, float const*, float*, float*)",
+                 ANA_CLASS_NORMALIZATION, "name: norm stage (fused params)");
+    expect_class("ComputeBackwardFusedParamsCUDAKernel", ANA_CLASS_NORMALIZATION,
+                 "name: norm stage (fused params)");
+}
