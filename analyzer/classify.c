@@ -21,10 +21,10 @@
  * its pattern is a prefix of fn (ANA_PAT_PREFIX), occurs in fn (ANA_PAT_CONTAINS), occurs
  * in fn's own name after its last "::" (ANA_PAT_BASE), or is a sequence of whole tokens of
  * fn (ANA_PAT_TOKEN; a '*' at either end of the pattern lets that token go on: "*gemm"
- * matches "sgemm", not "gemma"), and, when it has one, its `within` pattern occurs in
- * args. The last row matches everything. Hints (forward/backward/optimizer) come from
- * keywords of the whole reduced name, or'ed with the row's own hints; they do not depend
- * on the class.
+ * matches "sgemm", not "gemma"; "moe&dispatch" needs both sequences, anywhere in fn),
+ * and, when it has one, its `within` pattern occurs in args. The last row matches
+ * everything. Hints (forward/backward/optimizer) come from keywords of the whole reduced
+ * name, or'ed with the row's own hints; they do not depend on the class.
  *
  * Pure: every call works on its own heap copy of the name; no global mutable state. */
 #include "classify.h"
@@ -38,7 +38,7 @@ enum ana_pat_kind {
     ANA_PAT_PREFIX,   /* fn starts with pat */
     ANA_PAT_CONTAINS, /* pat occurs in fn */
     ANA_PAT_BASE,     /* pat occurs in fn's own name (after its last "::") */
-    ANA_PAT_TOKEN,    /* pat is a sequence of whole tokens of fn ('*' ends: see above) */
+    ANA_PAT_TOKEN,    /* pat is a sequence of whole tokens of fn ('*', '&': see above) */
     ANA_PAT_ANY,      /* always */
 };
 
@@ -97,6 +97,11 @@ static const ana_rule ana_rules[] = {
     { B, "reduce_scatter", NULL, COM, 0, "name: reduce-scatter kernel" },
     { B, "alltoall", NULL, COM, 0, "name: all-to-all kernel" },
     { B, "all_to_all", NULL, COM, 0, "name: all-to-all kernel" },
+    /* "A2A" as whole tokens (moeA2ADispatchKernel -> moe a 2 a dispatch kernel), and the
+     * dispatch/combine of expert parallelism: a token-exchange between ranks */
+    { T, "a 2 a", NULL, COM, 0, "token: all-to-all (A2A)" },
+    { T, "moe&dispatch", NULL, COM, 0, "token: MoE dispatch (all-to-all)" },
+    { T, "moe&combine", NULL, COM, 0, "token: MoE combine (all-to-all)" },
     { C, "userbuffers", NULL, COM, 0, "name: userbuffers (comm overlap)" },
     { P, "deep_ep::", NULL, COM, 0, "name: DeepEP dispatch/combine" },
     /* KV-cache writes: a scatter into cache slots, before "flash" claims them. */
@@ -122,6 +127,13 @@ static const ana_rule ana_rules[] = {
     { C, "prefillwith", NULL, CON, 0, "name: FlashInfer attention" },
     { C, "decodewith", NULL, CON, 0, "name: FlashInfer attention" },
     { C, "mergestates", NULL, CON, 0, "name: FlashInfer attention" },
+    /* the merge of split-KV partial attention outputs by their LSE (vLLM's
+     * merge_attn_states_kernel, SGLang's merge_state_kernel, FlashInfer's MergeState) */
+    { T, "merge attn", NULL, CON, 0, "token: attention (merge of partial states)" },
+    { T, "merge state*", NULL, CON, 0, "token: attention (merge of partial states)" },
+    /* FlashMLA's scheduling stage (get_mla_metadata_kernel): launched only by MLA
+     * attention, like cuDNN's offset kernels by a convolution */
+    { T, "mla metadata", NULL, CON, 0, "token: MLA attention scheduling metadata" },
     /* the split-KV decode attention of Triton libraries (SGLang, vLLM, LightLLM): the
      * partial-attention stage and the combine stage; a fused rope does not change that */
     { P, "_fwd_kernel_stage", NULL, CON, 0, "name: Triton decode attention stage" },
@@ -144,6 +156,25 @@ static const ana_rule ana_rules[] = {
     { T, "*gemm", NULL, CON, 0, "name: GEMM" },
     { T, "gemmk", NULL, CON, 0, "name: GEMM" },
     { C, "gemv", NULL, CON, 0, "name: GEMV" },
+    /* sparse matrix products: cuSPARSE csrmm/coomm/bsrmm (and -mv), SpMM/SpMV, SDDMM */
+    { C, "csrmm", NULL, CON, 0, "name: sparse GEMM (SpMM)" },
+    { C, "coomm", NULL, CON, 0, "name: sparse GEMM (SpMM)" },
+    { C, "bsrmm", NULL, CON, 0, "name: sparse GEMM (SpMM)" },
+    { C, "spmm", NULL, CON, 0, "name: sparse GEMM (SpMM)" },
+    { C, "csrmv", NULL, CON, 0, "name: sparse GEMV (SpMV)" },
+    { C, "coomv", NULL, CON, 0, "name: sparse GEMV (SpMV)" },
+    { C, "bsrmv", NULL, CON, 0, "name: sparse GEMV (SpMV)" },
+    { C, "spmv", NULL, CON, 0, "name: sparse GEMV (SpMV)" },
+    { C, "sddmm", NULL, CON, 0, "name: sampled dense-dense matmul (SDDMM)" },
+    /* Marlin mixed-precision GEMMs (marlin::Marlin, marlin_moe::Marlin) and MoE expert
+     * GEMMs named by their weight/activation precision or "mm" (w4a16_moe_sm90_kernel):
+     * before the MoE routing row. Marlin's weight repack is a layout op. */
+    { T, "repack", NULL, ELT, 0, "token: weight layout (repack)" },
+    { C, "marlin", NULL, CON, 0, "name: Marlin mixed-precision GEMM" },
+    { T, "moe&w 4 a 16", NULL, CON, 0, "token: MoE expert GEMM (low-bit)" },
+    { T, "moe&w 4 a 8", NULL, CON, 0, "token: MoE expert GEMM (low-bit)" },
+    { T, "moe&w 8 a 8", NULL, CON, 0, "token: MoE expert GEMM (low-bit)" },
+    { T, "moe&mm", NULL, CON, 0, "token: MoE expert GEMM (mm)" },
     { P, "bmm_", NULL, CON, 0, "name: TRT-LLM batched GEMM" },
     { C, "matmul", NULL, CON, 0, "name: matmul" },
     { C, "fused_moe_kernel", NULL, CON, 0, "name: fused MoE grouped GEMM" },
@@ -177,8 +208,15 @@ static const ana_rule ana_rules[] = {
     { C, "topk", NULL, OTH, 0, "name: top-k" },
     { C, "top_k", NULL, OTH, 0, "name: top-k" },
     { C, "radixselect", NULL, OTH, 0, "name: top-k / select" },
+    /* k-th value and median (gatherKthValue, gatherMedian): a selection, before "gather" */
+    { C, "kthvalue", NULL, OTH, 0, "name: selection (k-th value/median)" },
+    { C, "median", NULL, OTH, 0, "name: selection (k-th value/median)" },
     { C, "sort", NULL, OTH, 0, "name: sort" },
+    /* Mamba2's SSD chunk scan (_chunk_scan_fwd_kernel, _chunk_scan_bwd_dx_kernel): per-chunk
+     * matmuls, not a prefix scan; its cumsum stage (_chunk_cumsum_*) stays a scan */
+    { P, "_chunk_scan_", NULL, CON, 0, "name: Mamba2 SSD chunk scan (matmuls)" },
     { C, "scan", NULL, OTH, 0, "name: scan" },
+    { T, "prefix sum", NULL, OTH, 0, "token: scan (prefix sum)" },
     { C, "cumsum", NULL, OTH, 0, "name: scan" },
     { C, "cumprod", NULL, OTH, 0, "name: scan" },
     { C, "nonzero", NULL, OTH, 0, "name: nonzero" },
@@ -192,6 +230,15 @@ static const ana_rule ana_rules[] = {
     { C, "compute_grad_weight", NULL, OTH, BWD, "name: embedding backward" },
     { C, "partial_segment", NULL, OTH, BWD, "name: embedding backward" },
     { C, "partials_per_segment", NULL, OTH, BWD, "name: embedding backward" },
+    /* ATen's scatter/gather template in gather mode (is_scatter_like = false: torch.gather)
+     * is a gather; in scatter mode (true), or without its template arguments, a scatter.
+     * The flag is the first argument of the nested _cuda_scatter_gather_internal_kernel
+     * template; args keep no nested '<' ("..._internal_kernel(bool)0, ..." or
+     * "..._internal_kernelfalse, ...", as the demangler spells it). */
+    { C, "scatter_gather", "scatter_gather_internal_kernel(bool)0", ELT, 0,
+      "functor: gather (scatter_gather, gather mode)" },
+    { C, "scatter_gather", "scatter_gather_internal_kernelfalse", ELT, 0,
+      "functor: gather (scatter_gather, gather mode)" },
     { C, "scatter", NULL, OTH, 0, "name: scatter" },
     { C, "index_put", NULL, OTH, 0, "name: index_put" },
     { C, "indexput", NULL, OTH, 0, "name: index_put" },
@@ -245,6 +292,12 @@ static const ana_rule ana_rules[] = {
     { T, "einsum", NULL, CON, 0, "token: einsum" },
     { T, "linear", NULL, CON, 0, "token: linear layer (GEMM)" },
     { T, "dot", NULL, CON, 0, "token: dot product" },
+    { T, "matrix multiply*", NULL, CON, 0, "token: matmul (matrix multiply)" },
+    /* GEMMs named by weight/activation precision (w4a16_sm90_kernel); after "mm", which
+     * such names often carry (_w8a8_triton_block_scaled_mm) */
+    { T, "w 4 a 16", NULL, CON, 0, "token: low-bit GEMM (w4a16)" },
+    { T, "w 4 a 8", NULL, CON, 0, "token: low-bit GEMM (w4a8)" },
+    { T, "w 8 a 8", NULL, CON, 0, "token: low-bit GEMM (w8a8)" },
     { T, "delta rule", NULL, CON, 0, "token: linear attention (delta rule)" },
     /* the WY representation of chunked delta-rule attention (recompute_w_u_fwd_kernel,
      * prepare_wy_repr_fwd_kernel): small matmuls per chunk */
@@ -280,6 +333,9 @@ static const ana_rule ana_rules[] = {
      * ComputeGradientFusedParamsCUDAKernel, ComputeBackwardFusedParamsCUDAKernel */
     { T, "fused params", NULL, NRM, 0, "name: norm stage (fused params)" },
     { C, "l2norm", NULL, NRM, 0, "name: L2 norm" },
+    /* ATen's foreach norm (lpnorm_cleanup) and embedding renorm (renorm_kernel) */
+    { C, "lpnorm", NULL, NRM, 0, "name: Lp norm" },
+    { T, "renorm", NULL, NRM, 0, "token: renorm" },
     { C, "bias_grad", NULL, NRM, BWD, "name: bias gradient (reduction)" },
     { C, "biasgrad", NULL, NRM, BWD, "name: bias gradient (reduction)" },
     /* own name: "reduce" in a collective namespace (trtllm_allreduce_fusion::) is not it */
@@ -291,6 +347,10 @@ static const ana_rule ana_rules[] = {
     { C, "crossentropy", NULL, NRM, 0, "name: loss" },
     { C, "cross_entropy", NULL, NRM, 0, "name: loss" },
     { C, "xent", NULL, NRM, 0, "name: loss" },
+    /* divergence losses (Liger's _kldiv_kernel_forward, _jsd_kernel) */
+    { C, "kldiv", NULL, NRM, 0, "name: loss (KL divergence)" },
+    { C, "kl_div", NULL, NRM, 0, "name: loss (KL divergence)" },
+    { T, "jsd", NULL, NRM, 0, "token: loss (Jensen-Shannon divergence)" },
     { C, "loss", NULL, NRM, 0, "name: loss" },
     { C, "pool", NULL, NRM, 0, "name: pooling" },
     /* ATen's adaptive pooling stages without "pool" (adaptive_average_gradinput,
@@ -316,6 +376,9 @@ static const ana_rule ana_rules[] = {
     { C, "concat", NULL, ELT, 0, "name: concatenation" },
     { C, "transpose", NULL, ELT, 0, "name: transpose" },
     { C, "permute", NULL, ELT, 0, "name: permute" },
+    /* DeepSpeed's transform4d_0213 (a head transpose) and ATen's roll */
+    { C, "transform4d", NULL, ELT, 0, "name: transpose (transform4d)" },
+    { T, "roll", NULL, ELT, 0, "token: layout (roll)" },
     /* layout ops as words (chunk_cat_cuda_kernel, *_reshape_*, *_contiguous_*); "split"
      * comes with the generic op words, after the Triton attention names */
     { T, "cat", NULL, ELT, 0, "token: layout (cat)" },
@@ -349,6 +412,11 @@ static const ana_rule ana_rules[] = {
     { C, "softplus", NULL, ELT, 0, "name: activation" },
     { C, "act_and_mul", NULL, ELT, 0, "name: activation" },
     { C, "activation", NULL, ELT, 0, "name: activation" },
+    /* logits processors of samplers: penalties and temperature scale the logits in place
+     * (apply_repetition_penalties_kernel, _temperature_kernel); after top-k and sort */
+    { T, "penalty", NULL, ELT, 0, "token: logits processor (penalty)" },
+    { T, "penalties", NULL, ELT, 0, "token: logits processor (penalty)" },
+    { T, "temperature", NULL, ELT, 0, "token: logits processor (temperature)" },
     /* ATen's fused RNN cells: the gate activations after the cuBLAS GEMMs */
     { T, "lstm cell", NULL, ELT, 0, "token: RNN cell (pointwise gates)" },
     { T, "gru cell", NULL, ELT, 0, "token: RNN cell (pointwise gates)" },
@@ -387,6 +455,11 @@ static const ana_rule ana_rules[] = {
     { P, "_chunk_", NULL, CON, 0, "name: chunked linear attention" },
     { P, "fused_chunk_", NULL, CON, 0, "name: chunked linear attention" },
     { T, "fused recurrent", NULL, CON, 0, "token: recurrent linear attention" },
+    /* flash-linear-attention's model families in other forms (parallel_simple_gla_fwd_kernel,
+     * parallel_retention_fwd_kernel, parallel_based_fwd_kernel) */
+    { T, "gla", NULL, CON, 0, "token: linear attention (GLA)" },
+    { T, "retention", NULL, CON, 0, "token: linear attention (retention)" },
+    { T, "parallel based", NULL, CON, 0, "token: linear attention (based)" },
     /* Generic op words, last: kernels named after an ATen-style op (Triton op libraries,
      * hand-written kernels). Reductions first: a fused mul+sum is a reduction. */
     { T, "sum", NULL, NRM, 0, "token: reduction (sum)" },
@@ -403,6 +476,7 @@ static const ana_rule ana_rules[] = {
     { T, "add", NULL, ELT, 0, "token: arithmetic (add)" },
     { T, "sub", NULL, ELT, 0, "token: arithmetic (sub)" },
     { T, "mul", NULL, ELT, 0, "token: arithmetic (mul)" },
+    { T, "multiply", NULL, ELT, 0, "token: arithmetic (multiply)" },
     { T, "div", NULL, ELT, 0, "token: arithmetic (div)" },
     { T, "neg", NULL, ELT, 0, "token: arithmetic (neg)" },
     { T, "abs", NULL, ELT, 0, "token: arithmetic (abs)" },
@@ -659,6 +733,22 @@ static int ana_has_tokens(const char *toks, const char *pat)
     return 0;
 }
 
+/* Whether every '&'-separated part of pat is a token sequence of toks ("moe&dispatch":
+ * both words, anywhere, in either order); a pat without '&' is one part. */
+static int ana_has_all_tokens(const char *toks, const char *pat)
+{
+    const char *amp = strchr(pat, '&');
+    if (!amp)
+        return ana_has_tokens(toks, pat);
+    char part[32];
+    size_t len = (size_t)(amp - pat);
+    if (len == 0 || len >= sizeof(part))
+        return 0;
+    memcpy(part, pat, len);
+    part[len] = 0;
+    return ana_has_tokens(toks, part) && ana_has_all_tokens(toks, amp + 1);
+}
+
 static int ana_rule_matches(const ana_rule *r, const ana_kname *k)
 {
     int hit;
@@ -666,7 +756,7 @@ static int ana_rule_matches(const ana_rule *r, const ana_kname *k)
     case ANA_PAT_PREFIX: hit = strncmp(k->fn, r->pat, strlen(r->pat)) == 0; break;
     case ANA_PAT_CONTAINS: hit = strstr(k->fn, r->pat) != NULL; break;
     case ANA_PAT_BASE: hit = strstr(k->base, r->pat) != NULL; break;
-    case ANA_PAT_TOKEN: hit = ana_has_tokens(k->ftok, r->pat); break;
+    case ANA_PAT_TOKEN: hit = ana_has_all_tokens(k->ftok, r->pat); break;
     default: hit = 1; break;
     }
     return hit && (!r->within || strstr(k->args, r->within));

@@ -438,3 +438,123 @@ Test(classify, round_3_families)
     expect_class("ComputeBackwardFusedParamsCUDAKernel", ANA_CLASS_NORMALIZATION,
                  "name: norm stage (fused params)");
 }
+
+Test(classify, round_4_families)
+{
+    /* sparse matrix products (cuSPARSE, torch_sparse), and a scalar multiply that is none */
+    expect_class("void cusparse::csrmm_v2_kernel<cusparse::CsrMMPolicy<int, float, float, float>, "
+                 "true, false, false, int, int, int, int, float, float, float>(int, int)",
+                 ANA_CLASS_CONTRACTION, "name: sparse GEMM (SpMM)");
+    expect_class("void spmm_kernel<float, (ReductionType)0, true>(long const*, long const*)",
+                 ANA_CLASS_CONTRACTION, "name: sparse GEMM (SpMM)");
+    expect_class("cusparse::csrmv_v3_kernel", ANA_CLASS_CONTRACTION, "name: sparse GEMV (SpMV)");
+    expect_class("sddmm_kernel", ANA_CLASS_CONTRACTION, "name: sampled dense-dense matmul (SDDMM)");
+    expect_class("void cusparse::matrix_scalar_multiply_kernel<cusparse::MatrixWiseMulPolicy, "
+                 "true, long, float, float>(long, long, long)", ANA_CLASS_ELEMENTWISE,
+                 "token: arithmetic (multiply)");
+    /* ... while a matrix multiply is a GEMM, whatever the spelling */
+    expect_class("matrixMultiplyKernel", ANA_CLASS_CONTRACTION, "token: matmul (matrix multiply)");
+    /* Marlin and low-bit GEMMs; the MoE expert GEMMs before the MoE routing row; the
+     * weight repack is a layout op */
+    expect_class("void sglang::device::marlin::Marlin<__nv_bfloat16, 1, 256>",
+                 ANA_CLASS_CONTRACTION, "name: Marlin mixed-precision GEMM");
+    expect_class("void sglang::device::marlin_moe::Marlin<__nv_bfloat16, 1>",
+                 ANA_CLASS_CONTRACTION, "name: Marlin mixed-precision GEMM");
+    expect_class("void w4a16_sm90_kernel<Trait<2112, 7168>, true>(CUtensorMap, Params)",
+                 ANA_CLASS_CONTRACTION, "token: low-bit GEMM (w4a16)");
+    expect_class("void w4a16_moe_sm90_kernel<Trait<32>>(Params)", ANA_CLASS_CONTRACTION,
+                 "token: MoE expert GEMM (low-bit)");
+    expect_class("moe_grouped_mm_kernel", ANA_CLASS_CONTRACTION, "token: MoE expert GEMM (mm)");
+    expect_class("gptq_marlin_repack_kernel", ANA_CLASS_ELEMENTWISE,
+                 "token: weight layout (repack)");
+    /* "mm" still decides a w8a8 GEMM that says it (no change of its row) */
+    expect_class("_w8a8_triton_block_scaled_mm", ANA_CLASS_CONTRACTION, "token: matmul (mm)");
+    /* "w4a16" is whole tokens: a4w16 or w4a160 are not it */
+    expect_class("w4a160_kernel", ANA_CLASS_OTHER, NULL);
+    /* MoE routing stays other; the expert-parallel all-to-all is communication */
+    expect_class("void vllm::moe::moe_align_block_size_kernel<int>", ANA_CLASS_OTHER,
+                 "name: MoE routing/permutation");
+    expect_class("moeA2ADispatchKernel", ANA_CLASS_COMMUNICATION, "token: all-to-all (A2A)");
+    expect_class("moe_dispatch_kernel", ANA_CLASS_COMMUNICATION,
+                 "token: MoE dispatch (all-to-all)");
+    expect_class("moe_combine_kernel", ANA_CLASS_COMMUNICATION, "token: MoE combine (all-to-all)");
+    /* both words are needed: a dispatch without moe is not a collective */
+    expect_class("dispatch_kernel", ANA_CLASS_OTHER, NULL);
+    /* a routing prefix sum in TRT-LLM's GEMM namespace is a scan, not a GEMM stage */
+    expect_class("void tensorrt_llm::kernels::cutlass_kernels::blockExpertPrefixSumKernel<1024>",
+                 ANA_CLASS_OTHER, "token: scan (prefix sum)");
+    /* attention: the merge of partial states, MLA scheduling; linear-attention families */
+    expect_class("merge_attn_states_kernel", ANA_CLASS_CONTRACTION,
+                 "token: attention (merge of partial states)");
+    expect_class("merge_state_v2_kernel", ANA_CLASS_CONTRACTION,
+                 "token: attention (merge of partial states)");
+    expect_class("get_mla_metadata_kernel", ANA_CLASS_CONTRACTION,
+                 "token: MLA attention scheduling metadata");
+    expect_class("parallel_simple_gla_fwd_kernel", ANA_CLASS_CONTRACTION,
+                 "token: linear attention (GLA)");
+    expect_class("parallel_retention_bwd_kernel_dq", ANA_CLASS_CONTRACTION,
+                 "token: linear attention (retention)");
+    expect_class("parallel_based_fwd_kernel", ANA_CLASS_CONTRACTION,
+                 "token: linear attention (based)");
+    /* the chunked forms keep their earlier row; "gla" inside a word is not the token */
+    expect_class("chunk_gla_fwd_kernel_o", ANA_CLASS_CONTRACTION, "name: chunked linear attention");
+    expect_class("glass_kernel", ANA_CLASS_OTHER, NULL);
+    /* Mamba2's chunk scan is matmuls; its cumsum stage stays a scan */
+    expect_class("_chunk_scan_fwd_kernel", ANA_CLASS_CONTRACTION,
+                 "name: Mamba2 SSD chunk scan (matmuls)");
+    expect_class("_chunk_cumsum_fwd_kernel", ANA_CLASS_OTHER, "name: scan");
+    /* selection before gather */
+    expect_class("gatherKthValue", ANA_CLASS_OTHER, "name: selection (k-th value/median)");
+    expect_class("gatherMedian", ANA_CLASS_OTHER, "name: selection (k-th value/median)");
+    expect_class("gatherTopK", ANA_CLASS_OTHER, "name: top-k");
+    /* norms and losses */
+    expect_class("lpnorm_cleanup", ANA_CLASS_NORMALIZATION, "name: Lp norm");
+    expect_class("renorm_kernel", ANA_CLASS_NORMALIZATION, "token: renorm");
+    expect_class("_kldiv_kernel_forward", ANA_CLASS_NORMALIZATION, "name: loss (KL divergence)");
+    expect_class("_jsd_kernel", ANA_CLASS_NORMALIZATION, "token: loss (Jensen-Shannon divergence)");
+    /* logits processors, layout */
+    expect_class("apply_repetition_penalties_kernel", ANA_CLASS_ELEMENTWISE,
+                 "token: logits processor (penalty)");
+    expect_class("_temperature_kernel", ANA_CLASS_ELEMENTWISE,
+                 "token: logits processor (temperature)");
+    /* top-k sampling with a temperature is still top-k */
+    expect_class("top_k_top_p_with_temperature_kernel", ANA_CLASS_OTHER, "name: top-k");
+    expect_class("transform4d_0213", ANA_CLASS_ELEMENTWISE, "name: transpose (transform4d)");
+    expect_class("void at::native::roll_cuda_kernel<float>(float const*, float*, long)",
+                 ANA_CLASS_ELEMENTWISE, "token: layout (roll)");
+    /* roll is a whole token: ATen's unrolled template is decided by its functor */
+    expect_class("enroll_kernel", ANA_CLASS_OTHER, NULL);
+}
+
+Test(classify, scatter_gather_template_flag)
+{
+    /* ATen's _scatter_gather_elementwise_kernel: is_scatter_like = false (torch.gather) is a
+     * gather, true (scatter_add) a scatter; both spellings of the flag; without template
+     * arguments the name says scatter */
+    static const char gather0[] =
+        "void at::native::_scatter_gather_elementwise_kernel<(int)128, (int)4, void at::native::"
+        "_cuda_scatter_gather_internal_kernel<(bool)0, at::native::OpaqueType<(int)4>>::operator "
+        "()<at::native::TensorAssign>(at::TensorIterator &, long, long, long, const T1 &)::"
+        "[lambda(int) (instance 1)]>(int, T3)";
+    static const char scatter1[] =
+        "void at::native::_scatter_gather_elementwise_kernel<(int)128, (int)4, void at::native::"
+        "_cuda_scatter_gather_internal_kernel<(bool)1, float>::operator ()<at::native::ReduceAdd>"
+        "(at::TensorIterator &, long, long, long, const T1 &)::[lambda(int) (instance 1)]>"
+        "(int, T3)";
+    static const char gather_false[] =
+        "void at::native::_scatter_gather_elementwise_kernel<128, 4, void at::native::"
+        "_cuda_scatter_gather_internal_kernel<false, float>::operator()<at::native::TensorAssign>"
+        "(at::TensorIterator&, long, long, long, float const&)::{lambda(int)#1}>(int, int)";
+    static const char scatter_true[] =
+        "void at::native::_scatter_gather_elementwise_kernel<128, 4, void at::native::"
+        "_cuda_scatter_gather_internal_kernel<true, float>::operator()<at::native::ReduceAdd>"
+        "(at::TensorIterator&, long, long, long, float const&)::{lambda(int)#1}>(int, int)";
+    expect_class(gather0, ANA_CLASS_ELEMENTWISE, "functor: gather (scatter_gather, gather mode)");
+    expect_class(gather_false, ANA_CLASS_ELEMENTWISE,
+                 "functor: gather (scatter_gather, gather mode)");
+    expect_class(scatter1, ANA_CLASS_OTHER, "name: scatter");
+    expect_class(scatter_true, ANA_CLASS_OTHER, "name: scatter");
+    expect_class("_scatter_gather_elementwise_kernel", ANA_CLASS_OTHER, "name: scatter");
+    /* a (bool)0 elsewhere in the arguments does not make a scatter a gather */
+    expect_class("void at::native::scatter_kernel<(bool)0>(int)", ANA_CLASS_OTHER, "name: scatter");
+}
