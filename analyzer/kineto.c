@@ -53,10 +53,11 @@ static void kin_id(const ana_jsonr *r, int tok, uint64_t *out, int *has)
         *out = ana_fnv1a(s, n, ANA_FNV1A_SEED), *has = 2;
 }
 
-/* An array of up to n numbers (grid, block). */
-static int kin_read_nums(kin *k, int tok, int64_t *v, int n)
+/* An array of up to n numbers (grid, block, one input's dims). *count (when not NULL):
+ * how many were read, or -1 when an element is not a number or there are more than n. */
+static int kin_read_nums(kin *k, int tok, int64_t *v, int n, int *count)
 {
-    int i = 0;
+    int i = 0, bad = 0;
     if (tok != ANA_JSON_ARR_BEGIN)
         return ana_jsonr_skip(k->r, tok);
     while ((tok = ana_jsonr_next(k->r)) != ANA_JSON_ARR_END) {
@@ -66,9 +67,11 @@ static int kin_read_nums(kin *k, int tok, int64_t *v, int n)
             return -1;
         if (tok == ANA_JSON_NUMBER && i < n && ana_jsonr_decimal(s, len, 0, &v[i]) == 0)
             i++;
-        else if (ana_jsonr_skip(k->r, tok) < 0)
+        else if ((bad = 1, ana_jsonr_skip(k->r, tok) < 0))
             return -1;
     }
+    if (count)
+        *count = bad ? -1 : i;
     return 0;
 }
 
@@ -87,19 +90,9 @@ static int kin_read_dims(kin *k, int tok)
                 return -1;
             continue;
         }
-        int i = e->n_in++, d = 0;
-        while ((tok = ana_jsonr_next(k->r)) != ANA_JSON_ARR_END) {
-            size_t len;
-            const char *s = ana_jsonr_text(k->r, &len);
-            if (tok == ANA_JSON_ERROR)
-                return -1;
-            if (tok == ANA_JSON_NUMBER && d >= 0 && d < KIN_MAX_DIMS &&
-                ana_jsonr_decimal(s, len, 0, &e->dims[i][d]) == 0)
-                d++;
-            else if ((d = -1, ana_jsonr_skip(k->r, tok) < 0))
-                return -1;
-        }
-        e->ndims[i] = d;
+        int i = e->n_in++;
+        if (kin_read_nums(k, tok, e->dims[i], KIN_MAX_DIMS, &e->ndims[i]) < 0)
+            return -1;
     }
     return 0;
 }
@@ -129,8 +122,8 @@ static int kin_read_arg(kin *k, int a, int tok)
     size_t len;
     const char *s = ana_jsonr_text(k->r, &len);
     switch (a) {
-    case A_GRID: e->set |= 1u << a; return kin_read_nums(k, tok, e->grid, 3);
-    case A_BLOCK: e->set |= 1u << a; return kin_read_nums(k, tok, e->block, 3);
+    case A_GRID: e->set |= 1u << a; return kin_read_nums(k, tok, e->grid, 3, NULL);
+    case A_BLOCK: e->set |= 1u << a; return kin_read_nums(k, tok, e->block, 3, NULL);
     case A_DIMS: e->set |= 1u << a; return kin_read_dims(k, tok);
     case A_TYPES: e->set |= 1u << a; return kin_read_types(k, tok);
     default: break;
