@@ -29,12 +29,13 @@ static void ana_anat_ctx_free(ana_anat_ctx *c)
     ana_u64map_free(&c->coll_calls);
 }
 
-static int ana_anat_ctx_of(const ana_trace *t, const ana_anat_ctx *cx, const ana_gpu_act *a)
+/* The context of activity a, issued by call c (NULL when no call has its corr). */
+static int ana_anat_ctx_of(const ana_trace *t, const ana_anat_ctx *cx, const ana_gpu_act *a,
+                           const ana_api_call *c)
 {
+    uint64_t v;
     if (a->type != ANA_GPU_KERNEL)
         return ANA_CTX_MEMORY;
-    const ana_api_call *c = ana_trace_call_by_corr(t, a->corr);
-    uint64_t v;
     if (!c)
         return ANA_CTX_NONE;
     if (c->call) {
@@ -48,15 +49,6 @@ static int ana_anat_ctx_of(const ana_trace *t, const ana_anat_ctx *cx, const ana
     if (c->lib == ANA_LIB_NCCL)
         return ANA_CTX_COMM;
     return c->lib ? ANA_CTX_LIBRARY : ANA_CTX_NONE;
-}
-
-int ana_anatomy_ctx(const ana_trace *t, const ana_gpu_act *act)
-{
-    ana_anat_ctx cx;
-    ana_anat_ctx_init(t, &cx);
-    int ctx = ana_anat_ctx_of(t, &cx, act);
-    ana_anat_ctx_free(&cx);
-    return ctx;
 }
 
 /* Classifications cached per (kernel index, context): names are demangled once. */
@@ -230,7 +222,9 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
 
     for (size_t i = 0; i < t->n_gpu; i++) {
         const ana_gpu_act *act = &t->gpu[i];
-        int ctx = ana_anat_ctx_of(t, &cx, act);
+        uint64_t ci;
+        int issued = act->corr && ana_u64map_get(&t->call_by_corr, act->corr, &ci);
+        int ctx = ana_anat_ctx_of(t, &cx, act, issued ? &t->calls[ci] : NULL);
         size_t kidx;
         ana_classification c = ana_anat_classify(&cc, act, ctx, &kidx);
         a->total.ns[c.cls] += act->dur_ns;
@@ -247,10 +241,9 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
                 a->unnamed_ns += act->dur_ns;
         }
         /* step and phase, through the call that issued it */
-        uint64_t ci;
         int32_t step = -1;
         int phase = ANA_PHASE_UNDECIDED;
-        if (act->corr && ana_u64map_get(&t->call_by_corr, act->corr, &ci)) {
+        if (issued) {
             step = a->steps.call_step[ci];
             phase = a->steps.call_phase[ci];
         }

@@ -71,7 +71,4 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
                        ana_anatomy *out);
 void ana_anatomy_free(ana_anatomy *a);
 
-/* The API context of one GPU activity (enum ana_ctx). */
-int ana_anatomy_ctx(const ana_trace *t, const ana_gpu_act *act);
-
 #endif
