@@ -123,67 +123,83 @@ typedef struct ana_nv_stack {
     size_t n, cap;
 } ana_nv_stack;
 
+void ana_nvtx_pair(const ana_trace *t, ana_range_closed closed, void *arg,
+                   ana_range_unmatched *unmatched)
+{
+    const ana_libs *l = &t->libs;
+    ana_nv_stack *stacks = NULL, starts = { 0 }; /* stacks: one per (thread, domain) */
+    size_t n_stacks = 0, cap_stacks = 0;
+    ana_u64map stack_idx, start_idx; /* start_idx: id -> index into starts */
+    ana_range_unmatched u = { 0 };
+    uint64_t k;
+    ana_u64map_init(&stack_idx);
+    ana_u64map_init(&start_idx);
+    for (size_t i = 0; i < l->n_ranges; i++) { /* sorted by time, then file order */
+        const ana_range_ev *e = &l->ranges[i];
+        ana_nv_open o = { e->time_ns, e->tid, e->name, e->domain };
+        const ana_nv_open *c;
+        if (e->op == ANA_RANGE_PUSH || e->op == ANA_RANGE_POP) {
+            uint64_t key = e->tid << 16 | e->domain;
+            if (!ana_u64map_get(&stack_idx, key, &k)) {
+                ANA_GROW(stacks, cap_stacks, n_stacks + 1);
+                stacks[n_stacks] = (ana_nv_stack){ 0 };
+                ana_u64map_put(&stack_idx, key, k = n_stacks++);
+            }
+            ana_nv_stack *s = &stacks[k];
+            if (e->op == ANA_RANGE_PUSH) {
+                ANA_GROW(s->v, s->cap, s->n + 1);
+                s->v[s->n++] = o;
+                continue;
+            }
+            if (!s->n) {
+                u.pops++;
+                continue;
+            }
+            c = &s->v[--s->n];
+            closed(arg, &(ana_range_span){ c->time_ns, e->time_ns, c->tid, c->name,
+                                           (uint32_t)s->n, c->domain, ANA_RANGE_PUSH });
+        } else if (e->op == ANA_RANGE_START) {
+            /* slots are not reused: start/end ranges are few */
+            ANA_GROW(starts.v, starts.cap, starts.n + 1);
+            starts.v[starts.n] = o;
+            ana_u64map_put(&start_idx, e->id, starts.n++);
+        } else if (e->op == ANA_RANGE_END) {
+            if (!ana_u64map_del(&start_idx, e->id, &k)) {
+                u.ends++;
+                continue;
+            }
+            c = &starts.v[k];
+            closed(arg, &(ana_range_span){ c->time_ns, e->time_ns, c->tid, c->name, 0,
+                                           c->domain, ANA_RANGE_START });
+        }
+    }
+    for (size_t i = 0; i < n_stacks; i++) {
+        u.pushes += stacks[i].n;
+        free(stacks[i].v);
+    }
+    u.starts = start_idx.n;
+    free(stacks);
+    free(starts.v);
+    ana_u64map_free(&stack_idx);
+    ana_u64map_free(&start_idx);
+    if (unmatched)
+        *unmatched = u;
+}
+
+/* What the rows of closed ranges are computed from. */
 typedef struct ana_nv_state {
-    ana_nv_stack *stacks; /* one per (thread, domain) */
-    size_t n_stacks, cap_stacks;
-    ana_u64map stack_idx;
-    ana_nv_open *starts; /* open start/end ranges; slot reuse is not needed: few */
-    size_t n_starts, cap_starts;
-    ana_u64map start_idx; /* id -> index into starts */
+    ana_nv_rows rows;
     ana_nv_index by_thread, by_time;
 } ana_nv_state;
 
-static ana_nv_stack *ana_nv_stack_of(ana_nv_state *st, uint64_t tid, uint16_t domain)
+static void ana_nv_closed(void *arg, const ana_range_span *s)
 {
-    uint64_t key = tid << 16 | domain, k;
-    if (!ana_u64map_get(&st->stack_idx, key, &k)) {
-        ANA_GROW(st->stacks, st->cap_stacks, st->n_stacks + 1);
-        st->stacks[st->n_stacks] = (ana_nv_stack){ 0 };
-        k = st->n_stacks++;
-        ana_u64map_put(&st->stack_idx, key, k);
-    }
-    return &st->stacks[k];
-}
-
-static void ana_nv_push_pop(ana_nv_state *st, ana_nv_rows *rows, ana_nvtx *out,
-                            const ana_range_ev *e)
-{
-    ana_nv_stack *s = ana_nv_stack_of(st, e->tid, e->domain);
-    if (e->op == ANA_RANGE_PUSH) {
-        ANA_GROW(s->v, s->cap, s->n + 1);
-        s->v[s->n++] = (ana_nv_open){ e->time_ns, e->tid, e->name, e->domain };
-        return;
-    }
-    if (!s->n) {
-        out->unmatched_pops++;
-        return;
-    }
-    const ana_nv_open *o = &s->v[--s->n];
-    ana_range_row *r = ana_nv_row(rows, ANA_RANGE_PUSH, o->domain, o->name, (uint32_t)s->n);
+    ana_nv_state *st = arg;
+    ana_range_row *r = ana_nv_row(&st->rows, s->kind, s->domain, s->name, s->depth);
     r->count++;
-    r->host_ns += e->time_ns - o->time_ns;
-    r->gpu_ns += ana_nv_gpu(&st->by_thread, o->tid, o->time_ns, e->time_ns);
-}
-
-static void ana_nv_start_end(ana_nv_state *st, ana_nv_rows *rows, ana_nvtx *out,
-                             const ana_range_ev *e)
-{
-    uint64_t k;
-    if (e->op == ANA_RANGE_START) {
-        ANA_GROW(st->starts, st->cap_starts, st->n_starts + 1);
-        st->starts[st->n_starts] = (ana_nv_open){ e->time_ns, e->tid, e->name, e->domain };
-        ana_u64map_put(&st->start_idx, e->id, st->n_starts++);
-        return;
-    }
-    if (!ana_u64map_del(&st->start_idx, e->id, &k)) {
-        out->unmatched_ends++;
-        return;
-    }
-    const ana_nv_open *o = &st->starts[k];
-    ana_range_row *r = ana_nv_row(rows, ANA_RANGE_START, o->domain, o->name, 0);
-    r->count++;
-    r->host_ns += e->time_ns - o->time_ns;
-    r->gpu_ns += ana_nv_gpu(&st->by_time, 0, o->time_ns, e->time_ns);
+    r->host_ns += s->t1 - s->t0;
+    r->gpu_ns += s->kind == ANA_RANGE_PUSH ? ana_nv_gpu(&st->by_thread, s->tid, s->t0, s->t1)
+                                           : ana_nv_gpu(&st->by_time, 0, s->t0, s->t1);
 }
 
 static int ana_nv_row_cmp(const void *a, const void *b)
@@ -198,52 +214,36 @@ static int ana_nv_row_cmp(const void *a, const void *b)
     return x->name < y->name ? -1 : x->name > y->name;
 }
 
-static void ana_nv_state_free(ana_nv_state *st)
-{
-    for (size_t i = 0; i < st->n_stacks; i++)
-        free(st->stacks[i].v);
-    free(st->stacks);
-    free(st->starts);
-    ana_u64map_free(&st->stack_idx);
-    ana_u64map_free(&st->start_idx);
-    ana_nv_index_free(&st->by_thread);
-    ana_nv_index_free(&st->by_time);
-}
-
 void ana_nvtx_analyze(const ana_trace *t, ana_nvtx *out)
 {
     const ana_libs *l = &t->libs;
     ana_nv_state st = { 0 };
-    ana_nv_rows rows = { 0 }, marks = { 0 };
+    ana_nv_rows marks = { 0 };
+    ana_range_unmatched u;
     memset(out, 0, sizeof(*out));
-    ana_u64map_init(&st.stack_idx);
-    ana_u64map_init(&st.start_idx);
-    ana_u64map_init(&rows.idx);
+    ana_u64map_init(&st.rows.idx);
     ana_u64map_init(&marks.idx);
     uint64_t *gpu = ana_nv_call_gpu(t);
     ana_nv_index_build(t, gpu, 1, &st.by_thread);
     ana_nv_index_build(t, gpu, 0, &st.by_time);
     free(gpu);
-    for (size_t i = 0; i < l->n_ranges; i++) { /* sorted by time, then file order */
-        const ana_range_ev *e = &l->ranges[i];
-        if (e->op == ANA_RANGE_PUSH || e->op == ANA_RANGE_POP)
-            ana_nv_push_pop(&st, &rows, out, e);
-        else if (e->op == ANA_RANGE_START || e->op == ANA_RANGE_END)
-            ana_nv_start_end(&st, &rows, out, e);
-        else if (e->op == ANA_RANGE_MARK)
-            ana_nv_row(&marks, ANA_RANGE_MARK, e->domain, e->name, 0)->count++;
-    }
-    for (size_t i = 0; i < st.n_stacks; i++)
-        out->unclosed_pushes += st.stacks[i].n;
-    out->unclosed_starts = st.start_idx.n;
-    ana_nv_state_free(&st);
-    qsort(rows.v, rows.n, sizeof(*rows.v), ana_nv_row_cmp);
+    ana_nvtx_pair(t, ana_nv_closed, &st, &u);
+    for (size_t i = 0; i < l->n_ranges; i++)
+        if (l->ranges[i].op == ANA_RANGE_MARK)
+            ana_nv_row(&marks, ANA_RANGE_MARK, l->ranges[i].domain, l->ranges[i].name, 0)->count++;
+    out->unmatched_pops = u.pops;
+    out->unclosed_pushes = u.pushes;
+    out->unmatched_ends = u.ends;
+    out->unclosed_starts = u.starts;
+    ana_nv_index_free(&st.by_thread);
+    ana_nv_index_free(&st.by_time);
+    qsort(st.rows.v, st.rows.n, sizeof(*st.rows.v), ana_nv_row_cmp);
     qsort(marks.v, marks.n, sizeof(*marks.v), ana_nv_row_cmp);
-    out->rows = rows.v;
-    out->n_rows = rows.n;
+    out->rows = st.rows.v;
+    out->n_rows = st.rows.n;
     out->marks = marks.v;
     out->n_marks = marks.n;
-    ana_u64map_free(&rows.idx);
+    ana_u64map_free(&st.rows.idx);
     ana_u64map_free(&marks.idx);
 }
 

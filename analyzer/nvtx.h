@@ -35,6 +35,23 @@ typedef struct ana_nvtx {
 } ana_nvtx;
 
 void ana_nvtx_analyze(const ana_trace *t, ana_nvtx *out);
+
+/* A closed range, as ana_nvtx_pair pairs them. */
+typedef struct ana_range_span {
+    uint64_t t0, t1, tid;  /* push/start and pop/end times; tid: the opener's thread */
+    uint32_t name, depth;  /* depth: open ranges of its thread and domain around it; 0 for start/end */
+    uint16_t domain;
+    uint8_t kind;          /* ANA_RANGE_PUSH (push/pop) or ANA_RANGE_START (start/end) */
+} ana_range_span;
+typedef struct ana_range_unmatched {
+    uint64_t pops, pushes, ends, starts; /* pops/ends with nothing open; pushes/starts never closed */
+} ana_range_unmatched;
+typedef void (*ana_range_closed)(void *arg, const ana_range_span *s);
+
+/* Pairs the trace's RANGE records as described above, in time order, and calls closed for
+ * each range as it closes; what stays unpaired is counted in *unmatched (may be NULL). */
+void ana_nvtx_pair(const ana_trace *t, ana_range_closed closed, void *arg,
+                   ana_range_unmatched *unmatched);
 void ana_nvtx_free(ana_nvtx *n);
 
 #endif

@@ -15,6 +15,7 @@
  * placed by kernel-name hints (steps_seq.c). All of it O(n log n) in the calls (a range's
  * window is two binary searches over the calls). */
 #include "steps.h"
+#include "nvtx.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -190,70 +191,14 @@ static void ana_st_window(const ana_st *st, uint64_t t0, uint64_t t1, size_t *lo
 
 /* ------------------------------------------------------------------ NVTX */
 
-typedef struct ana_st_open {
-    uint64_t time_ns, tid;
-    uint32_t name;
-    uint16_t domain;
-} ana_st_open;
-
-typedef struct ana_st_stack {
-    ana_st_open *v;
-    size_t n, cap;
-} ana_st_stack;
-
-static void ana_st_add_range(ana_st *st, const ana_st_open *o, uint64_t t1, uint32_t depth,
-                             uint8_t kind)
+/* Keeps each range nvtx.c's pairing closes. */
+static void ana_st_add_range(void *arg, const ana_range_span *r)
 {
+    ana_st *st = arg;
     ANA_GROW(st->ranges, st->cap_ranges, st->n_ranges + 1);
-    st->ranges[st->n_ranges++] = (ana_st_range){ .t0 = o->time_ns, .t1 = t1, .tid = o->tid,
-                                                 .name = o->name, .depth = depth,
-                                                 .domain = o->domain, .kind = kind };
-}
-
-/* Pairs pushes with pops (per thread and domain) and starts with ends (by id), as nvtx.c
- * does; unmatched ones are no ranges. */
-static void ana_st_close_ranges(ana_st *st)
-{
-    const ana_libs *l = &st->t->libs;
-    ana_st_stack *stacks = NULL, *starts = ana_xcalloc(1, sizeof(*starts));
-    size_t n_stacks = 0, cap_stacks = 0;
-    ana_u64map stack_idx, start_idx;
-    uint64_t k;
-    ana_u64map_init(&stack_idx);
-    ana_u64map_init(&start_idx);
-    for (size_t i = 0; i < l->n_ranges; i++) {
-        const ana_range_ev *e = &l->ranges[i];
-        ana_st_open o = { e->time_ns, e->tid, e->name, e->domain };
-        if (e->op == ANA_RANGE_PUSH || e->op == ANA_RANGE_POP) {
-            uint64_t key = e->tid << 16 | e->domain;
-            if (!ana_u64map_get(&stack_idx, key, &k)) {
-                ANA_GROW(stacks, cap_stacks, n_stacks + 1);
-                stacks[n_stacks] = (ana_st_stack){ 0 };
-                ana_u64map_put(&stack_idx, key, k = n_stacks++);
-            }
-            ana_st_stack *s = &stacks[k];
-            if (e->op == ANA_RANGE_PUSH) {
-                ANA_GROW(s->v, s->cap, s->n + 1);
-                s->v[s->n++] = o;
-            } else if (s->n) {
-                s->n--;
-                ana_st_add_range(st, &s->v[s->n], e->time_ns, (uint32_t)s->n, ANA_RANGE_PUSH);
-            }
-        } else if (e->op == ANA_RANGE_START) {
-            ANA_GROW(starts->v, starts->cap, starts->n + 1);
-            starts->v[starts->n] = o;
-            ana_u64map_put(&start_idx, e->id, starts->n++);
-        } else if (e->op == ANA_RANGE_END && ana_u64map_del(&start_idx, e->id, &k)) {
-            ana_st_add_range(st, &starts->v[k], e->time_ns, 0, ANA_RANGE_START);
-        }
-    }
-    for (size_t i = 0; i < n_stacks; i++)
-        free(stacks[i].v);
-    free(stacks);
-    free(starts->v);
-    free(starts);
-    ana_u64map_free(&stack_idx);
-    ana_u64map_free(&start_idx);
+    st->ranges[st->n_ranges++] = (ana_st_range){ .t0 = r->t0, .t1 = r->t1, .tid = r->tid,
+                                                 .name = r->name, .depth = r->depth,
+                                                 .domain = r->domain, .kind = r->kind };
 }
 
 /* Ranges of one (kind, domain, depth, stem). */
@@ -564,7 +509,7 @@ void ana_steps_find(const ana_trace *t, ana_steps *out)
     }
     ana_st st;
     ana_st_init(&st, t);
-    ana_st_close_ranges(&st);
+    ana_nvtx_pair(t, ana_st_add_range, &st, NULL); /* unmatched ones are no ranges */
     if (ana_st_find(&st, out->why, sizeof(out->why))) {
         out->method = st.method;
         memcpy(out->name, st.name, sizeof(out->name));
