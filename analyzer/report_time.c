@@ -175,17 +175,23 @@ static void ana_rtm_json_classes(ana_json *j, const char *key, const ana_class_t
     ana_json_obj_end(j);
 }
 
+/* "forward_ns": ..., "undecided_ns": ... members. */
+static void ana_rtm_json_phase_ns(ana_json *j, const uint64_t ns[ANA_PHASE_COUNT])
+{
+    for (int p = 0; p < ANA_PHASE_COUNT; p++) {
+        char key[32];
+        snprintf(key, sizeof(key), "%s_ns", ana_phase_name(p));
+        ana_json_ku64(j, key, ns[p]);
+    }
+}
+
 static void ana_rtm_json_phases(ana_json *j, const ana_report *r)
 {
     const ana_anatomy *a = &r->anat;
     ana_json_key(j, "phases");
     ana_json_obj_begin(j);
     ana_json_kstr(j, "method", a->steps.n_steps ? ana_phases_method_name(a->steps.phases) : "none");
-    for (int p = 0; p < ANA_PHASE_COUNT; p++) {
-        char key[32];
-        snprintf(key, sizeof(key), "%s_ns", ana_phase_name(p));
-        ana_json_ku64(j, key, a->phase_ns[p]);
-    }
+    ana_rtm_json_phase_ns(j, a->phase_ns);
     ana_json_kdbl_known(j, "backward_to_forward", a->bwd_fwd_ratio);
     ana_json_key(j, "by_class");
     ana_json_obj_begin(j);
@@ -285,11 +291,7 @@ void ana_report_time_json(const ana_report *r, ana_json *j)
         ana_json_kstr(j, "phases_from", ana_phases_method_name(st->phases));
         ana_json_key(j, "phases");
         ana_json_obj_begin(j);
-        for (int p = 0; p < ANA_PHASE_COUNT; p++) {
-            char key[32];
-            snprintf(key, sizeof(key), "%s_ns", ana_phase_name(p));
-            ana_json_ku64(j, key, row->phase_ns[p]);
-        }
+        ana_rtm_json_phase_ns(j, row->phase_ns);
         ana_json_obj_end(j);
         ana_json_obj_end(j);
     }
