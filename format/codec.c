@@ -56,7 +56,8 @@ static const struct field f_launch[] = {
     U(ana_rec_launch, shmem), U(ana_rec_launch, stream), U(ana_rec_launch, stack),
     U(ana_rec_launch, dur_ns),
     U(ana_rec_launch, corr), U(ana_rec_launch, via),
-    U(ana_rec_launch, lib), U(ana_rec_launch, call), END };
+    U(ana_rec_launch, lib), U(ana_rec_launch, call),
+    FRAMES(ana_rec_launch, ptrs), FRAMES(ana_rec_launch, ptr_at), END };
 static const struct field f_memcpy[] = {
     U(ana_rec_memcpy, api), S(ana_rec_memcpy, ret), U(ana_rec_memcpy, dst), U(ana_rec_memcpy, src),
     U(ana_rec_memcpy, bytes), U(ana_rec_memcpy, dir), U(ana_rec_memcpy, stream),
@@ -110,7 +111,7 @@ static const struct field f_gemm[] = {
     GE(api), S(ana_rec_gemm, ret), GE(call), GE(handle), GE(stream), GE(m), GE(n), GE(k), GE(batch),
     GE(trans_a), GE(trans_b), GE(lda), GE(ldb), GE(ldc), GE(a_type), GE(b_type), GE(c_type),
     GE(compute_type), GE(math_mode), GE(epilogue), GE(workspace), GE(flops), GE(stack), GE(dur_ns),
-    END };
+    GE(a), GE(b), GE(c), GE(d), GE(ws), END };
 #define CO(m) U(ana_rec_coll, m)
 static const struct field f_coll[] = {
     CO(api), S(ana_rec_coll, ret), CO(call), CO(comm), CO(stream), CO(count), CO(dtype), CO(bytes),

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define ANA_FORMAT_MAJOR 1
-#define ANA_FORMAT_MINOR 2
+#define ANA_FORMAT_MINOR 3
 #define ANA_HEADER_SIZE 32
 #define ANA_CHUNK_HEADER_SIZE 16
 #define ANA_CHUNK_MAX (64u << 20)
@@ -263,6 +263,10 @@ typedef struct {
     uint64_t stream, stack, dur_ns;
     uint64_t corr, via; /* (1.1) */
     uint64_t lib, call; /* (1.2) */
+    /* (1.3) The parameter words that looked like device pointers when the kernel was
+     * launched: ptrs[i] is the value of the 8 bytes at byte ptr_at[i] of the parameter
+     * buffer (docs/trace-format.md, LAUNCH). */
+    ana_frames ptrs, ptr_at;
 } ana_rec_launch;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t dst, src, bytes, dir, stream, stack, dur_ns;
@@ -317,6 +321,7 @@ typedef struct {
     uint64_t m, n, k, batch, trans_a, trans_b, lda, ldb, ldc;
     uint64_t a_type, b_type, c_type, compute_type, math_mode, epilogue, workspace, flops;
     uint64_t stack, dur_ns;
+    uint64_t a, b, c, d, ws; /* (1.3) operand, result and workspace pointers; 0 = unknown */
 } ana_rec_gemm;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t call, comm, stream, count, dtype, bytes, op;
