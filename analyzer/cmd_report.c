@@ -8,12 +8,15 @@
 #include <string.h>
 
 static const char ana_report_usage[] =
-    "Usage: anatomist report TRACE [--json] [--top N] [--min-gap TIME] [--no-symbols]\n"
+    "Usage: anatomist report TRACE [--json] [--top N] [--min-gap TIME] [--at WHEN]\n"
+    "                        [--no-symbols]\n"
     "\n"
     "Reports what a trace says about the program:\n"
     "  * the program, process, devices, duration and how the trace ended;\n"
     "  * device memory: peak (bytes and time), what was still allocated at the end (leaks),\n"
-    "    pinned host memory apart;\n"
+    "    pinned host memory apart; where it goes: weights, optimizer states, gradients,\n"
+    "    activations, temporary buffers, library memory, unattributed, with the bytes per\n"
+    "    parameter (docs/memory-anatomy.md);\n"
     "  * allocation and free calls per API: calls, successes, failures, bytes;\n"
     "  * the allocation sites (call stacks) holding the most memory at the peak;\n"
     "  * every failed allocation: size, CUDA error, free/total memory the device reported,\n"
@@ -36,6 +39,8 @@ static const char ana_report_usage[] =
     "  --min-gap TIME  GPU idle gaps shorter than TIME are not listed: a number with\n"
     "                  ns, us, ms or s (default 10us)\n"
     "  --no-symbols    do not open the program's ELF files: frames show module+offset only\n"
+    "  --at WHEN       also split the device memory live at WHEN by category: a time since\n"
+    "                  the trace began (1500ms, 2s) or step:N (the peak of step N)\n"
     "  -h, --help      show this help\n"
     "\n"
     "Examples:\n"
@@ -45,29 +50,7 @@ static const char ana_report_usage[] =
     "\n"
     "Exit status: 0 success, 2 usage error or unreadable/corrupt trace.\n";
 
-enum { ANA_OPT_TOP = 256, ANA_OPT_JSON, ANA_OPT_NO_SYMBOLS, ANA_OPT_MIN_GAP };
-
-/* "250us" -> 250000; a unit is required so that a bare number is not misread. */
-static int ana_parse_duration(const char *text, uint64_t *ns)
-{
-    static const struct { const char *unit; uint64_t mul; } units[] = {
-        { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
-    };
-    size_t digits = strspn(text, "0123456789");
-    char num[24];
-    uint64_t v;
-    if (digits == 0 || digits >= sizeof(num))
-        return -1;
-    memcpy(num, text, digits);
-    num[digits] = 0;
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-        if (strcmp(text + digits, units[i].unit) == 0 &&
-            ana_parse_uint(num, UINT64_MAX / units[i].mul, &v) == 0) {
-            *ns = v * units[i].mul;
-            return 0;
-        }
-    return -1;
-}
+enum { ANA_OPT_TOP = 256, ANA_OPT_JSON, ANA_OPT_NO_SYMBOLS, ANA_OPT_MIN_GAP, ANA_OPT_AT };
 
 int ana_cmd_report(int argc, char **argv)
 {
@@ -76,6 +59,7 @@ int ana_cmd_report(int argc, char **argv)
         { "top", required_argument, NULL, ANA_OPT_TOP },
         { "no-symbols", no_argument, NULL, ANA_OPT_NO_SYMBOLS },
         { "min-gap", required_argument, NULL, ANA_OPT_MIN_GAP },
+        { "at", required_argument, NULL, ANA_OPT_AT },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -98,6 +82,7 @@ int ana_cmd_report(int argc, char **argv)
                 return ana_cli_usage_error("report", "report: --min-gap wants a time such as "
                                                      "10us or 2ms, not '%s'", optarg);
             break;
+        case ANA_OPT_AT: ro.at_spec = optarg; break;
         case 'h': fputs(ana_report_usage, stdout); return ANA_EXIT_OK;
         default: return ana_cli_bad_option("report", argv, c);
         }
@@ -110,6 +95,16 @@ int ana_cmd_report(int argc, char **argv)
         return ANA_EXIT_BAD;
     ana_report r;
     ana_report_build(&r, t, &ro);
+    if (ro.at_spec) {
+        char err[160];
+        if (ana_report_resolve_at(&r, ro.at_spec, &r.opt.at_ns, err, sizeof(err)) != 0) {
+            fprintf(stderr, "anatomist report: %s (%s)\n", err, path);
+            ana_report_free(&r);
+            ana_trace_free(t);
+            return ANA_EXIT_BAD;
+        }
+        r.opt.at_set = 1;
+    }
     if (json)
         ana_report_write_json(&r, stdout);
     else

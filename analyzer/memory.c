@@ -18,6 +18,7 @@ typedef struct ana_mem_slot {
     uint8_t live;     /* charged: the slot is not on the free list */
     uint8_t vmm;      /* made by cuMemCreate */
     uint8_t released; /* cuMemCreate: cuMemRelease seen, waiting for the last unmap */
+    size_t life;      /* index into the state's lives */
 } ana_mem_slot;
 
 typedef struct ana_mem_state {
@@ -34,6 +35,11 @@ typedef struct ana_mem_state {
     uint64_t lib_bytes[ANA_MEM_LIBS]; /* device bytes by library */
     uint64_t vmm_bytes;
     uint64_t unknown_frees, reused_ptrs, vmm_late, gpu_dup, gpu_replayed, gpu_ignored;
+    const ana_mev *now; /* the event being applied */
+    size_t now_idx;
+    ana_mem_life *lives; /* NULL when not kept (the second pass) */
+    size_t n_lives, cap_lives;
+    int keep_lives;
 } ana_mem_state;
 
 static int ana_mev_cmp(const void *a, const void *b)
@@ -64,6 +70,7 @@ static void ana_mem_state_free(ana_mem_state *st)
     ana_u64map_free(&st->va_size);
     free(st->slots);
     free(st->free_slots);
+    free(st->lives);
 }
 
 static uint64_t ana_mem_charge(ana_mem_state *st, uint64_t size, uint64_t stack, uint8_t cls,
@@ -77,7 +84,16 @@ static uint64_t ana_mem_charge(ana_mem_state *st, uint64_t size, uint64_t stack,
         slot = st->n_slots++;
     }
     st->slots[slot] = (ana_mem_slot){ .size = size, .stack = stack, .cls = cls, .lib = lib,
-                                      .live = 1, .vmm = vmm };
+                                      .live = 1, .vmm = vmm, .life = st->n_lives };
+    if (st->keep_lives) {
+        const ana_mev *e = st->now;
+        ANA_GROW(st->lives, st->cap_lives, st->n_lives + 1);
+        st->lives[st->n_lives++] = (ana_mem_life){
+            .ptr = vmm ? 0 : e->ptr, .size = size, .stack = stack, .t_alloc = e->time_ns,
+            .t_free = UINT64_MAX, .a_idx = st->now_idx, .f_idx = SIZE_MAX,
+            .api = e->type == ANA_MEV_ALLOC ? e->api : 0, .cls = cls, .lib = lib, .vmm = vmm,
+            .driver = e->type == ANA_MEV_GPU_ALLOC };
+    }
     st->bytes[cls] += size;
     if (cls == ANA_MEM_DEVICE)
         st->lib_bytes[lib] += size;
@@ -97,6 +113,10 @@ static void ana_mem_release(ana_mem_state *st, uint64_t slot)
     if (s->vmm)
         st->vmm_bytes -= s->size;
     s->live = 0;
+    if (st->keep_lives) {
+        st->lives[s->life].t_free = st->now->time_ns;
+        st->lives[s->life].f_idx = st->now_idx;
+    }
     ANA_GROW(st->free_slots, st->cap_free, st->n_free + 1);
     st->free_slots[st->n_free++] = slot;
 }
@@ -171,6 +191,8 @@ static void ana_mem_on_map(ana_mem_state *st, const ana_mev *e)
     if (ana_u64map_get(&st->vas, e->ptr, &slot))
         return; /* mapping over a live mapping fails in CUDA; keep the first */
     st->slots[slot].maps++;
+    if (st->keep_lives && st->lives[st->slots[slot].life].ptr == 0)
+        st->lives[st->slots[slot].life].ptr = e->ptr;
     ana_u64map_put(&st->vas, e->ptr, slot);
     ana_u64map_put(&st->va_size, e->ptr, e->size);
 }
@@ -235,8 +257,10 @@ static void ana_mem_on_gpu(ana_mem_state *st, const ana_mev *e)
                    ana_mem_charge(st, e->size, ANA_MEM_STACK_DRIVER, e->cls, 0, 0));
 }
 
-static void ana_mem_apply(ana_mem_state *st, const ana_mev *e)
+static void ana_mem_apply(ana_mem_state *st, const ana_mev *e, size_t idx)
 {
+    st->now = e;
+    st->now_idx = idx;
     switch (e->type) {
     case ANA_MEV_ALLOC: ana_mem_on_alloc(st, e); break;
     case ANA_MEV_FREE: ana_mem_on_free(st, e); break;
@@ -295,6 +319,7 @@ static void ana_mem_on_failure(ana_mem_result *res, const ana_mem_state *st, con
     ana_mem_failure *f = &res->failures[res->n_failures];
     memset(f, 0, sizeof(*f));
     f->ev = *e;
+    f->idx = st->now_idx;
     f->live_bytes = st->bytes[ANA_MEM_DEVICE];
     f->host_live_bytes = st->bytes[ANA_MEM_HOST_PINNED];
     ana_u64map_put(pending, e->tid, res->n_failures++);
@@ -355,7 +380,7 @@ static void ana_mem_sites_at_peak(const ana_mev *ev, size_t peak_idx, const ana_
     ana_mem_state st;
     ana_mem_state_init(&st, dup);
     for (size_t i = 0; i <= peak_idx; i++)
-        ana_mem_apply(&st, &ev[i]);
+        ana_mem_apply(&st, &ev[i], i);
     res->peak_sites = ana_mem_group_live(&st, &res->n_peak_sites);
     ana_mem_cover(&st, ranges, n_ranges);
     ana_mem_state_free(&st);
@@ -387,14 +412,16 @@ void ana_mem_replay_ranges(const ana_mev *ev, size_t n, ana_mem_range *ranges, s
     res->failures = ana_xcalloc(ANA_MEM_MAX_FAILURES, sizeof(ana_mem_failure));
     ana_mem_dup_corrs(ev, n, &dup);
     ana_mem_state_init(&st, &dup);
+    st.keep_lives = 1;
     ana_u64map_init(&pending);
     for (size_t i = 0; i < n; i++) {
         const ana_mev *e = &ev[i];
+        st.now_idx = i;
         if (e->type == ANA_MEV_ALLOC && e->ret != 0)
             ana_mem_on_failure(res, &st, e, &pending);
         else if (e->type == ANA_MEV_MEMINFO)
             ana_mem_on_meminfo(res, e, &pending);
-        ana_mem_apply(&st, e);
+        ana_mem_apply(&st, e, i);
         ana_mem_track_peaks(res, &st, e, i, &peak_idx);
     }
     res->live_end_bytes = st.bytes[ANA_MEM_DEVICE];
@@ -409,6 +436,10 @@ void ana_mem_replay_ranges(const ana_mev *ev, size_t n, ana_mem_range *ranges, s
     res->gpu_mem_ignored = st.gpu_ignored;
     memcpy(res->end_by_lib, st.lib_bytes, sizeof(res->end_by_lib));
     res->leaks = ana_mem_group_live(&st, &res->n_leaks);
+    res->lives = st.lives;
+    res->n_lives = st.n_lives;
+    res->peak_idx = peak_idx;
+    st.lives = NULL;
     ana_mem_state_free(&st);
     ana_u64map_free(&pending);
     if (res->peak_bytes > 0)
@@ -421,5 +452,6 @@ void ana_mem_result_free(ana_mem_result *res)
     free(res->leaks);
     free(res->peak_sites);
     free(res->failures);
+    free(res->lives);
     memset(res, 0, sizeof(*res));
 }

@@ -68,8 +68,22 @@ typedef struct ana_mem_group {
     uint64_t stack, bytes, count;
 } ana_mem_group;
 
+/* The life of one device or pinned-host allocation as the replay charged it: live after
+ * event a_idx up to (not including) event f_idx of the sorted events. */
+typedef struct ana_mem_life {
+    uint64_t ptr;             /* address; cuMemCreate: the va of its first mapping, else 0 */
+    uint64_t size, stack;
+    uint64_t t_alloc, t_free; /* absolute; t_free UINT64_MAX: live at the end */
+    size_t a_idx, f_idx;      /* f_idx SIZE_MAX: live at the end */
+    uint16_t api;             /* the allocating api (0 for GPU_MEMORY records) */
+    uint8_t cls, lib;         /* enum ana_mem_class; ana_mev.lib */
+    uint8_t vmm;              /* cuMemCreate */
+    uint8_t driver;           /* seen only in a GPU_MEMORY record */
+} ana_mem_life;
+
 typedef struct ana_mem_failure {
     ana_mev ev;           /* the failed ALLOC */
+    size_t idx;           /* its index in the sorted events */
     int has_meminfo;      /* a MEMINFO with reason 1 of the same thread followed it */
     uint64_t free_bytes, total_bytes;
     int64_t meminfo_device;
@@ -101,6 +115,9 @@ typedef struct ana_mem_result {
     uint64_t failures_total;
     uint64_t peak_by_lib[ANA_MEM_LIBS]; /* device bytes live at the peak, by library */
     uint64_t end_by_lib[ANA_MEM_LIBS];  /* device bytes live at the end, by library */
+    ana_mem_life *lives;      /* every charged allocation, in the order it was made */
+    size_t n_lives;
+    size_t peak_idx;          /* index of the event after which the device peak was reached */
 } ana_mem_result;
 
 /* Sorts by time_ns, then seq (a stable order for equal times). */

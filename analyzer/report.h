@@ -15,6 +15,7 @@
 #include "gpu.h"
 #include "json.h"
 #include "libcalls.h"
+#include "memcat.h"
 #include "memory.h"
 #include "nvtx.h"
 #include "symbolize.h"
@@ -24,6 +25,9 @@ typedef struct ana_report_opts {
     size_t top;  /* rows per ranked list; 0 = all */
     int symbols; /* 0: do not open ELF files */
     uint64_t min_gap_ns; /* GPU idle gaps shorter than this are not listed */
+    const char *at_spec; /* --at as given (NULL: none); at_ns set from it after the build */
+    int at_set;
+    uint64_t at_ns;      /* absolute */
 } ana_report_opts;
 
 typedef struct ana_report {
@@ -34,6 +38,7 @@ typedef struct ana_report {
     ana_libcalls lc;
     ana_nvtx nvtx;
     ana_anatomy anat;
+    ana_memcat mcat;        /* the memory anatomy (categories), over mem and anat.steps */
     ana_mem_range *regions; /* one per t->libs.regions, covered bytes at the peak */
     ana_symbolizer *sym;
     size_t *kernel_order; /* indices into t->kernels, most launched first */
@@ -47,6 +52,13 @@ void ana_report_write_json(const ana_report *r, FILE *f);
 void ana_report_time_text(const ana_report *r, FILE *f);
 void ana_report_time_json(const ana_report *r, ana_json *j);
 const char *ana_report_kernel_class(const ana_report *r, const ana_trace_kernel *k);
+/* The memory anatomy (report_memory.c): the section "Where GPU memory goes", and the
+ * members of `memory` it adds. --at: resolves "step:N" or a time since the trace began
+ * to an absolute time; -1 with a message in err. */
+void ana_report_memcat_text(const ana_report *r, FILE *f);
+void ana_report_memcat_json(const ana_report *r, ana_json *j);
+int ana_report_resolve_at(const ana_report *r, const char *spec, uint64_t *time_ns, char *err,
+                          size_t cap);
 /* The GPU section of each. */
 void ana_report_gpu_text(const ana_report *r, FILE *f);
 void ana_report_gpu_json(const ana_report *r, ana_json *j);

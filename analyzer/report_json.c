@@ -123,6 +123,7 @@ static void ana_rj_memory(ana_json *j, const ana_report *r)
     ana_json_ku64(j, "peak_sites", m->n_peak_sites);
     ana_rj_groups(j, r, "top_sites", m->peak_sites, m->n_peak_sites, 1);
     ana_report_libs_memory_json(r, j);
+    ana_report_memcat_json(r, j);
     ana_json_obj_end(j);
 }
 

@@ -140,6 +140,66 @@ static void ana_trace_add_call(ana_trace *t, const ana_record *r, uint64_t api, 
     };
 }
 
+static void ana_trace_use(ana_trace *t, const ana_record *r, uint8_t kind, uint64_t ptr, uint64_t arg)
+{
+    if ((t->flags & ANA_LOAD_SUMMARY) || ptr == 0)
+        return;
+    ANA_GROW(t->uses, t->cap_uses, t->n_uses + 1);
+    t->uses[t->n_uses] = (ana_ptr_use){ r->time_ns, ptr, r->tid, arg, (uint32_t)t->n_uses, kind };
+    t->n_uses++;
+}
+
+/* The pointers of successful calls (1.3 LAUNCH words and GEMM operands; copies, sets,
+ * collectives and workspaces since 1.0-1.2). */
+static void ana_trace_uses_of(ana_trace *t, const ana_record *r)
+{
+    switch (r->kind) {
+    case ANA_K_LAUNCH: {
+        const ana_rec_launch *l = &r->u.launch;
+        if (l->ret != 0)
+            return;
+        t->launch_ptrs += l->ptrs.n > 0;
+        for (uint32_t i = 0; i < l->ptrs.n; i++)
+            ana_trace_use(t, r, ANA_USE_KERNEL, l->ptrs.ip[i], l->kernel);
+        return;
+    }
+    case ANA_K_MEMCPY:
+        if (r->u.memcpy.ret == 0) {
+            ana_trace_use(t, r, ANA_USE_COPY_DST, r->u.memcpy.dst, r->u.memcpy.dir);
+            ana_trace_use(t, r, ANA_USE_COPY_SRC, r->u.memcpy.src, r->u.memcpy.dir);
+        }
+        return;
+    case ANA_K_MEMSET:
+        if (r->u.memset.ret == 0)
+            ana_trace_use(t, r, ANA_USE_SET, r->u.memset.ptr, 0);
+        return;
+    case ANA_K_GEMM: {
+        const ana_rec_gemm *g = &r->u.gemm;
+        if (g->ret != 0)
+            return;
+        ana_trace_use(t, r, ANA_USE_GEMM_IN, g->a, g->a_type);
+        ana_trace_use(t, r, ANA_USE_GEMM_IN, g->b, g->b_type);
+        ana_trace_use(t, r, ANA_USE_GEMM_OUT, g->c, g->c_type);
+        if (g->d != g->c)
+            ana_trace_use(t, r, ANA_USE_GEMM_OUT, g->d, g->c_type);
+        ana_trace_use(t, r, ANA_USE_WORKSPACE, g->ws, 0);
+        return;
+    }
+    case ANA_K_COLL:
+        if (r->u.coll.ret == 0) {
+            ana_trace_use(t, r, ANA_USE_COLL, r->u.coll.sendbuff, r->u.coll.dtype);
+            if (r->u.coll.recvbuff != r->u.coll.sendbuff)
+                ana_trace_use(t, r, ANA_USE_COLL, r->u.coll.recvbuff, r->u.coll.dtype);
+        }
+        return;
+    case ANA_K_LIBCALL:
+        if (r->u.libcall.ret == 0 && r->u.libcall.api == ANA_API_CUBLAS_SET_WORKSPACE)
+            ana_trace_use(t, r, ANA_USE_WORKSPACE, r->u.libcall.arg, 0);
+        return;
+    default: return;
+    }
+}
+
 static void ana_trace_on_launch(ana_trace *t, const ana_record *r)
 {
     const ana_rec_launch *l = &r->u.launch;
@@ -424,6 +484,14 @@ static int ana_api_call_cmp(const void *a, const void *b)
     return x->corr < y->corr ? -1 : x->corr > y->corr;
 }
 
+static int ana_ptr_use_cmp(const void *a, const void *b)
+{
+    const ana_ptr_use *x = a, *y = b;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 /* A launch recorded without its function (cuLaunchKernel: LAUNCH.kernel 0) takes the
  * kernel of the GPU_KERNEL with its corr, so the launch table names it. */
 static void ana_trace_name_launches(ana_trace *t)
@@ -477,6 +545,7 @@ void ana_trace_finish(ana_trace *t)
     }
     ana_trace_name_launches(t);
     ana_libs_finish(&t->libs);
+    qsort(t->uses, t->n_uses, sizeof(*t->uses), ana_ptr_use_cmp);
 }
 
 ana_trace *ana_trace_new(const char *path, unsigned flags)
@@ -499,6 +568,7 @@ void ana_trace_add(ana_trace *t, const ana_record *rec)
         t->counts[rec->kind]++;
     ana_trace_note_time(t, rec->time_ns);
     ana_trace_on_record(t, rec);
+    ana_trace_uses_of(t, rec);
 }
 
 /* 1 when the file starts like JSON ('{' or '[' after blanks) or gzip (1f 8b). */
@@ -577,6 +647,7 @@ void ana_trace_free(ana_trace *t)
     free(t->mev);
     free(t->gpu);
     free(t->calls);
+    free(t->uses);
     ana_u64map_free(&t->call_by_corr);
     ana_u64map_free(&t->call_ctx);
     free(t->end_detail);

@@ -68,6 +68,25 @@ typedef struct ana_api_call {
     uint8_t lib;    /* enum ana_lib of the library call or caller module (1.2), 0 = none */
 } ana_api_call;
 
+/* A device pointer an API call handed to the GPU (memcat.h): the evidence of which calls
+ * touch an allocation. Only successful calls give uses. */
+enum ana_use_kind {
+    ANA_USE_KERNEL = 1,    /* a kernel parameter word (1.3): read or written, unknown */
+    ANA_USE_GEMM_IN = 2,   /* GEMM A or B (1.3): read */
+    ANA_USE_GEMM_OUT = 3,  /* GEMM C or D (1.3): written (C also read) */
+    ANA_USE_WORKSPACE = 4, /* a library's workspace: cublasSetWorkspace, cublasLtMatmul's */
+    ANA_USE_COPY_DST = 5,  /* memcpy destination; arg = the cudaMemcpyKind */
+    ANA_USE_COPY_SRC = 6,  /* memcpy source; arg = the cudaMemcpyKind */
+    ANA_USE_SET = 7,       /* memset target */
+    ANA_USE_COLL = 8,      /* an NCCL send or receive buffer */
+};
+typedef struct ana_ptr_use {
+    uint64_t time_ns, ptr, tid;
+    uint64_t arg;  /* KERNEL: KERNEL id; GEMM_IN/OUT: the operand's cudaDataType; COPY: kind */
+    uint32_t seq;  /* order of addition, breaks ties in time */
+    uint8_t kind;  /* enum ana_use_kind */
+} ana_ptr_use;
+
 typedef struct ana_api_stats {
     uint64_t calls, ok, failed, bytes; /* bytes: requested by successful calls */
 } ana_api_stats;
@@ -130,6 +149,9 @@ typedef struct ana_trace {
     ana_libs libs; /* library calls and NVTX (empty in summary mode) */
     const char *source; /* "anatomist" (a .anat trace) or "kineto" (imported, kineto.h) */
     ana_u64map call_ctx; /* imported traces: library call id -> enum ana_ctx (classify.h) */
+    ana_ptr_use *uses;   /* sorted by time (then file order) */
+    size_t n_uses, cap_uses;
+    uint64_t launch_ptrs; /* LAUNCH records that carried pointer words (1.3) */
 } ana_trace;
 
 enum ana_load_flags {

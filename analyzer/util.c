@@ -130,3 +130,25 @@ uint64_t ana_fnv1a(const void *p, size_t n, uint64_t h)
     }
     return h;
 }
+
+/* "250us" -> 250000; a unit is required so that a bare number is not misread. */
+int ana_parse_duration(const char *text, uint64_t *ns)
+{
+    static const struct { const char *unit; uint64_t mul; } units[] = {
+        { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
+    };
+    size_t digits = strspn(text, "0123456789");
+    char num[24];
+    uint64_t v;
+    if (digits == 0 || digits >= sizeof(num))
+        return -1;
+    memcpy(num, text, digits);
+    num[digits] = 0;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (strcmp(text + digits, units[i].unit) == 0 &&
+            ana_parse_uint(num, UINT64_MAX / units[i].mul, &v) == 0) {
+            *ns = v * units[i].mul;
+            return 0;
+        }
+    return -1;
+}

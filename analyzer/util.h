@@ -33,6 +33,8 @@ void ana_fmt_ns(uint64_t ns, char *buf, size_t cap);
 
 /* Parses a non-negative decimal integer that fits in max. Returns 0 or -1. */
 int ana_parse_uint(const char *text, uint64_t max, uint64_t *out);
+/* "250us" -> 250000 ns (units ns, us, ms, s; a unit is required). 0 or -1. */
+int ana_parse_duration(const char *text, uint64_t *ns);
 
 /* FNV-1a of n bytes, continuing from h (ANA_FNV1A_SEED to start). */
 #define ANA_FNV1A_SEED 0xcbf29ce484222325ull

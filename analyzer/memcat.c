@@ -1,0 +1,443 @@
+/* memcat.c — see memcat.h; the rules are documented in docs/memory-anatomy.md.
+ *
+ * Three passes: (1) each device life of the replay becomes an allocation with its step
+ * and phase at birth and death; (2) every pointer use is placed in the allocation live at
+ * its address and time (allocations sorted by address, a prefix maximum of their ends
+ * bounds the backward walk) and marks the phases it was used in; (3) the rules decide a
+ * category per allocation (memcat_rules.c), then the bytes at the peak and per step are
+ * summed and the bytes per parameter inferred. */
+#define _GNU_SOURCE
+#include "memcat.h"
+#include "memcat_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "classify.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------ steps and phases */
+
+/* memcat_int.h */
+int32_t ana_mc_step_of(const ana_steps *s, uint64_t time_ns)
+{
+    if (s->n_steps == 0)
+        return -1;
+    if (time_ns < s->steps[0].start_ns)
+        return -1;
+    size_t lo = 0, hi = s->n_steps; /* last step with start <= time */
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (s->steps[mid].start_ns <= time_ns)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if (time_ns < s->steps[lo].end_ns)
+        return (int32_t)lo;
+    return lo + 1 == s->n_steps ? (int32_t)s->n_steps : -2; /* between steps */
+}
+
+/* First call at or after time (n_calls when none). */
+static size_t ana_mc_call_at(const ana_trace *t, uint64_t time_ns)
+{
+    size_t lo = 0, hi = t->n_calls;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (t->calls[mid].time_ns < time_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The phase of a moment inside step `step`: that of the next call (`next`: an allocation
+ * is made for the work that follows) or the previous one (a release follows its last use),
+ * if that call belongs to the same step; else undecided. */
+static uint8_t ana_mc_phase_at(const ana_trace *t, const ana_steps *s, int32_t step, uint64_t time_ns,
+                               int next)
+{
+    if (step < 0 || (size_t)step >= s->n_steps || !s->call_phase)
+        return ANA_PHASE_UNDECIDED;
+    size_t i = ana_mc_call_at(t, time_ns);
+    if (!next || i == t->n_calls) {
+        if (i == 0)
+            return ANA_PHASE_UNDECIDED;
+        i--;
+    }
+    return s->call_step[i] == step ? s->call_phase[i] : ANA_PHASE_UNDECIDED;
+}
+
+/* ------------------------------------------------------------------ address index */
+
+typedef struct ana_mc_index {
+    size_t *order;      /* allocation indices with an address, by (ptr, t_alloc) */
+    uint64_t *max_end;  /* prefix maximum of ptr + size over order */
+    size_t n;
+} ana_mc_index;
+
+static const ana_mem_life *ana_mc_sort_lives;
+static const ana_mc_alloc *ana_mc_sort_allocs;
+
+static int ana_mc_addr_cmp(const void *a, const void *b)
+{
+    const ana_mem_life *x = &ana_mc_sort_lives[ana_mc_sort_allocs[*(const size_t *)a].life];
+    const ana_mem_life *y = &ana_mc_sort_lives[ana_mc_sort_allocs[*(const size_t *)b].life];
+    if (x->ptr != y->ptr)
+        return x->ptr < y->ptr ? -1 : 1;
+    return x->t_alloc < y->t_alloc ? -1 : x->t_alloc > y->t_alloc;
+}
+
+static void ana_mc_index_build(ana_mc_index *ix, const ana_memcat *m, const ana_mem_result *mem)
+{
+    ix->order = ana_xcalloc(m->n_allocs + 1, sizeof(size_t));
+    ix->max_end = ana_xcalloc(m->n_allocs + 1, sizeof(uint64_t));
+    ix->n = 0;
+    for (size_t i = 0; i < m->n_allocs; i++)
+        if (mem->lives[m->allocs[i].life].ptr)
+            ix->order[ix->n++] = i;
+    ana_mc_sort_lives = mem->lives;
+    ana_mc_sort_allocs = m->allocs;
+    qsort(ix->order, ix->n, sizeof(size_t), ana_mc_addr_cmp);
+    uint64_t mx = 0;
+    for (size_t k = 0; k < ix->n; k++) {
+        const ana_mem_life *l = &mem->lives[m->allocs[ix->order[k]].life];
+        if (l->ptr + l->size > mx)
+            mx = l->ptr + l->size;
+        ix->max_end[k] = mx;
+    }
+}
+
+/* The allocation whose bytes hold ptr at time, or -1. */
+static long ana_mc_lookup(const ana_mc_index *ix, const ana_memcat *m, const ana_mem_result *mem,
+                          uint64_t ptr, uint64_t time_ns)
+{
+    size_t lo = 0, hi = ix->n; /* first entry with ptr > p */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (mem->lives[m->allocs[ix->order[mid]].life].ptr <= ptr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t k = lo; k-- > 0 && ix->max_end[k] > ptr;) {
+        const ana_mem_life *l = &mem->lives[m->allocs[ix->order[k]].life];
+        if (ptr - l->ptr < l->size && l->t_alloc <= time_ns && time_ns <= l->t_free)
+            return (long)ix->order[k];
+    }
+    return -1;
+}
+
+static void ana_mc_index_free(ana_mc_index *ix)
+{
+    free(ix->order);
+    free(ix->max_end);
+}
+
+/* ------------------------------------------------------------------ uses */
+
+/* 1 when a kernel's name says it works on 16-bit data (bf16, fp16, half). */
+static int ana_mc_name_is_16bit(const char *name)
+{
+    static const char *const keys[] = { "bf16", "bfloat16", "fp16", "half", "f16" };
+    if (!name)
+        return 0;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (strcasestr(name, keys[i]))
+            return 1;
+    return 0;
+}
+
+/* Bytes per element of a cudaDataType_t, 0 when unknown. */
+static uint8_t ana_mc_type_bytes(uint64_t type)
+{
+    switch (type) {
+    case 0: return 4;            /* R_32F */
+    case 1: return 8;            /* R_64F */
+    case 2: case 14: return 2;   /* R_16F, R_16BF */
+    default: return 0;
+    }
+}
+
+static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, ana_mc_alloc *a, const ana_ptr_use *u)
+{
+    a->uses++;
+    a->flags |= ANA_MCF_TOUCHED;
+    int32_t step = ana_mc_step_of(s, u->time_ns);
+    int h2d = (u->kind == ANA_USE_COPY_DST && u->arg == 1);
+    if (u->kind == ANA_USE_WORKSPACE)
+        a->flags |= ANA_MCF_WORKSPACE;
+    if (step == -1 && h2d && s->n_steps)
+        a->flags |= ANA_MCF_LOADED;
+    if (step < 0 || (size_t)step >= s->n_steps || u->kind == ANA_USE_SET)
+        return;
+    if (h2d) {
+        a->flags |= ANA_MCF_STEP_INPUT;
+        return;
+    }
+    uint8_t ph = ana_mc_phase_at(t, s, step, u->time_ns, 1);
+    a->use_phases |= (uint8_t)(1u << ph);
+    if (ph != ANA_PHASE_FORWARD)
+        return;
+    uint8_t e = 0;
+    if (u->kind == ANA_USE_GEMM_IN)
+        e = ana_mc_type_bytes(u->arg);
+    else if (u->kind == ANA_USE_KERNEL) {
+        const ana_trace_kernel *k = ana_trace_kernel_by_id(t, u->arg);
+        e = k && ana_mc_name_is_16bit(k->name) ? 2 : 0;
+    }
+    if (e && (a->elem == 0 || e < a->elem))
+        a->elem = e;
+}
+
+static void ana_mc_place_uses(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
+                              ana_memcat *m)
+{
+    ana_mc_index ix;
+    ana_mc_index_build(&ix, m, mem);
+    for (size_t i = 0; i < t->n_uses; i++) {
+        const ana_ptr_use *u = &t->uses[i];
+        long a = ana_mc_lookup(&ix, m, mem, u->ptr, u->time_ns);
+        if (a < 0) {
+            m->uses_unmapped++;
+            continue;
+        }
+        m->uses_mapped++;
+        ana_mc_note_use(t, s, &m->allocs[a], u);
+        if (u->kind == ANA_USE_KERNEL || u->kind == ANA_USE_GEMM_IN || u->kind == ANA_USE_GEMM_OUT)
+            m->evidence = 1;
+    }
+    ana_mc_index_free(&ix);
+}
+
+/* ------------------------------------------------------------------ set-up */
+
+/* The interned name of the NVTX memory region that holds the allocation's first byte. */
+static uint32_t ana_mc_region(const ana_trace *t, const ana_mem_life *l)
+{
+    uint32_t best = 0;
+    for (size_t i = 0; i < t->libs.n_regions && l->ptr; i++) {
+        const ana_mem_region *g = &t->libs.regions[i];
+        if (l->ptr >= g->address && l->ptr - g->address < g->size && g->name)
+            best = g->name; /* the latest naming wins */
+    }
+    return best;
+}
+
+/* 1 when a frame of the stack lies in PyTorch's CUDA library (its caching allocator). */
+static int ana_mc_is_segment(const ana_trace *t, uint64_t stack, ana_u64map *memo)
+{
+    uint64_t v;
+    if (!stack || stack == ANA_MEM_STACK_DRIVER)
+        return 0;
+    if (ana_u64map_get(memo, stack, &v))
+        return (int)v;
+    const uint64_t *ip;
+    size_t n = ana_stacks_frames(&t->stacks, stack, &ip);
+    int seg = 0;
+    for (size_t i = 0; i < n && !seg; i++) {
+        const ana_trace_module *mod = ana_trace_module_at(t, ip[i] - (i > 0));
+        const char *base = mod && mod->path ? strrchr(mod->path, '/') : NULL;
+        base = base ? base + 1 : mod ? mod->path : NULL;
+        seg = base && strncmp(base, "libc10_cuda", 11) == 0;
+    }
+    ana_u64map_put(memo, stack, (uint64_t)seg);
+    return seg;
+}
+
+static void ana_mc_collect(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
+                           ana_memcat *m)
+{
+    ana_u64map memo;
+    ana_u64map_init(&memo);
+    m->allocs = ana_xcalloc(mem->n_lives + 1, sizeof(*m->allocs));
+    for (size_t i = 0; i < mem->n_lives; i++) {
+        const ana_mem_life *l = &mem->lives[i];
+        if (l->cls != ANA_MEM_DEVICE)
+            continue;
+        ana_mc_alloc *a = &m->allocs[m->n_allocs++];
+        a->life = i;
+        a->step_alloc = ana_mc_step_of(s, l->t_alloc);
+        a->step_free = l->t_free == UINT64_MAX ? (int32_t)s->n_steps : ana_mc_step_of(s, l->t_free);
+        a->phase_alloc = ana_mc_phase_at(t, s, a->step_alloc, l->t_alloc, 1);
+        a->phase_free = l->t_free == UINT64_MAX ? ANA_PHASE_UNDECIDED
+                                                 : ana_mc_phase_at(t, s, a->step_free, l->t_free, 0);
+        a->region = ana_mc_region(t, l);
+        if (ana_mc_is_segment(t, l->stack, &memo))
+            a->flags |= ANA_MCF_SEGMENT;
+    }
+    ana_u64map_free(&memo);
+}
+
+/* ------------------------------------------------------------------ sums */
+
+int ana_memcat_live_at(const ana_memcat *m, const ana_mem_result *mem, size_t a, size_t idx)
+{
+    const ana_mem_life *l = &mem->lives[m->allocs[a].life];
+    return l->a_idx <= idx && (l->f_idx == SIZE_MAX || l->f_idx > idx);
+}
+
+uint64_t ana_memcat_at_event(const ana_memcat *m, const ana_mem_result *mem, size_t idx,
+                             uint64_t out[ANA_MCAT_COUNT], uint64_t count[ANA_MCAT_COUNT])
+{
+    uint64_t total = 0;
+    memset(out, 0, sizeof(uint64_t) * ANA_MCAT_COUNT);
+    if (count)
+        memset(count, 0, sizeof(uint64_t) * ANA_MCAT_COUNT);
+    for (size_t a = 0; a < m->n_allocs; a++) {
+        if (!ana_memcat_live_at(m, mem, a, idx))
+            continue;
+        uint64_t sz = mem->lives[m->allocs[a].life].size;
+        out[m->allocs[a].cat] += sz;
+        total += sz;
+        if (count)
+            count[m->allocs[a].cat]++;
+    }
+    return total;
+}
+
+uint64_t ana_memcat_at_time(const ana_memcat *m, const ana_mem_result *mem, const ana_trace *t,
+                            uint64_t time_ns, uint64_t out[ANA_MCAT_COUNT])
+{
+    size_t lo = 0, hi = t->n_mev; /* events at or before time: [0, lo) */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (t->mev[mid].time_ns <= time_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0) {
+        memset(out, 0, sizeof(uint64_t) * ANA_MCAT_COUNT);
+        return 0;
+    }
+    return ana_memcat_at_event(m, mem, lo - 1, out, NULL);
+}
+
+uint64_t ana_memcat_at_failure(const ana_memcat *m, const ana_mem_result *mem,
+                               const ana_mem_failure *f, uint64_t out[ANA_MCAT_COUNT])
+{
+    /* The failed ALLOC charged nothing: what was live after it is what was live before. */
+    return ana_memcat_at_event(m, mem, f->idx, out, NULL);
+}
+
+/* Per step: the most bytes live during it — at its start, or after any event inside it
+ * (a running total of +size at a_idx and -size at f_idx). */
+static void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
+                              ana_memcat *m)
+{
+    size_t n = t->n_mev;
+    m->step_peak = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
+    m->step_peak_ns = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
+    if (!s->n_steps || !n)
+        return;
+    int64_t *delta = ana_xcalloc(n + 1, sizeof(int64_t));
+    for (size_t a = 0; a < m->n_allocs; a++) {
+        const ana_mem_life *l = &mem->lives[m->allocs[a].life];
+        delta[l->a_idx] += (int64_t)l->size;
+        if (l->f_idx != SIZE_MAX)
+            delta[l->f_idx] -= (int64_t)l->size;
+    }
+    int64_t live = 0;
+    size_t k = 0; /* steps whose start has passed: they begin with what was live then */
+    for (size_t i = 0; i < n; i++) {
+        for (; k < s->n_steps && s->steps[k].start_ns <= t->mev[i].time_ns; k++) {
+            m->step_peak[k] = (uint64_t)live;
+            m->step_peak_ns[k] = s->steps[k].start_ns;
+        }
+        live += delta[i];
+        int32_t st = ana_mc_step_of(s, t->mev[i].time_ns);
+        if (st >= 0 && (size_t)st < s->n_steps && (uint64_t)live > m->step_peak[st]) {
+            m->step_peak[st] = (uint64_t)live;
+            m->step_peak_ns[st] = t->mev[i].time_ns;
+        }
+    }
+    for (; k < s->n_steps; k++) {
+        m->step_peak[k] = (uint64_t)live;
+        m->step_peak_ns[k] = s->steps[k].start_ns;
+    }
+    free(delta);
+}
+
+/* ------------------------------------------------------------------ per parameter */
+
+static void ana_mc_per_param(const ana_mem_result *mem, ana_memcat *m)
+{
+    uint64_t w16 = 0, w32 = 0;
+    for (size_t a = 0; a < m->n_allocs; a++) {
+        const ana_mc_alloc *x = &m->allocs[a];
+        if (x->cat != ANA_MCAT_WEIGHTS || !ana_memcat_live_at(m, mem, a, mem->peak_idx))
+            continue;
+        if (x->elem == 2)
+            w16 += mem->lives[x->life].size;
+        else
+            w32 += mem->lives[x->life].size; /* fp32 unless a use says otherwise */
+    }
+    if (!w16 && !w32)
+        return;
+    double p;
+    if (w16 && w32 && fabs((double)w32 - 2.0 * (double)w16) <= 0.1 * (double)w32) {
+        p = (double)w16 / 2.0;
+        m->weights_kind = "16-bit copies + fp32 master (mixed precision)";
+    } else if (w16 && w32) {
+        p = (double)w16 / 2.0 + ((double)w32 > 2.0 * (double)w16 ? ((double)w32 - 2.0 * (double)w16) / 4.0 : 0);
+        m->weights_kind = "16-bit and fp32";
+    } else if (w16) {
+        p = (double)w16 / 2.0;
+        m->weights_kind = "16-bit";
+    } else {
+        p = (double)w32 / 4.0;
+        m->weights_kind = "fp32";
+    }
+    m->params = p;
+    for (int c = 0; c < ANA_MCAT_COUNT; c++)
+        m->bpp[c] = (double)m->at_peak[c] / p;
+    double o = m->bpp[ANA_MCAT_OPTIMIZER], g = m->bpp[ANA_MCAT_GRADIENTS];
+    m->optimizer_kind = o < 0.25 ? "none (plain SGD, or no training)"
+                      : fabs(o - 8) < 0.6 ? "two fp32 states per parameter (AdamW)"
+                      : fabs(o - 4) < 0.4 ? "one fp32 state per parameter (SGD with momentum)"
+                      : fabs(o - 2) < 0.3 ? "two 8-bit states per parameter (8-bit AdamW)"
+                      : NULL;
+    m->gradients_kind = g < 0.25 ? "none" : fabs(g - 4) < 0.4 ? "fp32" : fabs(g - 2) < 0.3 ? "16-bit" : NULL;
+}
+
+/* ------------------------------------------------------------------ public */
+
+void ana_memcat_build(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
+                      ana_memcat *out)
+{
+    memset(out, 0, sizeof(*out));
+    ana_mc_collect(t, mem, s, out);
+    ana_mc_place_uses(t, mem, s, out);
+    ana_mc_decide(t, s, mem, out);
+    out->peak_bytes = mem->peak_bytes;
+    if (mem->peak_bytes)
+        ana_memcat_at_event(out, mem, mem->peak_idx, out->at_peak, out->count_at_peak);
+    for (size_t a = 0; a < out->n_allocs; a++)
+        if ((out->allocs[a].flags & ANA_MCF_SEGMENT) && mem->peak_bytes &&
+            ana_memcat_live_at(out, mem, a, mem->peak_idx)) {
+            out->segments_at_peak++;
+            out->segment_bytes_at_peak += mem->lives[out->allocs[a].life].size;
+        }
+    ana_mc_step_peaks(t, mem, s, out);
+    ana_mc_per_param(mem, out);
+}
+
+void ana_memcat_free(ana_memcat *m)
+{
+    free(m->allocs);
+    free(m->step_peak);
+    free(m->step_peak_ns);
+    memset(m, 0, sizeof(*m));
+}
+
+static const char *const ana_mcat_names[ANA_MCAT_COUNT] = {
+    "weights", "optimizer", "gradients", "activations", "temporary", "functionality", "unattributed",
+};
+
+const char *ana_mcat_name(int cat)
+{
+    return cat >= 0 && cat < ANA_MCAT_COUNT ? ana_mcat_names[cat] : "?";
+}

@@ -1,0 +1,272 @@
+/* memcat_rules.c — the rules that give each device allocation its category (memcat.h),
+ * in the order docs/memory-anatomy.md lists them. Each rule names itself (`why`), so a
+ * report can say why a byte is where it is. */
+#define _GNU_SOURCE
+#include "memcat.h"
+#include "memcat_int.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "classify.h"
+#include "util.h"
+
+enum ana_mc_why {
+    W_NONE = 0, W_LIBRARY, W_DRIVER, W_WORKSPACE, W_REGION, W_SEGMENT, W_SETUP, W_AFTER,
+    W_AFTER_LEAK, W_BETWEEN, W_ACT_STEP, W_GRAD_STEP, W_TEMP_STEP, W_TEMP_INFER,
+    W_WEIGHTS_FWD_OPT, W_GRADS_BWD_OPT, W_MASTER, W_OPT_ONLY, W_WEIGHTS_FROZEN, W_ACT_ARENA,
+    W_INPUT, W_TEMP_INFER_BUF, W_TEMP_BWD, W_UNDECIDED, W_LIFE_OPT, W_LIFE_GRAD,
+    W_LIFE_WEIGHTS, W_UNTOUCHED, W_NO_STEPS, W_TAIL_FWD, W_TAIL_OTHER,
+    W_COUNT
+};
+
+static const char *const ana_mc_why_text[W_COUNT] = {
+    [W_NONE] = "not decided",
+    [W_LIBRARY] = "made inside a library call (cuBLAS, cuBLASLt, NCCL, cuDNN)",
+    [W_DRIVER] = "made by the CUDA driver alone (no call of the program)",
+    [W_WORKSPACE] = "handed to a library as its workspace",
+    [W_REGION] = "named by an NVTX memory region",
+    [W_SEGMENT] = "a caching-allocator segment (PyTorch): holds tensors of every kind; "
+                  "profile with --torch-per-tensor to see them",
+    [W_SETUP] = "made and released before the first step (set-up)",
+    [W_AFTER] = "made and released after the last step",
+    [W_AFTER_LEAK] = "made after the last step and never released",
+    [W_BETWEEN] = "made and released between steps",
+    [W_ACT_STEP] = "made in forward, released in backward of the same step",
+    [W_GRAD_STEP] = "made in backward, read by the optimizer, released within the step",
+    [W_TEMP_STEP] = "made and released within a step, not held from forward into backward",
+    [W_TEMP_INFER] = "made and released within a step of a run without backward",
+    [W_WEIGHTS_FWD_OPT] = "read in forward and updated by the optimizer",
+    [W_GRADS_BWD_OPT] = "used in backward and by the optimizer, never in forward",
+    [W_MASTER] = "loaded before the first step, used only by the optimizer (a master copy)",
+    [W_OPT_ONLY] = "used only by the optimizer, not loaded from the host",
+    [W_WEIGHTS_FROZEN] = "loaded before the first step, read in steps, never updated",
+    [W_ACT_ARENA] = "kept across steps, used in forward and in backward (reused every step)",
+    [W_INPUT] = "a step's input: copied from the host in every step, used in forward",
+    [W_TEMP_INFER_BUF] = "kept across steps of a run without backward, used in forward",
+    [W_TEMP_BWD] = "kept across steps, used only in backward (backward's scratch)",
+    [W_UNDECIDED] = "used only where the phase is undecided",
+    [W_LIFE_OPT] = "made in an optimizer phase and kept (lifetime only: no pointer evidence)",
+    [W_LIFE_GRAD] = "made in backward and kept past its step (lifetime only)",
+    [W_LIFE_WEIGHTS] = "loaded before the first step and kept (lifetime only)",
+    [W_UNTOUCHED] = "kept across steps, but no call in a step used it",
+    [W_NO_STEPS] = "no steps were found: lifetimes and phases say nothing",
+    [W_TAIL_FWD] = "made in the forward of the step that failed",
+    [W_TAIL_OTHER] = "made in the step that failed, outside its forward",
+};
+
+const char *ana_memcat_why(int why)
+{
+    return why >= 0 && why < W_COUNT ? ana_mc_why_text[why] : "?";
+}
+
+/* ------------------------------------------------------------------ names */
+
+static int has(const char *s, const char *k) { return strcasestr(s, k) != NULL; }
+
+int ana_mcat_of_name(const char *name)
+{
+    if (!name || !*name)
+        return -1;
+    /* A gradient of activations flows through backward only: backward's scratch. */
+    if (has(name, "grad") && (has(name, "activ") || has(name, "act_") || has(name, "_act")))
+        return ANA_MCAT_TEMPORARY;
+    if (has(name, "grad"))
+        return ANA_MCAT_GRADIENTS;
+    if (has(name, "optim") || has(name, "adam") || has(name, "moment") || has(name, "exp_avg") ||
+        has(name, "momentum"))
+        return ANA_MCAT_OPTIMIZER;
+    if (has(name, "workspace") || has(name, "nccl") || has(name, "cublas") || has(name, "cudnn"))
+        return ANA_MCAT_FUNCTIONALITY;
+    if (has(name, "temp") || has(name, "tmp") || has(name, "scratch"))
+        return ANA_MCAT_TEMPORARY;
+    if (has(name, "activ") || has(name, "acts") || has(name, "saved") || has(name, "input"))
+        return ANA_MCAT_ACTIVATIONS;
+    if (has(name, "weight") || has(name, "param") || has(name, "embed") || has(name, "master"))
+        return ANA_MCAT_WEIGHTS;
+    return -1;
+}
+
+/* ------------------------------------------------------------------ per-step facts */
+
+typedef struct ana_mc_ctx {
+    const ana_trace *t;
+    const ana_steps *s;
+    const ana_mem_result *mem;
+    uint64_t *last_fwd, *first_bwd; /* per step: last forward / first backward call, 0 none */
+    int backward;                  /* some call of the run is in backward */
+    size_t fail_idx;               /* event index of the last failed allocation, SIZE_MAX none */
+    int32_t n;                     /* steps */
+} ana_mc_ctx;
+
+static void ana_mc_ctx_init(ana_mc_ctx *c, const ana_trace *t, const ana_steps *s,
+                            const ana_mem_result *mem)
+{
+    memset(c, 0, sizeof(*c));
+    c->t = t, c->s = s, c->mem = mem, c->n = (int32_t)s->n_steps;
+    c->last_fwd = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
+    c->first_bwd = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
+    for (size_t i = 0; i < t->n_calls && s->call_step; i++) {
+        int32_t st = s->call_step[i];
+        if (st < 0 || st >= c->n)
+            continue;
+        uint64_t tm = t->calls[i].time_ns;
+        if (s->call_phase[i] == ANA_PHASE_FORWARD)
+            c->last_fwd[st] = tm;
+        else if (s->call_phase[i] == ANA_PHASE_BACKWARD) {
+            c->backward = 1;
+            if (!c->first_bwd[st])
+                c->first_bwd[st] = tm;
+        }
+    }
+    c->fail_idx = mem->n_failures ? mem->failures[mem->n_failures - 1].idx : SIZE_MAX;
+}
+
+static void ana_mc_ctx_free(ana_mc_ctx *c)
+{
+    free(c->last_fwd);
+    free(c->first_bwd);
+}
+
+/* The phase the kernel names say the run was in at `time`, after the last step: the hint
+ * of the latest hinted launch since the last step ended. */
+static uint8_t ana_mc_tail_phase(const ana_mc_ctx *c, uint64_t time_ns)
+{
+    uint64_t since = c->n ? c->s->steps[c->n - 1].end_ns : 0;
+    for (size_t i = c->t->n_calls; i-- > 0;) {
+        const ana_api_call *call = &c->t->calls[i];
+        if (call->time_ns > time_ns)
+            continue;
+        if (call->time_ns < since)
+            break;
+        if (call->kind != ANA_K_LAUNCH)
+            continue;
+        const ana_trace_kernel *k = ana_trace_kernel_by_id(c->t, call->arg);
+        if (!k || !k->name)
+            continue;
+        uint8_t h = ana_classify(k->name, 0).hints;
+        if (h & ANA_HINT_FORWARD)
+            return ANA_PHASE_FORWARD;
+        if (h & ANA_HINT_BACKWARD)
+            return ANA_PHASE_BACKWARD;
+        if (h & ANA_HINT_OPTIMIZER)
+            return ANA_PHASE_OPTIMIZER;
+    }
+    return ANA_PHASE_UNDECIDED;
+}
+
+/* ------------------------------------------------------------------ the rules */
+
+#define P(ph) (1u << (ph))
+#define RULE(c, w) do { a->cat = (c); a->why = (w); return; } while (0)
+
+/* Made and released inside one step. */
+static void ana_mc_in_step(const ana_mc_ctx *c, ana_mc_alloc *a, const ana_mem_life *l)
+{
+    if (!c->backward)
+        RULE(ANA_MCAT_TEMPORARY, W_TEMP_INFER);
+    int32_t st = a->step_alloc;
+    if (c->last_fwd[st] && c->first_bwd[st] && l->t_alloc <= c->last_fwd[st] &&
+        l->t_free >= c->first_bwd[st])
+        RULE(ANA_MCAT_ACTIVATIONS, W_ACT_STEP);
+    if (a->phase_alloc == ANA_PHASE_BACKWARD && (a->use_phases & P(ANA_PHASE_OPTIMIZER)))
+        RULE(ANA_MCAT_GRADIENTS, W_GRAD_STEP);
+    RULE(ANA_MCAT_TEMPORARY, W_TEMP_STEP);
+}
+
+/* Kept across steps (or from before the first step): what used it, and where. */
+static void ana_mc_across(const ana_mc_ctx *c, ana_mc_alloc *a)
+{
+    uint8_t u = a->use_phases;
+    int fwd = u & P(ANA_PHASE_FORWARD), bwd = u & P(ANA_PHASE_BACKWARD),
+        opt = u & P(ANA_PHASE_OPTIMIZER);
+    if (opt) {
+        if (fwd)
+            RULE(ANA_MCAT_WEIGHTS, W_WEIGHTS_FWD_OPT);
+        if (bwd)
+            RULE(ANA_MCAT_GRADIENTS, W_GRADS_BWD_OPT);
+        if (a->flags & ANA_MCF_LOADED)
+            RULE(ANA_MCAT_WEIGHTS, W_MASTER);
+        RULE(ANA_MCAT_OPTIMIZER, W_OPT_ONLY);
+    }
+    if (fwd || bwd) {
+        if ((a->flags & ANA_MCF_LOADED) && !(a->flags & ANA_MCF_STEP_INPUT))
+            RULE(ANA_MCAT_WEIGHTS, W_WEIGHTS_FROZEN);
+        if (!c->backward)
+            RULE(ANA_MCAT_TEMPORARY, W_TEMP_INFER_BUF);
+        if (fwd && (a->flags & ANA_MCF_STEP_INPUT))
+            RULE(ANA_MCAT_ACTIVATIONS, W_INPUT);
+        if (fwd)
+            RULE(ANA_MCAT_ACTIVATIONS, W_ACT_ARENA);
+        RULE(ANA_MCAT_TEMPORARY, W_TEMP_BWD);
+    }
+    if (u)
+        RULE(ANA_MCAT_UNATTRIBUTED, W_UNDECIDED);
+    if (a->flags & ANA_MCF_STEP_INPUT)
+        RULE(ANA_MCAT_ACTIVATIONS, W_INPUT);
+    /* No use inside a step: only its lifetime speaks, and only without pointer evidence
+     * (with it, an allocation no step touched is not a gradient or a state). */
+    if (a->flags & ANA_MCF_LOADED)
+        RULE(ANA_MCAT_WEIGHTS, W_LIFE_WEIGHTS);
+    if (a->step_alloc >= 0 && a->step_alloc < c->n && a->phase_alloc == ANA_PHASE_OPTIMIZER)
+        RULE(ANA_MCAT_OPTIMIZER, W_LIFE_OPT);
+    if (a->step_alloc >= 0 && a->step_alloc < c->n && a->phase_alloc == ANA_PHASE_BACKWARD)
+        RULE(ANA_MCAT_GRADIENTS, W_LIFE_GRAD);
+    RULE(ANA_MCAT_UNATTRIBUTED, W_UNTOUCHED);
+}
+
+/* Made after the last step. */
+static void ana_mc_after(const ana_mc_ctx *c, ana_mc_alloc *a, const ana_mem_life *l)
+{
+    int live_at_fail = c->fail_idx != SIZE_MAX && l->a_idx < c->fail_idx &&
+                       (l->f_idx == SIZE_MAX || l->f_idx > c->fail_idx);
+    if (live_at_fail) {
+        if (ana_mc_tail_phase(c, l->t_alloc) == ANA_PHASE_FORWARD)
+            RULE(ANA_MCAT_ACTIVATIONS, W_TAIL_FWD);
+        RULE(ANA_MCAT_TEMPORARY, W_TAIL_OTHER);
+    }
+    if (l->t_free == UINT64_MAX)
+        RULE(ANA_MCAT_UNATTRIBUTED, W_AFTER_LEAK);
+    RULE(ANA_MCAT_TEMPORARY, W_AFTER);
+}
+
+static void ana_mc_decide_one(const ana_mc_ctx *c, ana_mc_alloc *a)
+{
+    const ana_mem_life *l = &c->mem->lives[a->life];
+    int named = a->region ? ana_mcat_of_name(ana_libs_str(&c->t->libs, a->region)) : -1;
+    if (l->lib)
+        RULE(ANA_MCAT_FUNCTIONALITY, W_LIBRARY);
+    if (l->driver)
+        RULE(ANA_MCAT_FUNCTIONALITY, W_DRIVER);
+    if (a->flags & ANA_MCF_WORKSPACE)
+        RULE(ANA_MCAT_FUNCTIONALITY, W_WORKSPACE);
+    if (named >= 0)
+        RULE((uint8_t)named, W_REGION);
+    if (a->flags & ANA_MCF_SEGMENT)
+        RULE(ANA_MCAT_UNATTRIBUTED, W_SEGMENT);
+    if (c->n == 0)
+        RULE(ANA_MCAT_UNATTRIBUTED, W_NO_STEPS);
+    int32_t sa = a->step_alloc, sf = a->step_free;
+    int freed = l->t_free != UINT64_MAX;
+    if (sa == -1 && freed && sf == -1)
+        RULE(ANA_MCAT_TEMPORARY, W_SETUP);
+    if (sa == c->n)
+        return ana_mc_after(c, a, l);
+    if (sa == -2 && freed && sf == -2)
+        RULE(ANA_MCAT_TEMPORARY, W_BETWEEN);
+    if (sa >= 0 && freed && sf == sa)
+        return ana_mc_in_step(c, a, l);
+    ana_mc_across(c, a);
+}
+
+void ana_mc_decide(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m)
+{
+    ana_mc_ctx c;
+    ana_mc_ctx_init(&c, t, s, mem);
+    for (size_t i = 0; i < m->n_allocs; i++) {
+        ana_mc_alloc *a = &m->allocs[i];
+        ana_mc_decide_one(&c, a);
+    }
+    ana_mc_ctx_free(&c);
+}
