@@ -41,6 +41,9 @@ static const char ana_run_usage[] =
     "      --no-nvtx          do not record NVTX ranges, marks and names\n"
     "      --stack-depth N    frames captured per stack (1..256)\n"
     "      --flush-ms N       write the trace at least every N milliseconds\n"
+    "      --torch-per-tensor make PyTorch allocate every tensor with cudaMallocAsync\n"
+    "                         (PYTORCH_CUDA_ALLOC_CONF backend:cudaMallocAsync), so that the\n"
+    "                         memory anatomy sees tensors instead of cached segments\n"
     "  -q, --quiet            do not say where the trace was written\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -57,13 +60,13 @@ static const char ana_run_usage[] =
 
 typedef struct ana_run_opts {
     const char *output;
-    int sim, quiet, no_stacks, no_cupti, no_nvtx;
+    int sim, quiet, no_stacks, no_cupti, no_nvtx, torch_per_tensor;
     const char *stack_depth, *flush_ms;
     char sim_memory[32];
 } ana_run_opts;
 
 enum { ANA_OPT_SIM = 256, ANA_OPT_SIM_MEMORY, ANA_OPT_NO_STACKS, ANA_OPT_DEPTH, ANA_OPT_FLUSH,
-       ANA_OPT_NO_CUPTI, ANA_OPT_NO_NVTX };
+       ANA_OPT_NO_CUPTI, ANA_OPT_NO_NVTX, ANA_OPT_TORCH_PER_TENSOR };
 
 static volatile sig_atomic_t ana_run_child = 0;
 
@@ -92,6 +95,7 @@ static int ana_run_parse_opt(ana_run_opts *o, int c, char **argv)
     case ANA_OPT_NO_STACKS: o->no_stacks = 1; return 0;
     case ANA_OPT_NO_CUPTI: o->no_cupti = 1; return 0;
     case ANA_OPT_NO_NVTX: o->no_nvtx = 1; return 0;
+    case ANA_OPT_TORCH_PER_TENSOR: o->torch_per_tensor = 1; return 0;
     case ANA_OPT_SIM_MEMORY:
         if (ana_parse_size(optarg, &bytes) != 0)
             return ana_cli_usage_error("run", "run: --sim-memory wants a size such as 16GiB, "
@@ -118,6 +122,7 @@ static int ana_run_parse(ana_run_opts *o, int argc, char **argv)
         { "no-nvtx", no_argument, NULL, ANA_OPT_NO_NVTX },
         { "stack-depth", required_argument, NULL, ANA_OPT_DEPTH },
         { "flush-ms", required_argument, NULL, ANA_OPT_FLUSH },
+        { "torch-per-tensor", no_argument, NULL, ANA_OPT_TORCH_PER_TENSOR },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -228,8 +233,37 @@ static void ana_run_nvtx_env(const ana_run_opts *o, const ana_run_env *env)
 }
 
 /* In the child, between fork and exec. */
+/* PYTORCH_CUDA_ALLOC_CONF with its backend set to cudaMallocAsync, the user's other
+ * settings kept: each tensor is then one cudaMallocAsync/cudaFreeAsync pair the profiler
+ * sees, where the native caching allocator hands out pieces of large segments. */
+static void ana_run_torch_env(const ana_run_opts *o)
+{
+    const char *old = getenv("PYTORCH_CUDA_ALLOC_CONF");
+    char conf[1024] = "";
+    size_t used = 0;
+    if (old) {
+        char *copy = ana_xstrdup(old), *save = NULL;
+        for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+            while (*item == ' ')
+                item++;
+            if (!*item || strncmp(item, "backend", 7) == 0)
+                continue;
+            int n = snprintf(conf + used, sizeof(conf) - used, "%s,", item);
+            if (n > 0 && (size_t)n < sizeof(conf) - used)
+                used += (size_t)n;
+        }
+        free(copy);
+    }
+    snprintf(conf + used, sizeof(conf) - used, "backend:cudaMallocAsync");
+    setenv("PYTORCH_CUDA_ALLOC_CONF", conf, 1);
+    if (!o->quiet)
+        fprintf(stderr, "anatomist: PYTORCH_CUDA_ALLOC_CONF=%s (one allocation per tensor)\n", conf);
+}
+
 static void ana_run_child_env(const ana_run_opts *o, const ana_run_env *env)
 {
+    if (o->torch_per_tensor)
+        ana_run_torch_env(o);
     char pid[32];
     ana_run_prepend("LD_PRELOAD", env->preload);
     if (o->sim)

@@ -20,7 +20,7 @@ STAND_IN = next((p for p in STAND_INS if os.path.exists(p)), None)
 
 SHOW_ENV = ('for v in LD_PRELOAD LD_LIBRARY_PATH ANATOMIST_OUTPUT ANATOMIST_ROOT_PID '
             'ANATOMIST_SIM_MEMORY ANATOMIST_STACKS ANATOMIST_STACK_DEPTH ANATOMIST_FLUSH_MS '
-            'ANATOMIST_CUPTI; '
+            'ANATOMIST_CUPTI PYTORCH_CUDA_ALLOC_CONF; '
             'do eval "echo $v=\\${$v-unset}"; done; echo PID=$$')
 
 
@@ -73,6 +73,21 @@ class Environment(RunTest):
         self.assertEqual(env["ANATOMIST_FLUSH_MS"], "50")
         self.assertEqual(env["ANATOMIST_CUPTI"], "0")
         self.assertEqual(env["ANATOMIST_OUTPUT"], "t-%h-%p.anat")
+
+    def test_torch_per_tensor(self):
+        env, p = self.run_env("--torch-per-tensor")
+        self.assertEqual(env["PYTORCH_CUDA_ALLOC_CONF"], "backend:cudaMallocAsync")
+        self.assertIn("PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync", p.stderr)
+        # the user's other settings stay; a backend of theirs is replaced
+        user = dict(self.env, PYTORCH_CUDA_ALLOC_CONF="max_split_size_mb:128, backend:native,"
+                                                      "garbage_collection_threshold:0.6")
+        env, p = self.run_env("-q", "--torch-per-tensor", env=user)
+        self.assertEqual(env["PYTORCH_CUDA_ALLOC_CONF"],
+                         "max_split_size_mb:128,garbage_collection_threshold:0.6,"
+                         "backend:cudaMallocAsync")
+        self.assertEqual(p.stderr, "")
+        env, _ = self.run_env("-q", env=user)  # without the option: untouched
+        self.assertEqual(env["PYTORCH_CUDA_ALLOC_CONF"], user["PYTORCH_CUDA_ALLOC_CONF"])
 
     def test_output_from_the_environment(self):
         env, _ = self.run_env("-q", env=dict(self.env, ANATOMIST_OUTPUT="mine-%p.anat"))
