@@ -26,13 +26,18 @@
 // arena (saved activations and forward scratch, carved at 256-byte offsets), an arena
 // of activation gradients, the step's integer inputs, and the two GEMM workspaces. Every
 // buffer is an NVTX memory heap holding one named region, in the domain "train_gpt".
+// Each has the purpose the program gave it (weights, optimizer, gradients, activations,
+// temporary, functionality; docs/samples.md says which and why); the ledger's
+// peak_by_purpose splits the program's own bytes at the first moment they peaked. The
+// handle's default workspace, allocated inside cublasCreate, is cuBLAS's, not counted.
 //
 // NVTX: push/pop ranges "step" > "forward", "backward", "optimizer"; a mark "checkpoint"
 // per step; the main thread named "main", the stream "compute"; one start/end range
 // "train" in the domain around the training loop.
 //
 // The ledger (last stdout line) holds the configuration, every distinct GEMM call shape
-// with its count, the GEMM FLOPs, the NVTX ranges and marks, the allocations and the
+// with its count, the GEMM FLOPs, the NVTX ranges and marks, the allocations (with their
+// purposes, the peak by purpose, the parameter count and bytes per parameter) and the
 // workspace, and the launches per kernel under the kernel's source name (its symbol is
 // the template instance, e.g. adamw<float>); all counted by the code that makes the
 // calls. --check (fp32, on a GPU) compares step 1's logits and loss with a CPU forward
@@ -115,6 +120,11 @@ static void print_counters(const struct counters *t)
     printf("}");
 }
 
+// What each allocation is for, as the program knows it (the memory anatomy's categories).
+enum purpose { WEIGHTS, OPTIMIZER, GRADIENTS, ACTIVATIONS, TEMPORARY, FUNCTIONALITY, NPURPOSES };
+static const char *purpose_name[NPURPOSES] = {"weights",     "optimizer", "gradients",
+                                              "activations", "temporary", "functionality"};
+
 #define MAX_SHAPES 64
 #define MAX_ALLOCS 16
 static struct {
@@ -126,10 +136,13 @@ static struct {
     struct {
         const char *name;
         size_t bytes;
+        enum purpose purpose;
         void *ptr;
         nvtxMemHeapHandle_t heap;
     } allocs[MAX_ALLOCS];
     int nallocs;
+    // live bytes by purpose, and their split at the first moment the total peaked
+    size_t live_bytes, peak_bytes, live_by_purpose[NPURPOSES], peak_by_purpose[NPURPOSES];
 } ledger;
 
 // One GEMM call: its shape (everything but the pointers and scalars) keys the table.
@@ -170,6 +183,17 @@ static void mark(const char *name)
     bump(&ledger.marks, name);
 }
 
+static size_t param_count(void), param_slots(void);
+static int bytes_per_weight(void), bytes_per_grad(void);
+
+static void print_purposes(const size_t *bytes)
+{
+    printf("{");
+    for (int p = 0; p < NPURPOSES; p++)
+        printf("%s\"%s\":%zu", p ? "," : "", purpose_name[p], bytes[p]);
+    printf("}");
+}
+
 static void print_ledger(void)
 {
     printf("ledger {\"config\":{\"steps\":%d,\"batch\":%d,\"seq\":%d,\"dim\":%d,\"heads\":%d,"
@@ -185,11 +209,17 @@ static void print_ledger(void)
     size_t total = 0;
     printf("],\"allocations\":[");
     for (int i = 0; i < ledger.nallocs; i++) {
-        printf("%s{\"name\":\"%s\",\"bytes\":%zu}", i ? "," : "", ledger.allocs[i].name,
-               ledger.allocs[i].bytes);
+        printf("%s{\"name\":\"%s\",\"bytes\":%zu,\"purpose\":\"%s\"}", i ? "," : "",
+               ledger.allocs[i].name, ledger.allocs[i].bytes,
+               purpose_name[ledger.allocs[i].purpose]);
         total += ledger.allocs[i].bytes;
     }
-    printf("],\"alloc_bytes\":%zu,\"nvtx\":{\"domain\":\"train_gpt\",\"ranges\":", total);
+    printf("],\"alloc_bytes\":%zu,\"peak_bytes\":%zu,\"peak_by_purpose\":", total,
+           ledger.peak_bytes);
+    print_purposes(ledger.peak_by_purpose);
+    printf(",\"params\":%zu,\"param_slots\":%zu,\"bytes_per_param\":{\"weights\":%d,"
+           "\"optimizer\":8,\"gradients\":%d},\"nvtx\":{\"domain\":\"train_gpt\",\"ranges\":",
+           param_count(), param_slots(), bytes_per_weight(), bytes_per_grad());
     print_counters(&ledger.ranges);
     printf(",\"marks\":");
     print_counters(&ledger.marks);
@@ -205,8 +235,9 @@ static void print_ledger(void)
     fflush(stdout);
 }
 
-// cudaMalloc, recorded, and registered with NVTX as a heap with one region of the same name.
-static void *dev_alloc(const char *name, size_t bytes)
+// cudaMalloc, recorded with its purpose, and registered with NVTX as a heap with one
+// region of the same name.
+static void *dev_alloc(const char *name, size_t bytes, enum purpose purpose)
 {
     void *ptr = NULL;
     CUDA_CHECK(cudaMalloc(&ptr, bytes));
@@ -255,8 +286,15 @@ static void *dev_alloc(const char *name, size_t bytes)
 
     ledger.allocs[ledger.nallocs].name = name;
     ledger.allocs[ledger.nallocs].bytes = bytes;
+    ledger.allocs[ledger.nallocs].purpose = purpose;
     ledger.allocs[ledger.nallocs].ptr = ptr;
     ledger.allocs[ledger.nallocs++].heap = h;
+    ledger.live_bytes += bytes;
+    ledger.live_by_purpose[purpose] += bytes;
+    if (ledger.live_bytes > ledger.peak_bytes) {  // strictly greater: keep the first time
+        ledger.peak_bytes = ledger.live_bytes;
+        memcpy(ledger.peak_by_purpose, ledger.live_by_purpose, sizeof ledger.peak_by_purpose);
+    }
     return ptr;
 }
 
@@ -265,6 +303,8 @@ static void free_all(void)
     for (int i = ledger.nallocs - 1; i >= 0; i--) {
         nvtxMemHeapUnregister(domain, ledger.allocs[i].heap);
         CUDA_CHECK(cudaFree(ledger.allocs[i].ptr));
+        ledger.live_bytes -= ledger.allocs[i].bytes;
+        ledger.live_by_purpose[ledger.allocs[i].purpose] -= ledger.allocs[i].bytes;
     }
 }
 
@@ -702,6 +742,22 @@ static void layout_params(void)
     nparams = 4 + PER_LAYER * L;
 }
 
+// Parameters (elements), without the padding of each tensor to 128 elements (NP has it).
+static size_t param_count(void)
+{
+    size_t n = 0;
+    for (int i = 0; i < nparams; i++)
+        n += pnum[i];
+    return n;
+}
+
+// Elements each parameter buffer holds: every tensor padded to a multiple of 128.
+static size_t param_slots(void) { return NP; }
+
+// fp32 weights (the master in 16 bits, plus the working copy); gradients in DTYPE
+static int bytes_per_weight(void) { return PREC == FP32 ? 4 : 4 + (int)ES; }
+static int bytes_per_grad(void) { return (int)ES; }
+
 template <typename X> static X *PW(int i) { return (X *)work + poff[i]; }
 template <typename X> static X *PG(int i) { return (X *)grads + poff[i]; }
 
@@ -779,12 +835,12 @@ static void layout_activation_grads(void)
     dact.dlogits = carve(BT * V * ES);
 }
 
-static void *alloc_arena(const char *name, void (*layout)(void))
+static void *alloc_arena(const char *name, enum purpose purpose, void (*layout)(void))
 {
     arena_base = NULL;
     layout();
     size_t bytes = arena_off;
-    arena_base = (char *)dev_alloc(name, bytes);
+    arena_base = (char *)dev_alloc(name, bytes, purpose);
     layout();
     CUDA_CHECK(cudaMemsetAsync(arena_base, 0, bytes, stream));
     return arena_base;
@@ -1161,23 +1217,27 @@ int main(int argc, char **argv)
     nvtxNameCudaStreamA(stream, "compute");
     CUBLAS_CHECK(cublasCreate(&blas));
     CUBLAS_CHECK(cublasSetStream(blas, stream));  // before SetWorkspace: SetStream resets it
-    void *ws = dev_alloc("cublas_workspace", WORKSPACE_BYTES);
+    void *ws = dev_alloc("cublas_workspace", WORKSPACE_BYTES, FUNCTIONALITY);
     CUBLAS_CHECK(cublasSetWorkspace(blas, ws, WORKSPACE_BYTES));
     CUBLAS_CHECK(cublasSetMathMode(blas, TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     LT_CHECK(cublasLtCreate(&lt));
-    lm.workspace = dev_alloc("cublaslt_workspace", WORKSPACE_BYTES);
+    lm.workspace = dev_alloc("cublaslt_workspace", WORKSPACE_BYTES, FUNCTIONALITY);
     lt_setup();
 
     layout_params();
     init_weights();
-    master = (float *)dev_alloc("params", NP * sizeof(float));
-    work = PREC == FP32 ? (void *)master : dev_alloc("params_lowp", NP * ES);
-    grads = dev_alloc("grads", NP * ES);
-    adam_m = (float *)dev_alloc("adam_m", NP * sizeof(float));
-    adam_v = (float *)dev_alloc("adam_v", NP * sizeof(float));
-    alloc_arena("activations", layout_activations);
-    alloc_arena("activation_grads", layout_activation_grads);
-    d_ints = (int *)dev_alloc("inputs", (size_t)(3 * B * T + V + 1) * sizeof(int));
+    master = (float *)dev_alloc("params", NP * sizeof(float), WEIGHTS);
+    work = PREC == FP32 ? (void *)master : dev_alloc("params_lowp", NP * ES, WEIGHTS);
+    grads = dev_alloc("grads", NP * ES, GRADIENTS);
+    adam_m = (float *)dev_alloc("adam_m", NP * sizeof(float), OPTIMIZER);
+    adam_v = (float *)dev_alloc("adam_v", NP * sizeof(float), OPTIMIZER);
+    // Saved activations and forward scratch share one arena: activations. The gradient
+    // arena is backward's scratch: temporary. The step's inputs (tokens, targets and the
+    // embedding backward's rows by token, copied from the host every step) are the
+    // forward pass's inputs: activations.
+    alloc_arena("activations", ACTIVATIONS, layout_activations);
+    alloc_arena("activation_grads", TEMPORARY, layout_activation_grads);
+    d_ints = (int *)dev_alloc("inputs", (size_t)(3 * B * T + V + 1) * sizeof(int), ACTIVATIONS);
     CUDA_CHECK(cudaMemcpyAsync(master, h_master, NP * sizeof(float), cudaMemcpyHostToDevice,
                                stream));
     CUDA_CHECK(cudaMemsetAsync(adam_m, 0, NP * sizeof(float), stream));
