@@ -35,6 +35,8 @@ void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *
     ana_nvtx_analyze(t, &r->nvtx);
     ana_anatomy_build(t, &r->gpu, &r->lc, &r->anat);
     ana_memcat_build(t, &r->mem, &r->anat.steps, &r->mcat);
+    ana_oom_build(t, &r->mem, &r->anat.steps, &r->mcat, &r->oom);
+    ana_advice_build(&r->mcat, &r->mem, &r->advice);
     r->sym = ana_sym_new(t, opt->symbols);
     r->kernel_order = ana_xcalloc(t->n_kernels + 1, sizeof(size_t));
     for (size_t i = 0; i < t->n_kernels; i++)
@@ -51,6 +53,7 @@ void ana_report_free(ana_report *r)
     ana_libcalls_free(&r->lc);
     ana_nvtx_free(&r->nvtx);
     ana_memcat_free(&r->mcat);
+    ana_oom_free(&r->oom);
     ana_anatomy_free(&r->anat);
     free(r->regions);
     ana_sym_free(r->sym);

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 
+#include "advice.h"
 #include "anatomy.h"
 #include "gpu.h"
 #include "json.h"
@@ -18,6 +19,7 @@
 #include "memcat.h"
 #include "memory.h"
 #include "nvtx.h"
+#include "oom.h"
 #include "symbolize.h"
 #include "trace.h"
 
@@ -39,6 +41,8 @@ typedef struct ana_report {
     ana_nvtx nvtx;
     ana_anatomy anat;
     ana_memcat mcat;        /* the memory anatomy (categories), over mem and anat.steps */
+    ana_oom oom;            /* the out-of-memory post-mortem (oom.h), over mem, mcat, steps */
+    ana_advice advice;      /* memory advice from mcat at the peak (advice.h) */
     ana_mem_range *regions; /* one per t->libs.regions, covered bytes at the peak */
     ana_symbolizer *sym;
     size_t *kernel_order; /* indices into t->kernels, most launched first */
@@ -59,6 +63,15 @@ void ana_report_memcat_text(const ana_report *r, FILE *f);
 void ana_report_memcat_json(const ana_report *r, ana_json *j);
 int ana_report_resolve_at(const ana_report *r, const char *spec, uint64_t *time_ns, char *err,
                           size_t cap);
+/* The out-of-memory post-mortem (report_oom.c, docs/oom.md): the text section "Out of
+ * memory" (nothing when no allocation ran out of memory); the JSON key "oom" with its
+ * object or null; the value alone (`anatomist oom --json`). The memory advice: a text
+ * section (nothing without advice) and the JSON key "advice" with an array. */
+void ana_report_oom_text(const ana_report *r, FILE *f);
+void ana_report_oom_json(const ana_report *r, ana_json *j);
+void ana_report_oom_json_value(const ana_report *r, ana_json *j);
+void ana_report_advice_text(const ana_report *r, FILE *f);
+void ana_report_advice_json(const ana_report *r, ana_json *j);
 /* The GPU section of each. */
 void ana_report_gpu_text(const ana_report *r, FILE *f);
 void ana_report_gpu_json(const ana_report *r, ana_json *j);

@@ -231,6 +231,8 @@ void ana_report_write_json(const ana_report *r, FILE *f)
     ana_rj_trace(&j, r);
     ana_report_time_json(r, &j);
     ana_rj_memory(&j, r);
+    ana_report_oom_json(r, &j);
+    ana_report_advice_json(r, &j);
     ana_json_key(&j, "allocations");
     ana_json_obj_begin(&j);
     ana_rj_api_table(&j, "by_api", r->t->alloc_by_api, 1);

@@ -284,6 +284,8 @@ void ana_report_write_text(const ana_report *r, FILE *o)
     ana_rt_header(o, r);
     ana_report_time_text(r, o);
     ana_report_memcat_text(r, o);
+    ana_report_oom_text(r, o);
+    ana_report_advice_text(r, o);
     ana_rt_memory(o, r);
     ana_rt_apis(o, "Allocation calls", r->t->alloc_by_api, 1);
     ana_rt_apis(o, "Free calls", r->t->free_by_api, 0);

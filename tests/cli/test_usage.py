@@ -10,6 +10,7 @@ OPTIONS = {
             "--flush-ms", "--quiet", "-q", "--help", "Exit status", "Example"],
     "info": ["--json", "--help", "Exit status", "Example"],
     "report": ["--json", "--top", "--no-symbols", "--help", "Exit status", "Example"],
+    "oom": ["--json", "--top", "--no-symbols", "--help", "Exit status", "Example"],
 }
 
 

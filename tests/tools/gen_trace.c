@@ -690,6 +690,68 @@ static void gen_libs_body(gen *g)
             gen_lib_gpu_kernel(g, &gen_lib_launches[i]);
 }
 
+/* "oom" and "oom-frag" (tests/cli/test_oom.py): a trainer in NVTX "step" ranges whose
+ * launches name their phase (linear_forward_kernel, linear_backward_kernel,
+ * adam_update_kernel). cudaMalloc 4 MiB @+1000 and 8 MiB @+1100 (stack 1) live on; each of
+ * steps 1 and 2 (push @+10000/+30000, pop 10000 ns later) allocates 2 MiB (stack 2) after
+ * its first forward launch and frees it after its backward launch. Step 3 is pushed
+ * @+50000 and never popped: forward launch, 8 MiB (stack 2) @+51500, a 4 MiB cache block
+ * @+51600, backward launch @+53000, then cudaMalloc 96 MiB fails @+53500 (free 40 MiB of
+ * 64 MiB), the cache block is freed @+53600 and cudaMalloc 64 MiB fails @+53700 (stack 1;
+ * free 44 MiB of 64 MiB): exhaustion, 20 MiB short, 20 MiB live in 3 allocations; no END
+ * (the process was killed). "oom-frag": instead, cudaMalloc 16 MiB fails inside step 2
+ * @+34500, before its backward launch (free 32 MiB of 64 MiB: fragmentation), 14 MiB live;
+ * step 3 holds no failure. */
+static void gen_oom_range(gen *g, uint64_t t, uint64_t op)
+{
+    ana_record r = { .kind = ANA_K_RANGE, .tid = TID_A, .time_ns = T0 + t };
+    r.u.range = (ana_rec_range){ .op = op, .name = { op == ANA_RANGE_PUSH ? "step" : "",
+                                                     op == ANA_RANGE_PUSH ? 4 : 0 } };
+    gen_add(g, &r);
+}
+
+static void gen_oom_body(gen *g, int frag)
+{
+    const uint64_t MiB = 1 << 20;
+    uint64_t site = (uint64_t)(uintptr_t)&gen_marker_site + 1;
+    uint64_t other = (uint64_t)(uintptr_t)&gen_marker_other + 1;
+    gen_thread(g, TID_A, "main");
+    gen_stack(g, TID_A, T0 + 900, 1, &site, 1);
+    gen_stack(g, TID_A, T0 + 900, 2, &other, 1);
+    gen_kernel(g, 1, "linear_forward_kernel");
+    gen_kernel(g, 2, "linear_backward_kernel");
+    gen_kernel(g, 3, "adam_update_kernel");
+    gen_alloc(g, TID_A, T0 + 1000, ANA_API_MALLOC, 0, 0x10000000, 4 * MiB, 1);
+    gen_alloc(g, TID_A, T0 + 1100, ANA_API_MALLOC, 0, 0x11000000, 8 * MiB, 1);
+    for (uint64_t s = 0; s < 2; s++) {
+        uint64_t b = 10000 + 20000 * s, act = 0x20000000 + s * 0x1000000;
+        gen_oom_range(g, b, ANA_RANGE_PUSH);
+        gen_launch(g, T0 + b + 1000, 1, 0);
+        gen_alloc(g, TID_A, T0 + b + 1500, ANA_API_MALLOC, 0, act, 2 * MiB, 2);
+        gen_launch(g, T0 + b + 2000, 1, 0);
+        if (frag && s == 1) {
+            gen_alloc(g, TID_A, T0 + b + 4500, ANA_API_MALLOC, 2, 0, 16 * MiB, 1);
+            gen_meminfo(g, TID_A, T0 + b + 4501, 32 * MiB, 64 * MiB);
+        }
+        gen_launch(g, T0 + b + 5000, 2, 0);
+        gen_free(g, TID_A, T0 + b + 6000, ANA_API_FREE, 0, act);
+        gen_launch(g, T0 + b + 8000, 3, 0);
+        gen_oom_range(g, b + 10000, ANA_RANGE_POP);
+    }
+    gen_oom_range(g, 50000, ANA_RANGE_PUSH);
+    gen_launch(g, T0 + 51000, 1, 0);
+    gen_alloc(g, TID_A, T0 + 51500, ANA_API_MALLOC, 0, 0x30000000, 8 * MiB, 2);
+    gen_alloc(g, TID_A, T0 + 51600, ANA_API_MALLOC, 0, 0x31000000, 4 * MiB, 2);
+    gen_launch(g, T0 + 53000, 2, 0);
+    if (frag)
+        return;
+    gen_alloc(g, TID_A, T0 + 53500, ANA_API_MALLOC, 2, 0, 96 * MiB, 1);
+    gen_meminfo(g, TID_A, T0 + 53501, 40 * MiB, 64 * MiB);
+    gen_free(g, TID_A, T0 + 53600, ANA_API_FREE, 0, 0x31000000);
+    gen_alloc(g, TID_A, T0 + 53700, ANA_API_MALLOC, 2, 0, 64 * MiB, 1);
+    gen_meminfo(g, TID_A, T0 + 53701, 44 * MiB, 64 * MiB);
+}
+
 static gen gen_open(const char *path)
 {
     gen g = { .path = path };
@@ -784,6 +846,11 @@ static int gen_scenario(const char *name, const char *out, uint64_t n)
         gen_close(&g);
         return 0;
     }
+    if (!strcmp(name, "oom") || !strcmp(name, "oom-frag")) {
+        gen_oom_body(&g, !strcmp(name, "oom-frag"));
+        gen_close(&g); /* no END: the process was killed after the failure */
+        return 0;
+    }
     if (!strcmp(name, "failed")) {
         gen_failed_body(&g);
         gen_end(&g, T0 + 10000);
@@ -825,7 +892,7 @@ static int gen_scenario(const char *name, const char *out, uint64_t n)
 
 static const char *const gen_scenarios[] = {
     "basic", "failed", "empty", "truncated", "torn", "torn-header", "unknown-kind",
-    "newer-major", "corrupt", "churn", "gpu", "cupti-off", "libs",
+    "newer-major", "corrupt", "churn", "gpu", "cupti-off", "libs", "oom", "oom-frag",
 };
 
 int main(int argc, char **argv)
