@@ -161,24 +161,25 @@ static uint8_t ana_mc_type_bytes(uint64_t type)
     }
 }
 
-/* Per step: the time of its first backward call (0 when none). */
-static uint64_t *ana_mc_first_backward(const ana_trace *t, const ana_steps *s)
+/* 1 when some call of a step is in backward or optimizer: the run trains. */
+static int ana_mc_training(const ana_trace *t, const ana_steps *s)
 {
-    uint64_t *fb = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
-    for (size_t i = 0; i < t->n_calls && s->call_step; i++) {
-        int32_t st = s->call_step[i];
-        if (st >= 0 && (size_t)st < s->n_steps && s->call_phase[i] == ANA_PHASE_BACKWARD &&
-            !fb[st])
-            fb[st] = t->calls[i].time_ns;
-    }
-    return fb;
+    for (size_t i = 0; i < t->n_calls && s->call_step; i++)
+        if (s->call_step[i] >= 0 && (size_t)s->call_step[i] < s->n_steps &&
+            (s->call_phase[i] == ANA_PHASE_BACKWARD || s->call_phase[i] == ANA_PHASE_OPTIMIZER))
+            return 1;
+    return 0;
 }
 
-/* A use in an undecided stretch of a step before its backward began (a loss, a bias
- * between the last forward-named kernel and the first backward one) is on the forward
- * side: what runs before backward is the forward pass. */
-static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, const uint64_t *first_bwd,
-                            ana_mc_alloc *a, const ana_ptr_use *u)
+/* In a run with neither backward nor optimizer (inference), every step is a forward
+ * pass: its undecided uses are forward. (In training, the undecided stretch between the
+ * last forward-named kernel and the first backward-named one holds forward work — the
+ * loss, the last bias — and backward work alike — the first gradient GEMMs launched by a
+ * library with neutral kernel names —, so it stays undecided.) Before the first
+ * step, a kernel that takes the allocation or a copy that reads it means its contents
+ * mattered before training began (a master copy cast to 16 bits, say). */
+static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training, ana_mc_alloc *a,
+                            const ana_ptr_use *u)
 {
     a->uses++;
     a->flags |= ANA_MCF_TOUCHED;
@@ -188,6 +189,9 @@ static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, const uint64
         a->flags |= ANA_MCF_WORKSPACE;
     if (step == -1 && h2d && s->n_steps)
         a->flags |= ANA_MCF_LOADED;
+    if (step == -1 && s->n_steps && (u->kind == ANA_USE_KERNEL || u->kind == ANA_USE_GEMM_IN ||
+                                     u->kind == ANA_USE_COPY_SRC))
+        a->flags |= ANA_MCF_READ_EARLY;
     if (step < 0 || (size_t)step >= s->n_steps || u->kind == ANA_USE_SET)
         return;
     if (h2d) {
@@ -195,7 +199,7 @@ static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, const uint64
         return;
     }
     uint8_t ph = ana_mc_phase_at(t, s, step, u->time_ns, 1);
-    if (ph == ANA_PHASE_UNDECIDED && first_bwd[step] && u->time_ns < first_bwd[step])
+    if (ph == ANA_PHASE_UNDECIDED && !training)
         ph = ANA_PHASE_FORWARD;
     a->use_phases |= (uint8_t)(1u << ph);
     if (ph != ANA_PHASE_FORWARD)
@@ -215,7 +219,7 @@ static void ana_mc_place_uses(const ana_trace *t, const ana_mem_result *mem, con
                               ana_memcat *m)
 {
     ana_mc_index ix;
-    uint64_t *first_bwd = ana_mc_first_backward(t, s);
+    int training = ana_mc_training(t, s);
     ana_mc_index_build(&ix, m, mem);
     for (size_t i = 0; i < t->n_uses; i++) {
         const ana_ptr_use *u = &t->uses[i];
@@ -225,12 +229,11 @@ static void ana_mc_place_uses(const ana_trace *t, const ana_mem_result *mem, con
             continue;
         }
         m->uses_mapped++;
-        ana_mc_note_use(t, s, first_bwd, &m->allocs[a], u);
+        ana_mc_note_use(t, s, training, &m->allocs[a], u);
         if (u->kind == ANA_USE_KERNEL || u->kind == ANA_USE_GEMM_IN || u->kind == ANA_USE_GEMM_OUT)
             m->evidence = 1;
     }
     ana_mc_index_free(&ix);
-    free(first_bwd);
 }
 
 /* ------------------------------------------------------------------ set-up */

@@ -46,6 +46,7 @@ enum {
     ANA_MCF_SEGMENT = 4,     /* made by a caching allocator (PyTorch's) */
     ANA_MCF_WORKSPACE = 8,   /* handed to a library as its workspace */
     ANA_MCF_TOUCHED = 16,    /* at least one call used it (any phase, any time) */
+    ANA_MCF_READ_EARLY = 32, /* a kernel took it, or a copy read it, before the first step */
 };
 
 /* One device allocation (a life of the replay with cls ANA_MEM_DEVICE). */

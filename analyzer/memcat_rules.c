@@ -16,7 +16,7 @@ enum ana_mc_why {
     W_NONE = 0, W_LIBRARY, W_DRIVER, W_WORKSPACE, W_REGION, W_SEGMENT, W_SETUP, W_AFTER,
     W_AFTER_LEAK, W_BETWEEN, W_ACT_STEP, W_GRAD_STEP, W_TEMP_STEP, W_TEMP_INFER,
     W_WEIGHTS_FWD_OPT, W_GRADS_BWD_OPT, W_MASTER, W_OPT_ONLY, W_WEIGHTS_FROZEN, W_ACT_ARENA,
-    W_INPUT, W_TEMP_INFER_BUF, W_TEMP_BWD, W_UNDECIDED, W_LIFE_OPT, W_LIFE_GRAD,
+    W_INPUT, W_TEMP_INFER_BUF, W_TEMP_BWD, W_UNDECIDED, W_OPT_UNDECIDED, W_LIFE_OPT, W_LIFE_GRAD,
     W_LIFE_WEIGHTS, W_UNTOUCHED, W_NO_STEPS, W_TAIL_FWD, W_TAIL_OTHER,
     W_COUNT
 };
@@ -39,14 +39,17 @@ static const char *const ana_mc_why_text[W_COUNT] = {
     [W_TEMP_INFER] = "made and released within a step of a run without backward",
     [W_WEIGHTS_FWD_OPT] = "read in forward and updated by the optimizer",
     [W_GRADS_BWD_OPT] = "used in backward and by the optimizer, never in forward",
-    [W_MASTER] = "loaded before the first step, used only by the optimizer (a master copy)",
-    [W_OPT_ONLY] = "used only by the optimizer, not loaded from the host",
+    [W_MASTER] = "loaded or read before the first step, then used only by the optimizer "
+                 "(a master copy)",
+    [W_OPT_ONLY] = "used only by the optimizer, neither loaded nor read before the first step",
     [W_WEIGHTS_FROZEN] = "loaded before the first step, read in steps, never updated",
     [W_ACT_ARENA] = "kept across steps, used in forward and in backward (reused every step)",
     [W_INPUT] = "a step's input: copied from the host in every step, used in forward",
     [W_TEMP_INFER_BUF] = "kept across steps of a run without backward, used in forward",
     [W_TEMP_BWD] = "kept across steps, used only in backward (backward's scratch)",
     [W_UNDECIDED] = "used only where the phase is undecided",
+    [W_OPT_UNDECIDED] = "used by the optimizer and where the phase is undecided (forward-side "
+                        "weights or a gradient the kernel names cannot place)",
     [W_LIFE_OPT] = "made in an optimizer phase and kept (lifetime only: no pointer evidence)",
     [W_LIFE_GRAD] = "made in backward and kept past its step (lifetime only)",
     [W_LIFE_WEIGHTS] = "loaded before the first step and kept (lifetime only)",
@@ -129,29 +132,39 @@ static void ana_mc_ctx_free(ana_mc_ctx *c)
     free(c->first_bwd);
 }
 
-/* The phase the kernel names say the run was in at `time`, after the last step: the hint
- * of the latest hinted launch since the last step ended. */
+/* The phase a launch's kernel name hints, or undecided. */
+static uint8_t ana_mc_hinted(const ana_mc_ctx *c, const ana_api_call *call)
+{
+    if (call->kind != ANA_K_LAUNCH)
+        return ANA_PHASE_UNDECIDED;
+    const ana_trace_kernel *k = ana_trace_kernel_by_id(c->t, call->arg);
+    uint8_t h = k && k->name ? ana_classify(k->name, 0).hints : 0;
+    return h & ANA_HINT_FORWARD ? ANA_PHASE_FORWARD
+         : h & ANA_HINT_BACKWARD ? ANA_PHASE_BACKWARD
+         : h & ANA_HINT_OPTIMIZER ? ANA_PHASE_OPTIMIZER : ANA_PHASE_UNDECIDED;
+}
+
+/* The phase the kernel names say the run was in at `time`, after the last step: that of
+ * the first hinted launch after it (an allocation is made for the work that follows, as
+ * inside steps), else of the latest hinted launch since the last step ended. */
 static uint8_t ana_mc_tail_phase(const ana_mc_ctx *c, uint64_t time_ns)
 {
     uint64_t since = c->n ? c->s->steps[c->n - 1].end_ns : 0;
-    for (size_t i = c->t->n_calls; i-- > 0;) {
-        const ana_api_call *call = &c->t->calls[i];
-        if (call->time_ns > time_ns)
-            continue;
-        if (call->time_ns < since)
+    size_t first = c->t->n_calls;
+    for (size_t i = 0; i < c->t->n_calls; i++)
+        if (c->t->calls[i].time_ns >= time_ns) {
+            first = i;
             break;
-        if (call->kind != ANA_K_LAUNCH)
-            continue;
-        const ana_trace_kernel *k = ana_trace_kernel_by_id(c->t, call->arg);
-        if (!k || !k->name)
-            continue;
-        uint8_t h = ana_classify(k->name, 0).hints;
-        if (h & ANA_HINT_FORWARD)
-            return ANA_PHASE_FORWARD;
-        if (h & ANA_HINT_BACKWARD)
-            return ANA_PHASE_BACKWARD;
-        if (h & ANA_HINT_OPTIMIZER)
-            return ANA_PHASE_OPTIMIZER;
+        }
+    for (size_t i = first; i < c->t->n_calls; i++) {
+        uint8_t ph = ana_mc_hinted(c, &c->t->calls[i]);
+        if (ph != ANA_PHASE_UNDECIDED)
+            return ph;
+    }
+    for (size_t i = first; i-- > 0 && c->t->calls[i].time_ns >= since;) {
+        uint8_t ph = ana_mc_hinted(c, &c->t->calls[i]);
+        if (ph != ANA_PHASE_UNDECIDED)
+            return ph;
     }
     return ANA_PHASE_UNDECIDED;
 }
@@ -186,8 +199,10 @@ static void ana_mc_across(const ana_mc_ctx *c, ana_mc_alloc *a)
             RULE(ANA_MCAT_WEIGHTS, W_WEIGHTS_FWD_OPT);
         if (bwd)
             RULE(ANA_MCAT_GRADIENTS, W_GRADS_BWD_OPT);
-        if (a->flags & ANA_MCF_LOADED)
+        if (a->flags & (ANA_MCF_LOADED | ANA_MCF_READ_EARLY))
             RULE(ANA_MCAT_WEIGHTS, W_MASTER);
+        if (u & P(ANA_PHASE_UNDECIDED))
+            RULE(ANA_MCAT_UNATTRIBUTED, W_OPT_UNDECIDED);
         RULE(ANA_MCAT_OPTIMIZER, W_OPT_ONLY);
     }
     if (fwd || bwd) {

@@ -1,0 +1,154 @@
+"""Scenario: the memory anatomy (docs/memory-anatomy.md) against the samples' own ledgers.
+
+Each sample knows what it allocated and for what (samples/train_mlp.cu, train_gpt.cu,
+docs/samples.md): its ledger's `peak_by_purpose` gives the bytes of each category at the
+first moment its own live device bytes reached their maximum. The analyzer, from the trace
+alone, must find every category at the peak within 5% of the ledger (a category the
+ledger says is empty must be empty), `unattributed` at most 5% of the peak, the peak
+itself, and the parameter count and bytes per parameter the ledger states.
+
+Memory the program did not allocate itself is added to the ledger from the simulated
+device's documentation, not from the analyzer: cublasCreate_v2 allocates the handle's
+default workspace, 32 MiB (docs/sim.md, "Handles and the workspace"); it is
+`functionality`.
+
+The runs: train_mlp (per-tensor allocations, kernel-name phases, no NVTX) with fp32
+AdamW, SGD with momentum, mixed precision, inference only, and gradient checkpointing on
+and off; train_gpt (arenas, cuBLAS/cuBLASLt) with NVTX regions and ranges, and without
+NVTX (pointer evidence alone) in fp32 and bf16.
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import anatomist, ledger, report_json, sample, tmpdir  # noqa: E402
+
+CATS = ("weights", "optimizer", "gradients", "activations", "temporary", "functionality")
+CUBLAS_DEFAULT_WORKSPACE = 32 << 20  # docs/sim.md
+
+MLP_SMALL = ["--steps", "3", "--hidden", "512"]
+RUNS = {
+    "mlp_adamw": ("train_mlp", MLP_SMALL, [], 0),
+    "mlp_sgd": ("train_mlp", MLP_SMALL + ["--optimizer", "sgd"], [], 0),
+    "mlp_bf16": ("train_mlp", MLP_SMALL + ["--precision", "bf16"], [], 0),
+    "mlp_inference": ("train_mlp", MLP_SMALL + ["--inference"], [], 0),
+    "mlp_checkpoint": ("train_mlp", ["--steps", "3", "--checkpoint"], [], 0),
+    "mlp_no_checkpoint": ("train_mlp", ["--steps", "3"], [], 0),
+    "gpt_nvtx": ("train_gpt", [], [], CUBLAS_DEFAULT_WORKSPACE),
+    "gpt_fp32": ("train_gpt", [], ["--no-nvtx"], CUBLAS_DEFAULT_WORKSPACE),
+    "gpt_bf16": ("train_gpt", ["--precision", "bf16"], ["--no-nvtx"], CUBLAS_DEFAULT_WORKSPACE),
+}
+
+_cache = {}
+
+
+def profile(name):
+    """(ledger, report JSON) of one run, made once per test process."""
+    if name not in _cache:
+        prog, args, opts, _ = RUNS[name]
+        trace = os.path.join(tmpdir(), name + ".anat")
+        r = anatomist("run", "--sim", "-q", "-o", trace, *opts, "--", sample(prog), *args,
+                      timeout=300)
+        assert r.returncode == 0, r.stderr
+        _cache[name] = (ledger(r.stdout), report_json(trace))
+    return _cache[name]
+
+
+class Categories(unittest.TestCase):
+    def check(self, name):
+        led, rep = profile(name)
+        mem = rep["memory"]
+        want = {c: led["peak_by_purpose"][c] for c in CATS}
+        want["functionality"] += RUNS[name][3]
+        self.assertEqual(mem["peak_bytes"], led["peak_bytes"] + RUNS[name][3], name)
+        got = mem["at_peak"]
+        self.assertEqual(sum(got.values()), mem["peak_bytes"])
+        table = "  ".join(f"{c} {got[c]}/{want[c]}" for c in CATS)
+        for c in CATS:
+            with self.subTest(run=name, category=c):
+                if want[c] == 0:
+                    self.assertEqual(got[c], 0, table)
+                else:
+                    self.assertLessEqual(abs(got[c] - want[c]), 0.05 * want[c], table)
+        self.assertLessEqual(got["unattributed"], 0.05 * mem["peak_bytes"], table)
+        print(f"{name:18s} peak {mem['peak_bytes']:>10d}  analyzer/ledger: {table}  "
+              f"unattributed {got['unattributed']}", file=sys.stderr)
+        return led, mem
+
+    def check_per_param(self, name):
+        led, mem = self.check(name)
+        pp = mem["per_param"]
+        self.assertIsNotNone(pp, name)
+        self.assertLessEqual(abs(pp["params"] - led["params"]), 0.01 * led["params"], name)
+        for k in ("weights", "optimizer", "gradients"):
+            with self.subTest(run=name, per_param=k):
+                self.assertAlmostEqual(pp[k], led["bytes_per_param"][k], delta=0.1)
+        return led, mem
+
+    def test_mlp_fp32_adamw(self):
+        _, mem = self.check_per_param("mlp_adamw")
+        self.assertIn("AdamW", mem["per_param"]["optimizer_kind"])
+        self.assertEqual(mem["evidence"], "pointers")
+
+    def test_mlp_sgd_momentum(self):
+        _, mem = self.check_per_param("mlp_sgd")
+        self.assertIn("SGD with momentum", mem["per_param"]["optimizer_kind"])
+
+    def test_mlp_mixed_precision(self):
+        _, mem = self.check_per_param("mlp_bf16")
+        self.assertIn("mixed precision", mem["per_param"]["weights_kind"])
+
+    def test_mlp_inference(self):
+        led, mem = self.check("mlp_inference")
+        self.assertEqual(mem["at_peak"]["optimizer"] + mem["at_peak"]["gradients"], 0)
+
+    def test_mlp_checkpointing(self):
+        led_on, mem_on = self.check("mlp_checkpoint")
+        led_off, mem_off = self.check("mlp_no_checkpoint")
+        # the ledgers say checkpointing saves activations (both peaks are in training, so
+        # some are live); the analyzer must see it too
+        self.assertGreater(led_on["peak_by_purpose"]["activations"], 0)
+        self.assertLess(led_on["peak_by_purpose"]["activations"],
+                        led_off["peak_by_purpose"]["activations"])
+        self.assertLess(mem_on["at_peak"]["activations"], mem_off["at_peak"]["activations"])
+
+    def test_gpt_arenas_with_nvtx_regions(self):
+        self.check_per_param("gpt_nvtx")
+
+    def test_gpt_arenas_from_pointers_alone(self):
+        _, mem = self.check_per_param("gpt_fp32")
+        self.assertEqual(mem["evidence"], "pointers")
+        whys = {a["why"] for a in mem["at_peak_allocations"]}
+        self.assertFalse(any("NVTX" in w for w in whys), whys)
+
+    def test_gpt_mixed_precision_arenas(self):
+        _, mem = self.check_per_param("gpt_bf16")
+        self.assertIn("mixed precision", mem["per_param"]["weights_kind"])
+
+
+class At(unittest.TestCase):
+    def test_at_step_and_time(self):
+        trace = os.path.join(tmpdir(), "at.anat")
+        r = anatomist("run", "--sim", "-q", "-o", trace, "--", sample("train_mlp"), *MLP_SMALL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rep = report_json(trace)
+        peaks = rep["memory"]["step_peaks"]
+        self.assertEqual(len(peaks), 3)
+        a = anatomist("report", trace, "--json", "--at", "step:2")
+        self.assertEqual(a.returncode, 0, a.stderr)
+        import json
+        at = json.loads(a.stdout)["memory"]["at"]
+        self.assertEqual(at["total_bytes"], peaks[1]["peak_bytes"])
+        self.assertEqual(sum(at["by_category"].values()), at["total_bytes"])
+        # before anything was allocated nothing is live; a bad spec is a usage error
+        b = json.loads(anatomist("report", trace, "--json", "--at", "0ns").stdout)["memory"]["at"]
+        self.assertEqual(b["total_bytes"], 0)
+        for bad in ("step:0", "step:99", "later"):
+            e = anatomist("report", trace, "--at", bad)
+            self.assertEqual(e.returncode, 2, bad)
+            self.assertIn("--at", e.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
