@@ -56,7 +56,7 @@ static const char *const ana_mc_why_text[W_COUNT] = {
     [W_UNTOUCHED] = "kept across steps, but no call in a step used it",
     [W_NO_STEPS] = "no steps were found: lifetimes and phases say nothing",
     [W_TAIL_FWD] = "made in the forward of the step that failed",
-    [W_TAIL_OTHER] = "made in the step that failed, outside its forward",
+    [W_TAIL_OTHER] = "made in the step that failed, not for its forward kernels",
 };
 
 const char *ana_memcat_why(int why)
@@ -144,24 +144,15 @@ static uint8_t ana_mc_hinted(const ana_mc_ctx *c, const ana_api_call *call)
          : h & ANA_HINT_OPTIMIZER ? ANA_PHASE_OPTIMIZER : ANA_PHASE_UNDECIDED;
 }
 
-/* The phase the kernel names say the run was in at `time`, after the last step: that of
- * the first hinted launch after it (an allocation is made for the work that follows, as
- * inside steps), else of the latest hinted launch since the last step ended. */
+/* The phase of the work an allocation made after the last step was made for: that of
+ * the first hinted launch after it (as inside steps); undecided when none followed —
+ * in a step that died, the work it was made for never ran. */
 static uint8_t ana_mc_tail_phase(const ana_mc_ctx *c, uint64_t time_ns)
 {
-    uint64_t since = c->n ? c->s->steps[c->n - 1].end_ns : 0;
-    size_t first = c->t->n_calls;
-    for (size_t i = 0; i < c->t->n_calls; i++)
-        if (c->t->calls[i].time_ns >= time_ns) {
-            first = i;
-            break;
-        }
-    for (size_t i = first; i < c->t->n_calls; i++) {
-        uint8_t ph = ana_mc_hinted(c, &c->t->calls[i]);
-        if (ph != ANA_PHASE_UNDECIDED)
-            return ph;
-    }
-    for (size_t i = first; i-- > 0 && c->t->calls[i].time_ns >= since;) {
+    size_t i = 0;
+    while (i < c->t->n_calls && c->t->calls[i].time_ns < time_ns)
+        i++;
+    for (; i < c->t->n_calls; i++) {
         uint8_t ph = ana_mc_hinted(c, &c->t->calls[i]);
         if (ph != ANA_PHASE_UNDECIDED)
             return ph;

@@ -22,7 +22,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import anatomist, ledger, report_json, sample, tmpdir  # noqa: E402
+from common import anatomist, dump, ledger, of, report_json, sample, tmpdir  # noqa: E402
 
 CATS = ("weights", "optimizer", "gradients", "activations", "temporary", "functionality")
 CUBLAS_DEFAULT_WORKSPACE = 32 << 20  # docs/sim.md
@@ -125,6 +125,77 @@ class Categories(unittest.TestCase):
     def test_gpt_mixed_precision_arenas(self):
         _, mem = self.check_per_param("gpt_bf16")
         self.assertIn("mixed precision", mem["per_param"]["weights_kind"])
+
+
+class OutOfMemory(unittest.TestCase):
+    """train_mlp --grow-batch doubles its batch every step until a cudaMalloc fails, then
+    prints its ledger (what it had live, by purpose; which of its functions asked; the step
+    and phase) and SIGKILLs itself at once. The caps make it fail in forward, in the loss
+    and in backward (docs/samples.md)."""
+
+    PHASE = {"forward": "forward", "loss": "forward", "backward": "backward",
+             "optimizer": "optimizer"}
+
+    def postmortem(self, cap):
+        trace = os.path.join(tmpdir(), f"oom-{cap}.anat")
+        r = anatomist("run", "--sim", "--sim-memory", cap, "-q", "-o", trace, "--",
+                      sample("train_mlp"), "--grow-batch", "--kill-on-oom", timeout=300)
+        self.assertEqual(r.returncode, 128 + 9, r.stderr)  # killed by SIGKILL
+        led = ledger(r.stdout)
+        o = anatomist("oom", trace, "--json")
+        self.assertEqual(o.returncode, 0, o.stderr)
+        import json
+        return trace, led, json.loads(o.stdout), anatomist("oom", trace).stdout
+
+    def check(self, cap):
+        trace, led, oom, text = self.postmortem(cap)
+        fail = led["failed_alloc"]
+        # the trace is complete although the process died the instant after the failure:
+        # every allocation and free the program made, the failed one, and what the device
+        # said was free right after it
+        recs = dump(trace, ended="truncated")
+        allocs = of(recs, "ALLOC")
+        self.assertEqual(sum(a["ret"] == 0 for a in allocs), led["alloc_calls"])
+        self.assertEqual(sum(f["ret"] == 0 for f in of(recs, "FREE")), led["free_calls"])
+        failed = [a for a in allocs if a["ret"] != 0]
+        self.assertEqual([a["size"] for a in failed], [fail["bytes"]])
+        self.assertEqual(len([m for m in of(recs, "MEMINFO") if m["reason"] == 1]), 1)
+        # the post-mortem: the request, where, and what was live by category
+        self.assertEqual(oom["requested_bytes"], fail["bytes"])
+        self.assertEqual(oom["api"], "cudaMalloc")
+        self.assertEqual(oom["step"], fail["step"])
+        self.assertEqual(oom["phase"], self.PHASE[fail["phase"]])
+        funcs = [f.get("function") or "" for f in oom["stack"]]
+        self.assertTrue(any(fail["site"] in fn for fn in funcs), (fail["site"], funcs))
+        self.assertIn(fail["site"], text)
+        live, want = oom["live"], fail["live_by_purpose"]
+        total = sum(live.values())
+        self.assertEqual(total, sum(want.values()))
+        for c in CATS:
+            with self.subTest(cap=cap, category=c):
+                self.assertLessEqual(abs(live[c] - want[c]), 0.05 * want[c] if want[c] else 0,
+                                     (live, want))
+        self.assertLessEqual(live["unattributed"], 0.05 * total)
+        dominant = max(CATS, key=lambda c: want[c])
+        self.assertEqual(max(CATS, key=lambda c: live[c]), dominant)
+        self.assertIn(dominant, text)
+        # at least one technique saves the shortfall, by the post-mortem's own figures
+        self.assertEqual(oom["kind"], "exhaustion")
+        self.assertEqual(oom["shortfall_bytes"], oom["requested_bytes"] - oom["free_bytes"])
+        covering = [f for f in oom["fits"] if f["covers"]]
+        self.assertTrue(covering, oom["fits"])
+        for f in covering:
+            self.assertGreaterEqual(f["bytes_saved"], oom["shortfall_bytes"])
+        return led, oom
+
+    def test_fails_in_forward(self):
+        self.check("33MiB")
+
+    def test_fails_in_the_loss(self):
+        self.check("34MiB")
+
+    def test_fails_in_backward(self):
+        self.check("32MiB")
 
 
 class At(unittest.TestCase):
