@@ -17,7 +17,7 @@ enum ana_mc_why {
     W_AFTER_LEAK, W_BETWEEN, W_ACT_STEP, W_GRAD_STEP, W_TEMP_STEP, W_TEMP_INFER,
     W_WEIGHTS_FWD_OPT, W_GRADS_BWD_OPT, W_MASTER, W_OPT_ONLY, W_WEIGHTS_FROZEN, W_ACT_ARENA,
     W_INPUT, W_TEMP_INFER_BUF, W_TEMP_BWD, W_UNDECIDED, W_OPT_UNDECIDED, W_LIFE_OPT, W_LIFE_GRAD,
-    W_LIFE_WEIGHTS, W_UNTOUCHED, W_NO_STEPS, W_TAIL_FWD, W_TAIL_OTHER,
+    W_LIFE_WEIGHTS, W_UNTOUCHED, W_NO_STEPS, W_TAIL_FWD, W_TAIL_OTHER, W_TAIL_REPEAT,
     W_COUNT
 };
 
@@ -57,6 +57,8 @@ static const char *const ana_mc_why_text[W_COUNT] = {
     [W_NO_STEPS] = "no steps were found: lifetimes and phases say nothing",
     [W_TAIL_FWD] = "made in the forward of the step that failed",
     [W_TAIL_OTHER] = "made in the step that failed, not for its forward kernels",
+    [W_TAIL_REPEAT] = "made in the step that failed where the step before made the same "
+                      "allocation (same call stack, same place in the sequence): its category",
 };
 
 const char *ana_memcat_why(int why)
@@ -266,6 +268,50 @@ static void ana_mc_decide_one(const ana_mc_ctx *c, ana_mc_alloc *a)
     ana_mc_across(c, a);
 }
 
+/* Steps repeat: the k-th allocation made after the last complete step (in the step that
+ * failed) is the k-th of the same sequence in the step before, and takes its category —
+ * what the step before did with it (released it before backward, say) is evidence the
+ * dying step never got to give. The sequence before starts at the latest earlier
+ * allocation with the first one's call stack (no earlier than the start of the step
+ * before the last); it is followed while the stacks agree. Library allocations are
+ * skipped on both sides. Allocations are in the order they were made. */
+static void ana_mc_repeat_last_step(const ana_mc_ctx *c, ana_memcat *m)
+{
+    if (c->n == 0 || c->fail_idx == SIZE_MAX)
+        return;
+    uint64_t last_end = c->s->steps[c->n - 1].end_ns;
+    uint64_t floor_ns = c->s->steps[c->n >= 2 ? c->n - 2 : 0].start_ns;
+    size_t first = 0;
+    while (first < m->n_allocs && (c->mem->lives[m->allocs[first].life].t_alloc < last_end ||
+                                   m->allocs[first].why == W_LIBRARY))
+        first++;
+    if (first == m->n_allocs)
+        return;
+    uint64_t stack0 = c->mem->lives[m->allocs[first].life].stack;
+    size_t p = first;
+    while (p-- > 0 && c->mem->lives[m->allocs[p].life].t_alloc >= floor_ns)
+        if (c->mem->lives[m->allocs[p].life].stack == stack0)
+            break;
+    if (p == SIZE_MAX || c->mem->lives[m->allocs[p].life].t_alloc < floor_ns || !stack0)
+        return;
+    for (size_t i = first; i < m->n_allocs && p < first; i++, p++) {
+        while (i < m->n_allocs && m->allocs[i].why == W_LIBRARY)
+            i++;
+        while (p < first && m->allocs[p].why == W_LIBRARY)
+            p++;
+        if (i == m->n_allocs || p == first)
+            return;
+        ana_mc_alloc *a = &m->allocs[i];
+        const ana_mc_alloc *q = &m->allocs[p];
+        if (c->mem->lives[q->life].stack != c->mem->lives[a->life].stack)
+            return; /* the sequences part */
+        if (a->why == W_TAIL_FWD || a->why == W_TAIL_OTHER) {
+            a->cat = q->cat;
+            a->why = W_TAIL_REPEAT;
+        }
+    }
+}
+
 void ana_mc_decide(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m)
 {
     ana_mc_ctx c;
@@ -274,5 +320,6 @@ void ana_mc_decide(const ana_trace *t, const ana_steps *s, const ana_mem_result 
         ana_mc_alloc *a = &m->allocs[i];
         ana_mc_decide_one(&c, a);
     }
+    ana_mc_repeat_last_step(&c, m);
     ana_mc_ctx_free(&c);
 }

@@ -723,14 +723,16 @@ template <typename X> static void layer_forward(int l, const void *in, void *out
 enum keep { KEEP_ALL, KEEP_SEGMENT_INPUTS, KEEP_NONE };
 
 // act[0..NL] as buffers of purpose `p`: activations when training (saved for
-// backward), temporaries when evaluating or inferring. A dropped input is NULL.
+// backward), temporaries when evaluating or inferring. A dropped input is NULL. The
+// logits act[NL] are temporary in every case: the loss consumes them and releases them
+// before backward begins, so nothing saves them for backward.
 template <typename X> ALLOCATES static void forward(const float *x_host, enum purpose p, enum keep which)
 {
     SITE();
     act[0] = dev_alloc((size_t)B * D * ES, p);
     upload<X>(act[0], x_host, (size_t)B * D);
     for (int l = 0; l < NL; l++) {
-        act[l + 1] = dev_alloc((size_t)B * dim_out(l) * ES, p);
+        act[l + 1] = dev_alloc((size_t)B * dim_out(l) * ES, l == NL - 1 ? TEMPORARY : p);
         layer_forward<X>(l, act[l], act[l + 1]);
         if (which == KEEP_NONE || (which == KEEP_SEGMENT_INPUTS && l % CKPT_SEGMENT != 0)) {
             dev_free(act[l]);

@@ -186,6 +186,14 @@ class OutOfMemory(unittest.TestCase):
         self.assertTrue(covering, oom["fits"])
         for f in covering:
             self.assertGreaterEqual(f["bytes_saved"], oom["shortfall_bytes"])
+        # and the peak of the whole run, as for every sample
+        mem = report_json(trace)["memory"]
+        self.assertEqual(mem["peak_bytes"], led["peak_bytes"])
+        for c in CATS:
+            want_c = led["peak_by_purpose"][c]
+            with self.subTest(cap=cap, peak_category=c):
+                self.assertLessEqual(abs(mem["at_peak"][c] - want_c), 0.05 * want_c)
+        self.assertLessEqual(mem["at_peak"]["unattributed"], 0.05 * mem["peak_bytes"])
         return led, oom
 
     def test_fails_in_forward(self):
