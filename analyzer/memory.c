@@ -314,15 +314,15 @@ static void ana_mem_on_failure(ana_mem_result *res, const ana_mem_state *st, con
                                ana_u64map *pending)
 {
     res->failures_total++;
-    if (res->n_failures >= ANA_MEM_MAX_FAILURES)
-        return;
-    ana_mem_failure *f = &res->failures[res->n_failures];
+    /* Full: the last slot takes the newest, so the failure that ended a run is kept. */
+    size_t slot = res->n_failures < ANA_MEM_MAX_FAILURES ? res->n_failures++ : ANA_MEM_MAX_FAILURES - 1;
+    ana_mem_failure *f = &res->failures[slot];
     memset(f, 0, sizeof(*f));
     f->ev = *e;
     f->idx = st->now_idx;
     f->live_bytes = st->bytes[ANA_MEM_DEVICE];
     f->host_live_bytes = st->bytes[ANA_MEM_HOST_PINNED];
-    ana_u64map_put(pending, e->tid, res->n_failures++);
+    ana_u64map_put(pending, e->tid, slot);
 }
 
 /* A MEMINFO with reason 1 belongs to the latest failed allocation of its thread. */

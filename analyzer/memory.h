@@ -110,7 +110,7 @@ typedef struct ana_mem_result {
     size_t n_leaks;
     ana_mem_group *peak_sites; /* device allocations live at the peak, by bytes desc */
     size_t n_peak_sites;
-    ana_mem_failure *failures; /* in time order, the first ANA_MEM_MAX_FAILURES */
+    ana_mem_failure *failures; /* in time order: the first ANA_MEM_MAX_FAILURES - 1 and the last */
     size_t n_failures;
     uint64_t failures_total;
     uint64_t peak_by_lib[ANA_MEM_LIBS]; /* device bytes live at the peak, by library */

@@ -36,7 +36,7 @@ static void ana_ro_text_head(FILE *o, const ana_report *r, const ana_oom *x)
     char api[32], err[32], sz[32], tm[32], a[32], b[32], c[32];
     fprintf(o, "\nOut of memory (the last of %llu out-of-memory failure%s%s)\n",
             (unsigned long long)x->failures, x->failures == 1 ? "" : "s",
-            x->failures_cut ? " among the first kept" : "");
+            x->failures_cut ? " kept: the first 999 and the last" : "");
     ana_fmt_ns(ana_trace_rel_ns(r->t, f->ev.time_ns), tm, sizeof(tm));
     fprintf(o, "  %s of %s (%llu bytes) at %s: %s\n",
             ana_report_api_name(f->ev.api, api, sizeof(api)), ana_ro_b(f->ev.size, sz),

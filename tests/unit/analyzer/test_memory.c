@@ -140,3 +140,26 @@ Test(memory, empty)
     cr_expect_eq(r.n_leaks, 0);
     ana_mem_result_free(&r);
 }
+
+/* More failures than are kept: the first ones and the very last stay, so the failure that
+ * ended a run is never lost. */
+Test(memory, the_last_failure_is_always_kept)
+{
+    enum { N = ANA_MEM_MAX_FAILURES + 500 };
+    static ana_mev ev[N + 1];
+    ev[0] = ev_alloc(1, 0x1000, 64, 0, DEV);
+    for (size_t i = 1; i <= N; i++) {
+        ev[i] = ev_alloc(1 + i, 0, 100 + i, 0, DEV);
+        ev[i].ret = 2;
+    }
+    ana_mem_result r;
+    ana_mem_replay(ev, N + 1, &r);
+    cr_assert_eq(r.failures_total, N);
+    cr_assert_eq(r.n_failures, ANA_MEM_MAX_FAILURES);
+    cr_expect_eq(r.failures[0].ev.size, 101);
+    cr_expect_eq(r.failures[ANA_MEM_MAX_FAILURES - 2].ev.size, 100 + ANA_MEM_MAX_FAILURES - 1);
+    cr_expect_eq(r.failures[ANA_MEM_MAX_FAILURES - 1].ev.size, 100 + N);
+    cr_expect_eq(r.failures[ANA_MEM_MAX_FAILURES - 1].idx, N);
+    cr_expect_eq(r.failures[ANA_MEM_MAX_FAILURES - 1].live_bytes, 64);
+    ana_mem_result_free(&r);
+}
