@@ -175,9 +175,9 @@ static int ana_mc_training(const ana_trace *t, const ana_steps *s)
  * pass: its undecided uses are forward. (In training, the undecided stretch between the
  * last forward-named kernel and the first backward-named one holds forward work — the
  * loss, the last bias — and backward work alike — the first gradient GEMMs launched by a
- * library with neutral kernel names —, so it stays undecided.) Before the first
- * step, a kernel that takes the allocation or a copy that reads it means its contents
- * mattered before training began (a master copy cast to 16 bits, say). */
+ * library with neutral kernel names —, so it stays undecided.) Before the first step, a
+ * GEMM or a copy that reads the allocation means its contents mattered before training
+ * began; a kernel parameter does not count, as it may as well be a fill of zeros. */
 static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training, ana_mc_alloc *a,
                             const ana_ptr_use *u)
 {
@@ -189,8 +189,7 @@ static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training
         a->flags |= ANA_MCF_WORKSPACE;
     if (step == -1 && h2d && s->n_steps)
         a->flags |= ANA_MCF_LOADED;
-    if (step == -1 && s->n_steps && (u->kind == ANA_USE_KERNEL || u->kind == ANA_USE_GEMM_IN ||
-                                     u->kind == ANA_USE_COPY_SRC))
+    if (step == -1 && s->n_steps && (u->kind == ANA_USE_GEMM_IN || u->kind == ANA_USE_COPY_SRC))
         a->flags |= ANA_MCF_READ_EARLY;
     if (step < 0 || (size_t)step >= s->n_steps || u->kind == ANA_USE_SET)
         return;

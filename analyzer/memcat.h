@@ -46,13 +46,14 @@ enum {
     ANA_MCF_SEGMENT = 4,     /* made by a caching allocator (PyTorch's) */
     ANA_MCF_WORKSPACE = 8,   /* handed to a library as its workspace */
     ANA_MCF_TOUCHED = 16,    /* at least one call used it (any phase, any time) */
-    ANA_MCF_READ_EARLY = 32, /* a kernel took it, or a copy read it, before the first step */
+    ANA_MCF_READ_EARLY = 32, /* a GEMM or a copy read it before the first step */
 };
 
 /* One device allocation (a life of the replay with cls ANA_MEM_DEVICE). */
 typedef struct ana_mc_alloc {
     size_t life;               /* index into ana_mem_result.lives */
-    int32_t step_alloc, step_free; /* -1 before the first step; n_steps after the last or never freed */
+    int32_t step_alloc, step_free; /* -1 before the first step, -2 between two steps;
+                                    * n_steps after the last or never freed */
     uint8_t phase_alloc, phase_free; /* enum ana_phase (undecided outside steps) */
     uint8_t use_phases;        /* bit (1 << enum ana_phase): used in a step in that phase */
     uint8_t flags;             /* ANA_MCF_* */

@@ -39,8 +39,8 @@ static const char *const ana_mc_why_text[W_COUNT] = {
     [W_TEMP_INFER] = "made and released within a step of a run without backward",
     [W_WEIGHTS_FWD_OPT] = "read in forward and updated by the optimizer",
     [W_GRADS_BWD_OPT] = "used in backward and by the optimizer, never in forward",
-    [W_MASTER] = "loaded or read before the first step, then used only by the optimizer "
-                 "(a master copy)",
+    [W_MASTER] = "loaded or read (by a GEMM or a copy) before the first step, then used "
+                 "only by the optimizer (a master copy)",
     [W_OPT_ONLY] = "used only by the optimizer, neither loaded nor read before the first step",
     [W_WEIGHTS_FROZEN] = "loaded before the first step, read in steps, never updated",
     [W_ACT_ARENA] = "kept across steps, used in forward and in backward (reused every step)",

@@ -206,6 +206,30 @@ class OutOfMemory(unittest.TestCase):
         self.check("32MiB")
 
 
+class CachingAllocator(unittest.TestCase):
+    """A segment obtained by code in libc10_cuda.so (a stand-in for PyTorch's allocator,
+    tests/scenario/fake_c10.c) holds tensors the trace cannot see: unattributed, counted
+    apart; the probe's own buffer is not a segment."""
+
+    def test_segments_are_unattributed(self):
+        from common import BUILD, clean_env, run
+        probe = os.path.join(BUILD, "tests", "scenario_segment_probe")
+        trace = os.path.join(tmpdir(), "seg.anat")
+        env = clean_env(LD_LIBRARY_PATH=os.path.join(BUILD, "tests", "c10"))
+        r = run([os.path.join(BUILD, "bin", "anatomist"), "run", "--sim", "-q", "-o", trace,
+                 "--", probe], env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        own, seg = (int(w.split("=")[1]) for w in r.stdout.split()[1:3])
+        mem = report_json(trace)["memory"]
+        self.assertEqual(mem["peak_bytes"], own + seg)
+        self.assertEqual(mem["caching_allocator"], {"segments_at_peak": 1, "bytes_at_peak": seg})
+        self.assertGreaterEqual(mem["at_peak"]["unattributed"], seg)
+        rows = {a["bytes"]: a for a in mem["at_peak_allocations"]}
+        self.assertEqual(rows[seg]["category"], "unattributed")
+        self.assertIn("caching-allocator segment", rows[seg]["why"])
+        self.assertNotIn("caching-allocator", rows[own]["why"])
+
+
 class At(unittest.TestCase):
     def test_at_step_and_time(self):
         trace = os.path.join(tmpdir(), "at.anat")
