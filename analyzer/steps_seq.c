@@ -201,6 +201,15 @@ static void ana_st_period_try(const ana_st *st, const size_t *occ, size_t c, ana
     }
 }
 
+/* 1 when the window holds a kernel launch: a step of copies alone is no training step. */
+static int ana_st_has_launch(const ana_st *st, ana_st_seq w)
+{
+    for (size_t i = w.a; i < w.b; i++)
+        if (st->t->calls[i].kind == ANA_K_LAUNCH)
+            return 1;
+    return 0;
+}
+
 /* A key and a call index, sorted by both: the calls of each key in order. */
 typedef struct ana_st_pair {
     uint64_t k;
@@ -252,7 +261,8 @@ int ana_st_period(ana_st *st, char *why, size_t cap)
         for (size_t o = 0; o < k->count; o++)
             occ[o] = v[k->off + o].i;
         ana_st_period_try(st, occ, k->count, &c);
-        int ok = c.n_win >= 2 && 2 * c.covered > st->n - c.win[0].a;
+        int ok = c.n_win >= 2 && 2 * c.covered > st->n - c.win[0].a && c.p >= 2 &&
+                 ana_st_has_launch(st, c.win[c.n_win - 1]);
         if (ok && (!best.win || c.covered > best.covered || (c.covered == best.covered && c.p < best.p))) {
             free(best.win);
             best = c;
@@ -264,7 +274,7 @@ int ana_st_period(ana_st *st, char *why, size_t cap)
     free(kr);
     free(v);
     if (!best.win) {
-        snprintf(why, cap, "%s", nk ? "the launch sequence has no period that repeats over most of it"
+        snprintf(why, cap, "%s", nk ? "no period of 2+ calls with a launch repeats over most of the launches"
                                     : "no launch repeats");
         return 0;
     }
