@@ -244,6 +244,10 @@ class FixtureTest(CliTest):
         self.assertEqual(rep["memory"]["live_at_end_bytes"], end)
         if max_total is not None:
             self.assertEqual(rep["memory"]["peak_bytes"], max_total)
+        # the memory anatomy accounts for every byte at the peak; a trace has no kernel
+        # pointers, so only lifetimes speak (docs/memory-anatomy.md)
+        self.assertEqual(sum(rep["memory"]["at_peak"].values()), peak)
+        self.assertEqual(rep["memory"]["evidence"], "lifetimes")
         # ProfilerStep ranges, and steps found from them when they repeat
         steps = expected_steps(events)
         ranges = {r["name"]: r["host_ns"] for r in rep["ranges"] if r["name"] in steps}
