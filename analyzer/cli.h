@@ -22,6 +22,10 @@ int ana_cli_usage_error(const char *cmd, const char *fmt, ...)
  * c is what it returned, '?' (unknown) or ':' (value missing). Returns ANA_EXIT_BAD. */
 int ana_cli_bad_option(const char *cmd, char **argv, int c);
 
+/* --top N: rows per ranked list, 0 = all (at most 1000000). 0, or ANA_EXIT_BAD with the
+ * usage message printed. */
+int ana_cli_top(const char *cmd, const char *arg, size_t *top);
+
 /* The one TRACE operand left after option parsing (argv[optind]); NULL, with the usage
  * message printed, when there is none or more than one. */
 const char *ana_cli_one_trace(const char *cmd, int argc, char **argv);

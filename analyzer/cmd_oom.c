@@ -72,17 +72,14 @@ int ana_cmd_oom(int argc, char **argv)
     };
     ana_report_opts ro = { .top = 10, .symbols = 1, .min_gap_ns = ANA_GPU_MIN_GAP_NS };
     int json = 0, c;
-    uint64_t top;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case ANA_OOM_OPT_JSON: json = 1; break;
         case ANA_OOM_OPT_NO_SYMBOLS: ro.symbols = 0; break;
         case ANA_OOM_OPT_TOP:
-            if (ana_parse_uint(optarg, 1000000, &top) != 0)
-                return ana_cli_usage_error("oom", "oom: --top wants a number of rows "
-                                                  "(0 = all), not '%s'", optarg);
-            ro.top = (size_t)top;
+            if (ana_cli_top("oom", optarg, &ro.top) != 0)
+                return ANA_EXIT_BAD;
             break;
         case 'h': fputs(ana_oom_usage, stdout); return ANA_EXIT_OK;
         default: return ana_cli_bad_option("oom", argv, c);

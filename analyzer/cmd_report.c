@@ -65,17 +65,14 @@ int ana_cmd_report(int argc, char **argv)
     };
     ana_report_opts ro = { .top = 10, .symbols = 1, .min_gap_ns = ANA_GPU_MIN_GAP_NS };
     int json = 0, c;
-    uint64_t top;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case ANA_OPT_JSON: json = 1; break;
         case ANA_OPT_NO_SYMBOLS: ro.symbols = 0; break;
         case ANA_OPT_TOP:
-            if (ana_parse_uint(optarg, 1000000, &top) != 0)
-                return ana_cli_usage_error("report", "report: --top wants a number of rows "
-                                                     "(0 = all), not '%s'", optarg);
-            ro.top = (size_t)top;
+            if (ana_cli_top("report", optarg, &ro.top) != 0)
+                return ANA_EXIT_BAD;
             break;
         case ANA_OPT_MIN_GAP:
             if (ana_parse_duration(optarg, &ro.min_gap_ns) != 0)

@@ -65,6 +65,16 @@ int ana_cli_bad_option(const char *cmd, char **argv, int c)
     return ana_cli_usage_error(cmd, "%s: unknown option '%s'", cmd, arg);
 }
 
+int ana_cli_top(const char *cmd, const char *arg, size_t *top)
+{
+    uint64_t v;
+    if (ana_parse_uint(arg, 1000000, &v) != 0)
+        return ana_cli_usage_error(cmd, "%s: --top wants a number of rows (0 = all), not '%s'",
+                                   cmd, arg);
+    *top = (size_t)v;
+    return 0;
+}
+
 const char *ana_cli_one_trace(const char *cmd, int argc, char **argv)
 {
     if (optind >= argc) {
