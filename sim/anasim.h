@@ -190,6 +190,14 @@ ANASIM_PRIVATE_API CUresult anasim_kernel_launch(const anasim_launch *req);
 /* The mangled device name of a kernel handle (valid while its module is registered);
  * CUDA_ERROR_INVALID_HANDLE for anything else, CUDA_ERROR_INVALID_VALUE for a NULL name. */
 ANASIM_PRIVATE_API CUresult anasim_kernel_name(const void *func, const char **name);
+/* Offset and size of parameter `index` of a kernel handle (cuFuncGetParamInfo): read from
+ * the kernel's cubin (docs/sim.md, "Kernel parameters"). CUDA_ERROR_INVALID_HANDLE for
+ * anything but a loaded kernel, CUDA_ERROR_INVALID_VALUE for an index past the last
+ * parameter or a NULL offset, CUDA_ERROR_NOT_SUPPORTED when no uncompressed cubin
+ * describes the kernel (a library kernel has none), CUDA_ERROR_INVALID_IMAGE for an image
+ * nvcc does not make. `size` may be NULL. */
+ANASIM_PRIVATE_API CUresult anasim_kernel_param_info(const void *func, size_t index,
+                                                     size_t *offset, size_t *size);
 
 /* Kernels of the sim's libraries (libcublas.so.13, libcublasLt.so.13, libnccl.so.2), which
  * have no module: the kernel handle (a CUfunction for cuLaunchKernel & co, and for

@@ -16,6 +16,10 @@
  * one CUpti_ActivityKernel10 when an observer wants it, handed over after the lock is
  * released. On a capturing stream a launch becomes a graph node instead.
  *
+ * Parameter layouts (cudaFuncGetParamInfo, and the driver's cuFuncGetParamInfo through
+ * anasim_kernel_param_info) are read from the module's cubin (cubin.c) on the first query
+ * for a kernel and kept with its record.
+ *
  * The driver's launches (cuLaunchKernel & co, sim/driver/launch.c) take the same path
  * through anasim_kernel_launch, with a kernel handle (cudaGetFuncBySymbol, cudaGetKernel)
  * instead of a host stub and driver return codes.
@@ -37,6 +41,9 @@ struct sim_kernel {
     int loaded;
     int max_dynamic_smem;
     int carveout;
+    int params_read;             /* the cubin was read: params_err, params */
+    cudaError_t params_err;
+    struct ana_sim_params params;
 };
 
 struct sim_symbol {
@@ -446,6 +453,15 @@ ANASIM_PRIVATE_API CUresult anasim_kernel_name(const void *func, const char **na
     return !k ? CUDA_ERROR_INVALID_HANDLE : name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+ANASIM_PRIVATE_API CUresult anasim_kernel_param_info(const void *func, size_t index,
+                                                     size_t *offset, size_t *size)
+{
+    cudaError_t err = ana_sim_kernel_param_info(func, 1, index, offset, size);
+    /* The other codes share their numbers with the driver's (INVALID_VALUE, NOT_SUPPORTED,
+     * INVALID_IMAGE). */
+    return err == cudaErrorInvalidDeviceFunction ? CUDA_ERROR_INVALID_HANDLE : (CUresult)err;
+}
+
 static cudaError_t get_kernel(cudaKernel_t *kernel, const void *hostFun)
 {
     if (!kernel)
@@ -660,6 +676,40 @@ static cudaError_t func_get_name(const char **name, const void *func)
 ANA_SIM_API cudaError_t cudaFuncGetName(const char **name, const void *func)
 {
     ANA_SIM_TRACED(cudaFuncGetName, v12030, func_get_name(name, func), name, func);
+}
+
+/* The layout is read on the first query, under the device lock (parsing is pure and
+ * bounded by the image), and kept for the kernel's lifetime: records are never freed. */
+cudaError_t ana_sim_kernel_param_info(const void *func, int handle_only, size_t index,
+                                      size_t *offset, size_t *size)
+{
+    ana_sim_enter();
+    struct sim_kernel *k = handle_only ? find_handle_locked(func) : find_kernel_locked(func);
+    cudaError_t err = k ? cudaSuccess : cudaErrorInvalidDeviceFunction;
+    if (k && !k->params_read) {
+        k->params_err = ana_sim_cubin_params(k->module ? *k->module : NULL, k->name,
+                                             &k->params);
+        k->params_read = 1;
+    }
+    if (k)
+        err = k->params_err;
+    if (err == cudaSuccess && (!offset || index >= k->params.count))
+        err = cudaErrorInvalidValue;
+    if (err == cudaSuccess) {
+        *offset = k->params.param[index].offset;
+        if (size)
+            *size = k->params.param[index].size;
+    }
+    ana_sim_leave();
+    return err;
+}
+
+ANA_SIM_API cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex,
+                                             size_t *paramOffset, size_t *paramSize)
+{
+    ANA_SIM_TRACED(cudaFuncGetParamInfo, v12040,
+                   ana_sim_kernel_param_info(func, 0, paramIndex, paramOffset, paramSize),
+                   func, paramIndex, paramOffset, paramSize);
 }
 
 /* Occupancy with the sim's fixed kernel resources (32 registers/thread, no static

@@ -154,6 +154,29 @@ uint64_t ana_sim_host_now_locked(void);
 /* Finds the device storage of a registered variable by its host shadow address. */
 int ana_sim_symbol_find_locked(const void *symbol, char **storage, size_t *size);
 
+/* ---- cubin.c: kernel parameter layouts from the embedded device code --------------- */
+struct ana_sim_param {
+    uint32_t offset, size;       /* bytes, in the kernel's parameter buffer */
+};
+struct ana_sim_params {
+    struct ana_sim_param *param; /* by parameter index; malloc'ed */
+    uint32_t count;
+};
+/* The parameters of the kernel `name` (mangled) from nvcc's fat binary wrapper (what
+ * __cudaRegisterFatBinary received): cudaSuccess and the layout (count 0: no
+ * parameters); cudaErrorNotSupported when no uncompressed cubin of the image describes
+ * the kernel; cudaErrorInvalidKernelImage when the image is not one nvcc makes. */
+cudaError_t ana_sim_cubin_params(const void *wrapper, const char *name,
+                                 struct ana_sim_params *out);
+
+/* kernel.c: offset and size of parameter `index` of a kernel, read from its cubin once
+ * and kept with the kernel. `func`: a host stub or a kernel handle, or with handle_only a
+ * kernel handle only (the driver's CUfunction/CUkernel). cudaErrorInvalidDeviceFunction
+ * for no loaded kernel, cudaErrorInvalidValue for an index past the last parameter or a
+ * NULL offset, the code of ana_sim_cubin_params when the layout cannot be read. */
+cudaError_t ana_sim_kernel_param_info(const void *func, int handle_only, size_t index,
+                                      size_t *offset, size_t *size);
+
 /* ---- device work: kernels, copies, sets (kernel.c, copy.c), graphs (graph.c) ------- */
 /* One unit of device work, as submitted to a stream or captured into a graph node. */
 enum ana_sim_op_kind { ANA_SIM_OP_KERNEL, ANA_SIM_OP_COPY, ANA_SIM_OP_PEER, ANA_SIM_OP_SET };

@@ -1,6 +1,7 @@
 /*
  * launch.c — the driver's kernel launches (cuLaunchKernel, cuLaunchKernelEx, their _ptsz
- * forms) and cuFuncGetName.
+ * forms), cuFuncGetName and the parameter layouts (cuFuncGetParamInfo, cuKernelGetParamInfo,
+ * read from the kernel's cubin by the runtime: anasim_kernel_param_info).
  *
  * A kernel is named by a handle the runtime gives out: cudaGetFuncBySymbol's
  * cudaFunction_t (a CUfunction, as CUDA lets the two be cast) or cudaGetKernel's
@@ -98,4 +99,21 @@ ANA_DRV_API CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 {
     cuFuncGetName_params p = { name, hfunc };
     ANA_DRV_RETURN_INIT(cuFuncGetName, &p, func_name(name, hfunc));
+}
+
+ANA_DRV_API CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
+                                        size_t *paramSize)
+{
+    cuFuncGetParamInfo_params p = { func, paramIndex, paramOffset, paramSize };
+    ANA_DRV_RETURN_INIT(cuFuncGetParamInfo, &p,
+                        anasim_kernel_param_info(func, paramIndex, paramOffset, paramSize));
+}
+
+/* A CUkernel is the same kernel record as a CUfunction here (cudaGetKernel's handle). */
+ANA_DRV_API CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex,
+                                          size_t *paramOffset, size_t *paramSize)
+{
+    cuKernelGetParamInfo_params p = { kernel, paramIndex, paramOffset, paramSize };
+    ANA_DRV_RETURN_INIT(cuKernelGetParamInfo, &p,
+                        anasim_kernel_param_info(kernel, paramIndex, paramOffset, paramSize));
 }

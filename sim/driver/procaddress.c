@@ -77,6 +77,8 @@ static const struct entry {
     E("cuLaunchKernelEx", 11060, 0, cuLaunchKernelEx),
     E("cuLaunchKernelEx", 11060, 1, cuLaunchKernelEx_ptsz),
     E("cuFuncGetName", 12030, 0, cuFuncGetName),
+    E("cuFuncGetParamInfo", 12040, 0, cuFuncGetParamInfo),
+    E("cuKernelGetParamInfo", 12040, 0, cuKernelGetParamInfo),
 #undef E
 };
 
