@@ -43,6 +43,8 @@ static const ana_config_var VARS[] = {
     { "ANATOMIST_NVTX", ANA_CFG_BOOL, "1", 0, 1, OFF(nvtx),
       "0 records no NVTX ranges, marks or names: the preload does not offer itself as the "
       "program's NVTX injection library." },
+    { "ANATOMIST_KERNEL_ARGS", ANA_CFG_BOOL, "1", 0, 1, OFF(kernel_args),
+      "0 records no kernel parameter words: LAUNCH records carry no device pointers (ptrs)." },
     { NULL, 0, NULL, 0, 0, 0, NULL },
 };
 

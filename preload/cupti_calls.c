@@ -50,14 +50,14 @@ REC(rt_launch)
 {
     P(cudaLaunchKernel_v7000_params);
     ana_rec_launch_done(c, api, r, ana_kernel_id_of_fn(p->func), p->gridDim, p->blockDim, p->sharedMem,
-                        U(p->stream));
+                        U(p->stream), &(ana_launch_args){ p->func, p->args, 0 });
     return 1;
 }
 REC(rt_launch_cooperative)
 {
     P(cudaLaunchCooperativeKernel_v9000_params);
     ana_rec_launch_done(c, api, r, ana_kernel_id_of_fn(p->func), p->gridDim, p->blockDim, p->sharedMem,
-                        U(p->stream));
+                        U(p->stream), &(ana_launch_args){ p->func, p->args, 0 });
     return 1;
 }
 REC(rt_launch_exc)
@@ -66,20 +66,21 @@ REC(rt_launch_exc)
     if (!p->config)
         return 0;
     ana_rec_launch_done(c, api, r, ana_kernel_id_of_fn(p->func), p->config->gridDim, p->config->blockDim,
-                        p->config->dynamicSmemBytes, U(p->config->stream));
+                        p->config->dynamicSmemBytes, U(p->config->stream),
+                        &(ana_launch_args){ p->func, p->args, 0 });
     return 1;
 }
 REC(rt_graph_launch)
 {
     P(cudaGraphLaunch_v10000_params);
-    ana_rec_launch_done(c, api, r, 0, d3(0, 0, 0), d3(0, 0, 0), 0, U(p->stream));
+    ana_rec_launch_done(c, api, r, 0, d3(0, 0, 0), d3(0, 0, 0), 0, U(p->stream), NULL);
     return 1;
 }
 REC(rt_stub_launch)
 {
     P(stub_launch_params);
     ana_rec_launch_done(c, api, r, ana_kernel_id_of_handle(p->kernel), p->grid, p->block, p->shmem,
-                        U(p->stream));
+                        U(p->stream), &(ana_launch_args){ p->kernel, p->args, 0 });
     return 1;
 }
 
@@ -242,7 +243,8 @@ REC(cu_launch) /* the kernel is named by its GPU_KERNEL record */
 {
     P(cuLaunchKernel_params);
     ana_rec_launch_done(c, api, r, 0, d3(p->gridDimX, p->gridDimY, p->gridDimZ),
-                        d3(p->blockDimX, p->blockDimY, p->blockDimZ), p->sharedMemBytes, U(p->hStream));
+                        d3(p->blockDimX, p->blockDimY, p->blockDimZ), p->sharedMemBytes, U(p->hStream),
+                        &(ana_launch_args){ p->f, p->kernelParams, 1 });
     return 1;
 }
 REC(cu_launch_ex)
@@ -252,13 +254,14 @@ REC(cu_launch_ex)
     if (!k)
         return 0;
     ana_rec_launch_done(c, api, r, 0, d3(k->gridDimX, k->gridDimY, k->gridDimZ),
-                        d3(k->blockDimX, k->blockDimY, k->blockDimZ), k->sharedMemBytes, U(k->hStream));
+                        d3(k->blockDimX, k->blockDimY, k->blockDimZ), k->sharedMemBytes, U(k->hStream),
+                        &(ana_launch_args){ p->f, p->kernelParams, 1 });
     return 1;
 }
 REC(cu_graph_launch)
 {
     P(cuGraphLaunch_params);
-    ana_rec_launch_done(c, api, r, 0, d3(0, 0, 0), d3(0, 0, 0), 0, U(p->hStream));
+    ana_rec_launch_done(c, api, r, 0, d3(0, 0, 0), d3(0, 0, 0), 0, U(p->hStream), NULL);
     return 1;
 }
 

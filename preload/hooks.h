@@ -66,8 +66,15 @@ void ana_rec_alloc_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t
                         uint64_t stream, uint64_t flags);
 /* FREE: the device is the thread's current one. */
 void ana_rec_free_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t stream);
+/* LAUNCH: `la` says where the launch's parameters are (NULL: not known, no ptrs). */
+typedef struct ana_launch_args {
+    const void *fn;  /* what the layout is asked of: a host stub or cudaKernel_t (runtime), a
+                      * CUfunction (driver) */
+    void **args;     /* the launch's parameter array (kernelParams); NULL: none */
+    int driver;      /* 1: fn is a CUfunction (cuFuncGetParamInfo) */
+} ana_launch_args;
 void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3 grid, dim3 block,
-                         uint64_t shmem, uint64_t stream);
+                         uint64_t shmem, uint64_t stream, const ana_launch_args *la);
 void ana_rec_memcpy_done(ana_call *c, uint32_t api, int r, uint64_t dst, uint64_t src, uint64_t bytes,
                          uint64_t dir, uint64_t stream);
 void ana_rec_memset_done(ana_call *c, uint32_t api, int r, uint64_t ptr, int64_t value, uint64_t bytes,
@@ -80,6 +87,16 @@ void ana_record_device_once(int ordinal, const struct cudaDeviceProp *p);
 /* The calling thread's current device, as last set through cudaSetDevice (0 by default). */
 int ana_current_device(void);
 void ana_set_current_device(int dev);
+
+/* ---- kargs.c: the parameter words of a launch that look like device pointers ---- */
+#define ANA_KARGS_MAX 64  /* most words one LAUNCH records */
+/* Widens the device address range [lowest, highest) by a successful allocation or map. */
+void ana_kargs_note_range(uint64_t ptr, uint64_t size);
+/* Fills ptrs/at (ANA_KARGS_MAX each) with the words of la's parameters that lie in the
+ * range, in offset order; returns how many. 0 when ANATOMIST_KERNEL_ARGS=0, without
+ * parameters, or before the function's layout is known. Hot path: no lock, no malloc
+ * (the first launch of a function asks CUDA for its layout). */
+uint32_t ana_kargs_collect(const ana_launch_args *la, uint64_t *ptrs, uint64_t *at);
 
 /* ---- driver entry points: hooks_driver.c (wrappers), hooks_dl.c (lookups) ----
  * Each wrapped driver function has one slot: its exported name, the base name and lowest

@@ -106,6 +106,9 @@ void ana_rec_alloc_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t
         after_failed_alloc(c);
     else if (r == 0)
         maybe_record_device();
+    /* cuMemCreate's ptr is a handle; its memory gets addresses when cuMemMap maps it. */
+    if (r == 0 && ana_api_is_device_alloc(api) && api != ANA_API_CU_MEM_CREATE)
+        ana_kargs_note_range(ptr, size);
     ana_leave(c);
 }
 
@@ -119,13 +122,15 @@ void ana_rec_free_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t 
 }
 
 void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3 grid, dim3 block,
-                         uint64_t shmem, uint64_t stream)
+                         uint64_t shmem, uint64_t stream, const ana_launch_args *la)
 {
     measure(c);
+    uint64_t ptrs[ANA_KARGS_MAX], at[ANA_KARGS_MAX];
+    uint32_t n = ana_kargs_collect(la, ptrs, at);
     ana_record rec = { .kind = ANA_K_LAUNCH, .time_ns = c->t0 };
     rec.u.launch = (ana_rec_launch){ api, r, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                      shmem, stream, c->stack, c->dur, c->corr, (uint64_t)c->via,
-                                     ana_tls_lib, ana_tls_libcall };
+                                     ana_tls_lib, ana_tls_libcall, { ptrs, n }, { at, n } };
     finish(c, &rec);
 }
 
@@ -153,6 +158,8 @@ void ana_rec_vmm_done(ana_call *c, uint32_t api, int r, uint64_t va, uint64_t si
                       uint64_t offset, int64_t device, uint64_t flags)
 {
     measure(c);
+    if (r == 0 && api == ANA_API_CU_MEM_MAP)
+        ana_kargs_note_range(va, size);
     ana_record rec = { .kind = ANA_K_VMM, .time_ns = c->t0 };
     rec.u.vmm = (ana_rec_vmm){ api, r, va, size, handle, offset, device, flags, c->stack, c->dur, c->corr,
                                (uint64_t)c->via, alloc_lib_of(c), ana_tls_libcall };

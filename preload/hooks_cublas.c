@@ -7,7 +7,9 @@
  * forms record the number of their 32-bit form. A GEMM record holds what the call says
  * (shape, transposes, leading dimensions, types) and what the handle says at the call
  * (stream and math mode, read with the real getters; the workspace set by
- * cublasSetWorkspace_v2, remembered here). A compute type given to a GemmEx-family entry
+ * cublasSetWorkspace_v2, remembered here) and, since 1.3, its pointers: A, B, C (D = C)
+ * as passed — the pointer-array batched forms' arrays themselves, not their elements —
+ * and the handle's workspace; cublasLtMatmul's own A, B, C, D and workspace. A compute type given to a GemmEx-family entry
  * point as a legacy cudaDataType_t (< 64, which cuBLAS still accepts) is recorded as the
  * cublasComputeType_t it stands for. A negative dimension (the call fails) is recorded as 0.
  *
@@ -35,7 +37,7 @@ void ana_lib_missing(const char *soname, const char *name, int *said)
 
 #define WS_SLOTS 1024u
 #define WS_GONE ((uintptr_t)1) /* a destroyed handle's slot, reusable */
-static struct { _Atomic uintptr_t handle; _Atomic uint64_t bytes; } ws[WS_SLOTS];
+static struct { _Atomic uintptr_t handle; _Atomic uint64_t bytes, ptr; } ws[WS_SLOTS];
 
 static uint32_t ws_hash(uintptr_t h) { return (uint32_t)((h * 0x9E3779B97F4A7C15ull) >> 40) & (WS_SLOTS - 1); }
 
@@ -51,7 +53,7 @@ static int ws_find(uintptr_t h)
     return -1;
 }
 
-static void ws_set(cublasHandle_t handle, uint64_t bytes)
+static void ws_set(cublasHandle_t handle, uint64_t ptr, uint64_t bytes)
 {
     uintptr_t h = (uintptr_t)handle;
     int s = ws_find(h);
@@ -60,8 +62,10 @@ static void ws_set(cublasHandle_t handle, uint64_t bytes)
         if ((k == 0 || k == WS_GONE) && atomic_compare_exchange_strong(&ws[p].handle, &k, h))
             s = (int)p;
     }
-    if (s >= 0)
+    if (s >= 0) {
         atomic_store_explicit(&ws[s].bytes, bytes, memory_order_relaxed);
+        atomic_store_explicit(&ws[s].ptr, ptr, memory_order_relaxed);
+    }
 }
 
 static uint64_t ws_get(cublasHandle_t handle)
@@ -70,11 +74,19 @@ static uint64_t ws_get(cublasHandle_t handle)
     return s < 0 ? 0 : atomic_load_explicit(&ws[s].bytes, memory_order_relaxed);
 }
 
+/* The workspace's address (GEMM.ws), 0 when none was set. */
+static uint64_t ws_ptr_get(cublasHandle_t handle)
+{
+    int s = ws_find((uintptr_t)handle);
+    return s < 0 ? 0 : atomic_load_explicit(&ws[s].ptr, memory_order_relaxed);
+}
+
 static void ws_forget(cublasHandle_t handle)
 {
     int s = ws_find((uintptr_t)handle);
     if (s >= 0) {
         atomic_store_explicit(&ws[s].bytes, 0, memory_order_relaxed);
+        atomic_store_explicit(&ws[s].ptr, 0, memory_order_relaxed);
         atomic_store_explicit(&ws[s].handle, WS_GONE, memory_order_release);
     }
 }
@@ -147,7 +159,7 @@ ANA_EXPORT cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *ptr
     cublasStatus_t r = real(handle, ptr, bytes);
     ana_lib_leave(&c);
     if (r == CUBLAS_STATUS_SUCCESS)
-        ws_set(handle, bytes);
+        ws_set(handle, ANA_U64(ptr), bytes);
     if (rec)
         BLAS_CALL(ANA_API_CUBLAS_SET_WORKSPACE, ANA_U64(handle), ANA_U64(ptr), bytes);
     return r;
@@ -190,7 +202,10 @@ static void gemm_fill(ana_rec_gemm *e, const gemm_args *g)
     e->flops = ana_sat_mul(ana_sat_mul(ana_sat_mul(ana_sat_mul(2, e->m), e->n), e->k), e->batch);
 }
 
-static void gemm_emit(ana_libcall *c, uint32_t api, cublasStatus_t r, cublasHandle_t h, const gemm_args *g)
+/* a, b, c: the operand and result pointers as passed (for the pointer-array batched
+ * forms, the arrays' own addresses); the result is written in place (d = c). */
+static void gemm_emit(ana_libcall *c, uint32_t api, cublasStatus_t r, cublasHandle_t h, const gemm_args *g,
+                      uint64_t a, uint64_t b, uint64_t cm)
 {
     static void *get_stream, *get_math;
     cublasStatus_t (*gs)(cublasHandle_t, cudaStream_t *) =
@@ -209,7 +224,7 @@ static void gemm_emit(ana_libcall *c, uint32_t api, cublasStatus_t r, cublasHand
     ana_rec_gemm *e = &rec.u.gemm;
     *e = (ana_rec_gemm){ .api = api, .ret = r, .call = c->id, .handle = ANA_U64(h), .stream = ANA_U64(stream),
                          .math_mode = (uint64_t)mode, .workspace = ws_get(h), .stack = c->stack,
-                         .dur_ns = c->dur };
+                         .dur_ns = c->dur, .a = a, .b = b, .c = cm, .d = cm, .ws = ws_ptr_get(h) };
     gemm_fill(e, g);
     ana_lib_emit(c, &rec);
 }
@@ -258,7 +273,8 @@ typedef uint16_t ana_half;
 
 #define GEMM(api, batch, at, bt, ct, comp)                                                     \
     gemm_emit(&c, api, r, h,                                                                  \
-              &(gemm_args){ m, n, k, batch, lda, ldb, ldc, ta, tb, at, bt, ct, comp })
+              &(gemm_args){ m, n, k, batch, lda, ldb, ldc, ta, tb, at, bt, ct, comp },         \
+              ANA_U64(A), ANA_U64(B), ANA_U64(C))
 #define GEMM_HOOK(name, params, args, record) BLAS_HOOK(CUBLAS_SO, ANA_LIB_CUBLAS, name, params, args, record)
 
 /* One typed entry point in its 32-bit and _64 forms. */
@@ -346,7 +362,7 @@ static uint32_t lt_desc_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttribute
 /* m = rows of D, n = cols of D, k = the inner dimension: cols of op(A). */
 static void lt_emit(ana_libcall *c, cublasStatus_t r, cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
                     cublasLtMatrixLayout_t ad, cublasLtMatrixLayout_t bd, cublasLtMatrixLayout_t dd,
-                    size_t workspace, cudaStream_t stream)
+                    size_t workspace, cudaStream_t stream, const uint64_t ptrs[5])
 {
     lt_layout a = lt_layout_of(ad), b = lt_layout_of(bd), d = lt_layout_of(dd);
     uint32_t ta = lt_desc_attr(desc, CUBLASLT_MATMUL_DESC_TRANSA);
@@ -359,7 +375,8 @@ static void lt_emit(ana_libcall *c, cublasStatus_t r, cublasLtHandle_t h, cublas
     *e = (ana_rec_gemm){ .api = ANA_API_CUBLASLT_MATMUL, .ret = r, .call = c->id, .handle = ANA_U64(h),
                          .stream = ANA_U64(stream), .math_mode = 0,
                          .epilogue = lt_desc_attr(desc, CUBLASLT_MATMUL_DESC_EPILOGUE),
-                         .workspace = workspace, .stack = c->stack, .dur_ns = c->dur };
+                         .workspace = workspace, .stack = c->stack, .dur_ns = c->dur,
+                         .a = ptrs[0], .b = ptrs[1], .c = ptrs[2], .d = ptrs[3], .ws = ptrs[4] };
     gemm_fill(e, &g);
     ana_lib_emit(c, &rec);
 }
@@ -380,6 +397,7 @@ ANA_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_
     cublasStatus_t r = real(h, desc, alpha, A, ad, B, bd, beta, C, cd, D, dd, algo, ws, ws_bytes, stream);
     ana_lib_leave(&c);
     if (rec)
-        lt_emit(&c, r, h, desc, ad, bd, dd ? dd : cd, ws_bytes, stream);
+        lt_emit(&c, r, h, desc, ad, bd, dd ? dd : cd, ws_bytes, stream,
+                (const uint64_t[5]){ ANA_U64(A), ANA_U64(B), ANA_U64(C), ANA_U64(D), ANA_U64(ws) });
     return r;
 }

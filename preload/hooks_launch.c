@@ -40,9 +40,12 @@ ANA_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun
 #define LAUNCH_PARAMS (const void *f, dim3 g, dim3 b, void **a, size_t sh, cudaStream_t s)
 #define STUB_PARAMS (cudaKernel_t k, dim3 g, dim3 b, void **a, size_t sh, cudaStream_t s)
 
-#define LAUNCH_HOOK(name, api, params, first, kernel_id)          \
-    ANA_HOOK(name, params, (first, g, b, a, sh, s),               \
-             ana_rec_launch_done(&c, api, r, kernel_id, g, b, sh, ANA_U64(s)))
+/* The parameter layout is asked of what the launch names (a host stub or a cudaKernel_t:
+ * cudaFuncGetParamInfo takes both). */
+#define LAUNCH_HOOK(name, api, params, first, kernel_id)                                \
+    ANA_HOOK(name, params, (first, g, b, a, sh, s),                                     \
+             ana_rec_launch_done(&c, api, r, kernel_id, g, b, sh, ANA_U64(s),           \
+                                 &(ana_launch_args){ (const void *)first, a, 0 }))
 
 LAUNCH_HOOK(cudaLaunchKernel, ANA_API_LAUNCH_KERNEL, LAUNCH_PARAMS, f, ana_kernel_id_of_fn(f))
 LAUNCH_HOOK(cudaLaunchKernel_ptsz, ANA_API_LAUNCH_KERNEL_PTSZ, LAUNCH_PARAMS, f, ana_kernel_id_of_fn(f))
@@ -58,7 +61,8 @@ LAUNCH_HOOK(__cudaLaunchKernel_ptsz, ANA_API_STUB_LAUNCH_KERNEL_PTSZ, STUB_PARAM
             return real(cfg, f, a);                                                            \
         cudaError_t r = real(cfg, f, a);                                                       \
         ana_rec_launch_done(&c, api, r, ana_kernel_id_of_fn(f), cfg->gridDim, cfg->blockDim,   \
-                            cfg->dynamicSmemBytes, ANA_U64(cfg->stream));                      \
+                            cfg->dynamicSmemBytes, ANA_U64(cfg->stream),                       \
+                            &(ana_launch_args){ f, a, 0 });                                    \
         return r;                                                                              \
     }
 
@@ -74,7 +78,7 @@ LAUNCH_HOOK(cudaLaunchCooperativeKernel_ptsz, ANA_API_LAUNCH_COOPERATIVE, LAUNCH
 static const dim3 no_dims = { 0, 0, 0 };
 #define GRAPH_HOOK(name, api)                                                               \
     ANA_HOOK(name, (cudaGraphExec_t g, cudaStream_t s), (g, s),                             \
-             ana_rec_launch_done(&c, api, r, 0, no_dims, no_dims, 0, ANA_U64(s)))
+             ana_rec_launch_done(&c, api, r, 0, no_dims, no_dims, 0, ANA_U64(s), NULL))
 
 GRAPH_HOOK(cudaGraphLaunch, ANA_API_GRAPH_LAUNCH)
 GRAPH_HOOK(cudaGraphLaunch_ptsz, ANA_API_GRAPH_LAUNCH_PTSZ)

@@ -88,7 +88,7 @@ ana_thread *ana_thread_self(void)
 
 void ana_emit(ana_thread *t, const ana_record *rec)
 {
-    uint8_t tmp[ANA_RECORD_FIXED_MAX + 512];
+    uint8_t tmp[ANA_RECORD_FIXED_MAX + 2048]; /* + a LAUNCH's 2 x 64 pointer words */
     size_t n = ana_record_encode(tmp, sizeof(tmp), rec, t->prev_ns);
     if (ANA_UNLIKELY(n == 0))
         return;

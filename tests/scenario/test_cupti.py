@@ -35,7 +35,7 @@ def canonical(recs, kinds, drop=()):
     """Records of these kinds without what legitimately differs between two runs (times,
     durations, addresses, stacks, thread ids), sorted."""
     gone = {"time", "tid", "dur_ns", "ptr", "dst", "src", "address", "pool_address", "va",
-            "handle", "host_fn", "stack", "pc", *drop}
+            "handle", "host_fn", "stack", "pc", "ptrs", *drop}
     def keep(r, k):  # an API record's stream is a cudaStream_t: an address
         return k not in gone and not (k == "stream" and r["kind"] in API)
     out = [json.dumps({k: v for k, v in r.items() if keep(r, k)}, sort_keys=True)

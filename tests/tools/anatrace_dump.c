@@ -45,6 +45,15 @@ static void str(const char *key, ana_str s)
 static void u(const char *key, uint64_t v) { printf(",\"%s\":%" PRIu64, key, v); }
 static void s(const char *key, int64_t v) { printf(",\"%s\":%" PRId64, key, v); }
 
+/* An array of integers: "key":[v,...]. */
+static void list(const char *key, ana_frames f)
+{
+    printf(",\"%s\":[", key);
+    for (uint32_t i = 0; i < f.n; i++)
+        printf(i ? ",%" PRIu64 : "%" PRIu64, f.ip[i]);
+    putchar(']');
+}
+
 static void call_tail(uint64_t stack, uint64_t dur, uint64_t corr, uint64_t via, uint64_t lib, uint64_t call)
 {
     u("stack", stack), u("dur_ns", dur), u("corr", corr), u("via", via), u("lib", lib), u("call", call);
@@ -87,6 +96,7 @@ static void fields(const ana_record *r)
         u("api", l->api), s("ret", l->ret), u("kernel", l->kernel), u("grid_x", l->grid_x), u("grid_y", l->grid_y);
         u("grid_z", l->grid_z), u("block_x", l->block_x), u("block_y", l->block_y), u("block_z", l->block_z);
         u("shmem", l->shmem), u("stream", l->stream), call_tail(l->stack, l->dur_ns, l->corr, l->via, l->lib, l->call);
+        list("ptrs", l->ptrs), list("ptr_at", l->ptr_at);
         break;
     }
     case ANA_K_MEMCPY: {
@@ -153,6 +163,7 @@ static void fields(const ana_record *r)
         u("b_type", g->b_type), u("c_type", g->c_type), u("compute_type", g->compute_type);
         u("math_mode", g->math_mode), u("epilogue", g->epilogue), u("workspace", g->workspace);
         u("flops", g->flops), u("stack", g->stack), u("dur_ns", g->dur_ns);
+        u("a", g->a), u("b", g->b), u("c", g->c), u("d", g->d), u("ws", g->ws);
         break;
     }
     case ANA_K_COLL: {

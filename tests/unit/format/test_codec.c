@@ -122,6 +122,85 @@ Test(codec, absent_trailing_fields_decode_as_zero_and_extra_bytes_are_ignored)
     cr_expect_eq(o.u.meminfo.reason, 1);
 }
 
+/* The payload of `in` (encoded), with its last `cut` bytes removed: what a writer of an
+ * older minor version, which did not know the trailing fields, would have written. */
+static ana_record decode_cut(const ana_record *in, size_t cut)
+{
+    uint8_t buf[4096];
+    size_t n = ana_record_encode(buf, sizeof(buf), in, 0);
+    uint32_t kind;
+    size_t plen, h = ana_record_header(buf, n, &kind, &plen);
+    cr_assert(h > 0 && plen > cut);
+    ana_record out;
+    memset(&out, 0xAB, sizeof(out));
+    ana_scratch sc = { scratch_mem, sizeof(scratch_mem), 0 };
+    cr_assert_eq(ana_record_decode(kind, buf + h, plen - cut, 0, &out, &sc), ANA_DEC_OK);
+    return out;
+}
+
+Test(codec, launch_pointer_words_round_trip)
+{
+    /* 64 words (the preload's cap), values going down and up by more than 2^32 and
+     * repeating, offsets ascending with gaps. */
+    uint64_t ptrs[64], at[64];
+    for (int i = 0; i < 64; i++) {
+        ptrs[i] = (i % 3 == 0) ? 0x7f0000000000ull + (uint64_t)i * 0x1000 : 0x7e0000000000ull - (uint64_t)i;
+        at[i] = (uint64_t)i * 8 + (i > 10 ? 4096 : 0);
+    }
+    ptrs[5] = ptrs[4];
+    ana_record r = { .kind = ANA_K_LAUNCH, .time_ns = 7 };
+    r.u.launch = (ana_rec_launch){ .api = ANA_API_LAUNCH_KERNEL, .kernel = 3, .grid_x = 2, .block_x = 32,
+                                   .call = 99, .ptrs = { ptrs, 64 }, .ptr_at = { at, 64 } };
+    ana_record o = round_trip(&r, 0);
+    cr_expect_eq(o.u.launch.call, 99);
+    cr_assert_eq(o.u.launch.ptrs.n, 64);
+    cr_assert_eq(o.u.launch.ptr_at.n, 64);
+    for (int i = 0; i < 64; i++) {
+        cr_expect_eq(o.u.launch.ptrs.ip[i], ptrs[i], "ptrs[%d]", i);
+        cr_expect_eq(o.u.launch.ptr_at.ip[i], at[i], "ptr_at[%d]", i);
+    }
+    cr_expect_eq(o.u.launch.ptr_at.ip[11], 11 * 8 + 4096);
+}
+
+Test(codec, a_1_2_launch_has_no_pointer_words)
+{
+    /* Empty FRAMES are one byte each (a count of 0): a 1.2 LAUNCH ends two bytes earlier. */
+    ana_record r = { .kind = ANA_K_LAUNCH, .time_ns = 1 };
+    r.u.launch = (ana_rec_launch){ .api = ANA_API_LAUNCH_KERNEL, .kernel = 5, .lib = 2, .call = 77 };
+    ana_record o = decode_cut(&r, 2);
+    cr_expect_eq(o.u.launch.kernel, 5);
+    cr_expect_eq(o.u.launch.lib, 2);
+    cr_expect_eq(o.u.launch.call, 77);
+    cr_expect_eq(o.u.launch.ptrs.n, 0);
+    cr_expect_eq(o.u.launch.ptr_at.n, 0);
+}
+
+Test(codec, gemm_pointers_round_trip_and_a_1_2_gemm_has_zeros)
+{
+    ana_record r = { .kind = ANA_K_GEMM, .time_ns = 3 };
+    r.u.gemm = (ana_rec_gemm){ .api = ANA_API_CUBLAS_SGEMM, .m = 37, .dur_ns = 1234, .a = 0x7f0000001000ull,
+                               .b = 0x7f0000002000ull, .c = 0x7f0000003000ull, .d = 0x7f0000004000ull,
+                               .ws = 0x7e0000000000ull };
+    ana_record o = round_trip(&r, 0);
+    cr_expect_eq(o.u.gemm.m, 37);
+    cr_expect_eq(o.u.gemm.a, 0x7f0000001000ull);
+    cr_expect_eq(o.u.gemm.b, 0x7f0000002000ull);
+    cr_expect_eq(o.u.gemm.c, 0x7f0000003000ull);
+    cr_expect_eq(o.u.gemm.d, 0x7f0000004000ull);
+    cr_expect_eq(o.u.gemm.ws, 0x7e0000000000ull);
+
+    /* Pointers of one byte each (values 1..5): a 1.2 GEMM ends five bytes earlier. */
+    r.u.gemm.a = 1, r.u.gemm.b = 2, r.u.gemm.c = 3, r.u.gemm.d = 4, r.u.gemm.ws = 5;
+    o = decode_cut(&r, 5);
+    cr_expect_eq(o.u.gemm.m, 37);
+    cr_expect_eq(o.u.gemm.dur_ns, 1234);
+    cr_expect_eq(o.u.gemm.a, 0);
+    cr_expect_eq(o.u.gemm.b, 0);
+    cr_expect_eq(o.u.gemm.c, 0);
+    cr_expect_eq(o.u.gemm.d, 0);
+    cr_expect_eq(o.u.gemm.ws, 0);
+}
+
 Test(codec, malformed_payloads_are_rejected)
 {
     ana_record o;
