@@ -9,6 +9,8 @@
 // Output (stdout), one value per line, best of --reps repetitions:
 //   alloc_free_pair_ns X
 //   launch_ns Y
+//   launch_args_ns V     (a kernel with 3 pointer, 1 int and 1 float parameter: what
+//                         ANATOMIST_KERNEL_ARGS reads at every launch)
 //   gemm_ns Z            (cublasSgemm_v2, 8x8x8: the library's own work stays small)
 //   nvtx_push_pop_ns W   (nvtxRangePushA + nvtxRangePop)
 #include <cublas_v2.h>
@@ -46,6 +48,11 @@ static double now_ns(void)
 }
 
 __global__ void empty_kernel(void) {}
+__global__ void args_kernel(const float *a, const float *b, float *c, int n, float s)
+{
+    if (n < 0)
+        c[0] = a[0] + b[0] * s;
+}
 
 static double time_alloc_free(long n)
 {
@@ -65,6 +72,18 @@ static double time_launch(long n)
         empty_kernel<<<1, 1, 0, streams[i % nstreams]>>>();
     check(cudaGetLastError(), "kernel launch");
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // amortised over n
+    return now_ns() - t0;
+}
+
+static float *args_buf;  // what args_kernel's pointers point into
+
+static double time_launch_args(long n)
+{
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++)
+        args_kernel<<<1, 1, 0, streams[i % nstreams]>>>(args_buf, args_buf + 64, args_buf + 128, 64, 2.0f);
+    check(cudaGetLastError(), "kernel launch");
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     return now_ns() - t0;
 }
 
@@ -145,10 +164,13 @@ static void run_all(void)
     check(cudaMemset(gemm_buf, 0, 3 * GEMM_N * GEMM_N * sizeof(float)), "cudaMemset");
     time_alloc_free(warmup);
     time_launch(warmup);
+    check(cudaMalloc(&args_buf, 256 * sizeof(float)), "cudaMalloc");
+    time_launch_args(warmup);
     time_gemm(warmup);
     time_nvtx(warmup);
     printf("alloc_free_pair_ns %.1f\n", best_of(time_alloc_free, alloc_iters));
     printf("launch_ns %.1f\n", best_of(time_launch, launch_iters));
+    printf("launch_args_ns %.1f\n", best_of(time_launch_args, launch_iters));
     printf("gemm_ns %.1f\n", best_of_bursts(time_gemm, gemm_iters, 2000));
     printf("nvtx_push_pop_ns %.1f\n", best_of_bursts(time_nvtx, nvtx_iters, 10000));
     cublasDestroy(blas);

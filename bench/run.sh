@@ -10,6 +10,8 @@
 #   b) LD_PRELOAD=BUILD_DIR/lib/libanatomist.so, ANATOMIST_STACKS=0 ANATOMIST_CUPTI=0
 #   c) the preload, stacks off, GPU activity collection (CUPTI) on
 #   d) the preload with its defaults: stacks on, CUPTI on
+#   e) as b) with ANATOMIST_KERNEL_ARGS=0: against b), what reading the parameter words of
+#      a launch costs (launch_args_ns: a kernel with 3 pointer parameters)
 # all with LD_LIBRARY_PATH=BUILD_DIR/sim (the simulated libcudart, libcuda, libcupti,
 # libcublas). Prints
 # the medians over the rounds and the added ns per operation (against a) as a markdown
@@ -43,6 +45,8 @@ run() {
         b) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_CUPTI=0 ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
         c) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
         d) env+=(LD_PRELOAD="$preload" ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
+        e) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_CUPTI=0 ANATOMIST_KERNEL_ARGS=0
+                 ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
     esac
     rm -rf "$out/traces" && mkdir "$out/traces"
     # shellcheck disable=SC2086  # BENCH_ARGS is split on purpose
@@ -50,12 +54,13 @@ run() {
         cat "$log" >&2
         die "bench_hooks failed in mode $mode (output above)"
     fi
-    local alloc launch gemm nvtx
+    local alloc launch gemm nvtx largs
     alloc=$(awk '$1 == "alloc_free_pair_ns" { print $2 }' "$log")
     launch=$(awk '$1 == "launch_ns" { print $2 }' "$log")
     gemm=$(awk '$1 == "gemm_ns" { print $2 }' "$log")
     nvtx=$(awk '$1 == "nvtx_push_pop_ns" { print $2 }' "$log")
-    [[ -n $alloc && -n $launch && -n $gemm && -n $nvtx ]] || { cat "$log" >&2; die "no results from mode $mode"; }
+    largs=$(awk '$1 == "launch_args_ns" { print $2 }' "$log")
+    [[ -n $alloc && -n $launch && -n $gemm && -n $nvtx && -n $largs ]] || { cat "$log" >&2; die "no results from mode $mode"; }
     # With the preload, the trace must exist and say how many records had to be dropped:
     # a measurement that took the drop path would flatter the hooks.
     local dropped=0 gpu_dropped=0 kernels=0
@@ -69,7 +74,7 @@ run() {
 g = json.load(sys.stdin).get("gpu") or {}
 print((g.get("dropped") or {}).get("records", 0), sum(k["count"] for k in g.get("kernels_by_time") or []))')
     fi
-    echo "$alloc $launch $dropped $gpu_dropped $kernels $gemm $nvtx" >>"$out/$mode.txt"
+    echo "$alloc $launch $dropped $gpu_dropped $kernels $gemm $nvtx $largs" >>"$out/$mode.txt"
 }
 
 # median FILE COLUMN
@@ -80,13 +85,13 @@ median() {
 
 for ((r = 1; r <= rounds; r++)); do
     echo "round $r/$rounds" >&2
-    for mode in a b c d; do run "$mode"; done
+    for mode in a b c d e; do run "$mode"; done
 done
 
 cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 declare -A med
-for mode in a b c d; do
-    for i in 1 2 6 7; do med[$mode,$i]=$(median "$out/$mode.txt" $i); done
+for mode in a b c d e; do
+    for i in 1 2 6 7 8; do med[$mode,$i]=$(median "$out/$mode.txt" $i); done
 done
 added() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%+.1f", x - y }'; }
 
@@ -102,6 +107,7 @@ for i in 1 2 6 7; do
 done
 echo
 maxcol() { sort -g -k"$2" "$out/$1.txt" | tail -1 | awk -v c="$2" '{ print $c }'; }
+echo "Kernel parameter words: a launch with 3 pointer parameters costs ${med[a,8]} ns without the preload, ${med[e,8]} ns with ANATOMIST_KERNEL_ARGS=0 and ${med[b,8]} ns with ANATOMIST_KERNEL_ARGS=1 (stacks and CUPTI off): $(added "${med[b,8]}" "${med[e,8]}") ns for the words."
 echo "Records dropped (max over rounds): b $(maxcol b 3), c $(maxcol c 3), d $(maxcol d 3)."
 echo "GPU activity records dropped (max): c $(maxcol c 4), d $(maxcol d 4); GPU kernel records per run (min..max): c $(sort -g -k5 "$out/c.txt" | head -1 | awk '{print $5}')..$(maxcol c 5), d $(sort -g -k5 "$out/d.txt" | head -1 | awk '{print $5}')..$(maxcol d 5)."
 echo "Machine: $(nproc) CPUs, ${cpu:-unknown CPU}; $(uname -sr); $(date -u '+%Y-%m-%d %H:%M UTC')."
