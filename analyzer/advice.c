@@ -98,7 +98,7 @@ static int ana_adv_largest_item(const ana_advice_figures *g, ana_advice *out)
 {
     int c = ana_adv_largest(g);
     uint64_t total = 0;
-    char lead[160], b1[32], b2[32], b3[32];
+    char lead[256], b1[32], b2[32], b3[32];
     if (c < 0)
         return -1;
     for (int i = 0; i < ANA_MCAT_COUNT; i++)
