@@ -70,6 +70,17 @@ static void ana_ro_text_where(FILE *o, const ana_report *r, const ana_oom *x)
     fputc('\n', o);
 }
 
+/* The category holding the most bytes at the failure (unattributed only when nothing
+ * else is live), or -1 when nothing was. */
+static int ana_ro_dominant(const ana_oom *x)
+{
+    int best = -1;
+    for (int c = 0; c < ANA_MCAT_UNATTRIBUTED; c++)
+        if (x->live[c] && (best < 0 || x->live[c] > x->live[best]))
+            best = c;
+    return best < 0 && x->live[ANA_MCAT_UNATTRIBUTED] ? ANA_MCAT_UNATTRIBUTED : best;
+}
+
 static void ana_ro_text_live(FILE *o, const ana_oom *x)
 {
     char b[32];
@@ -85,6 +96,10 @@ static void ana_ro_text_live(FILE *o, const ana_oom *x)
                 100.0 * (double)x->live[c] / (double)x->live_bytes,
                 (unsigned long long)x->live_count[c]);
     }
+    int d = ana_ro_dominant(x);
+    if (d >= 0)
+        fprintf(o, "  most of it: %s (%s, %.1f%%)\n", ana_mcat_name(d), ana_ro_b(x->live[d], b),
+                100.0 * (double)x->live[d] / (double)x->live_bytes);
 }
 
 static void ana_ro_text_fits(FILE *o, const ana_oom *x)
@@ -251,6 +266,8 @@ void ana_report_oom_json_value(const ana_report *r, ana_json *j)
     ana_json_ku64(j, "live_bytes", x->live_bytes);
     ana_ro_json_cats(j, "live", x->live);
     ana_ro_json_cats(j, "live_counts", x->live_count);
+    int d = ana_ro_dominant(x);
+    ana_json_kstr(j, "dominant", d >= 0 ? ana_mcat_name(d) : NULL);
     ana_ro_json_where(j, r, x);
     ana_ro_json_fits(j, x);
     ana_ro_json_sites(j, r, x);
