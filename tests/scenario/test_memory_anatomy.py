@@ -205,6 +205,24 @@ class OutOfMemory(unittest.TestCase):
     def test_fails_in_backward(self):
         self.check("32MiB")
 
+    def test_a_library_allocation_fails(self):
+        # cublasCreate_v2 asks for its 32 MiB default workspace (docs/sim.md) on a 16 MiB
+        # device: the failure is cuBLAS's, recorded with its library and its stack
+        trace = os.path.join(tmpdir(), "blas-oom.anat")
+        r = anatomist("run", "--sim", "--sim-memory", "16MiB", "-q", "-o", trace, "--",
+                      sample("train_gpt"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cublasCreate", r.stderr)
+        failed = [a for a in of(dump(trace), "ALLOC") if a["ret"] != 0]
+        self.assertEqual([(a["size"], a["lib"]) for a in failed], [(CUBLAS_DEFAULT_WORKSPACE, 1)])
+        o = anatomist("oom", trace, "--json")
+        import json
+        oom = json.loads(o.stdout)
+        self.assertEqual(oom["requested_bytes"], CUBLAS_DEFAULT_WORKSPACE)
+        self.assertEqual((oom["free_bytes"], oom["total_bytes"]), (16 << 20, 16 << 20))
+        self.assertEqual(oom["shortfall_bytes"], 16 << 20)
+        self.assertIn("cublasCreate_v2", [f.get("function") for f in oom["stack"]])
+
     def test_activations_dominate(self):
         # SGD's smaller states and a larger device: the batch grows until the saved
         # activations hold most of the memory; a smaller micro-batch must cover the gap
