@@ -2,8 +2,8 @@
  *
  * Three passes: (1) each device life of the replay becomes an allocation with its step
  * and phase at birth and death; (2) every pointer use is placed in the allocation live at
- * its address and time (allocations sorted by address, a prefix maximum of their ends
- * bounds the backward walk) and marks the phases it was used in; (3) the rules decide a
+ * its address and time (a sweep in time order over the live set sorted by address) and
+ * marks the phases it was used in; (3) the rules decide a
  * category per allocation (memcat_rules.c), then the bytes at the peak and per step are
  * summed and the bytes per parameter inferred. */
 #define _GNU_SOURCE
@@ -72,68 +72,122 @@ static uint8_t ana_mc_phase_at(const ana_trace *t, const ana_steps *s, int32_t s
 
 /* ------------------------------------------------------------------ address index */
 
-typedef struct ana_mc_index {
-    size_t *order;      /* allocation indices with an address, by (ptr, t_alloc) */
-    uint64_t *max_end;  /* prefix maximum of ptr + size over order */
-    size_t n;
-} ana_mc_index;
+/* The allocations live at the sweep's current time, sorted by address: a use is looked up
+ * by binary search (interior pointers included). Device allocations that are live at
+ * the same time do not overlap, so the entry at or below the address is the only
+ * candidate; a few more are looked at for the odd overlap (a mapping over a released
+ * handle's range). Insertions and removals move the tail: O(live) each. */
+typedef struct ana_mc_live {
+    uint64_t ptr, end;
+    size_t a; /* index into allocs */
+} ana_mc_live;
+
+typedef struct ana_mc_sweep {
+    ana_mc_live *v;
+    size_t n, cap;
+    size_t *frees;   /* allocation indices with an address, by release time */
+    size_t n_frees, next_alloc, next_free;
+} ana_mc_sweep;
 
 static const ana_mem_life *ana_mc_sort_lives;
 static const ana_mc_alloc *ana_mc_sort_allocs;
 
-static int ana_mc_addr_cmp(const void *a, const void *b)
+static int ana_mc_free_cmp(const void *a, const void *b)
 {
     const ana_mem_life *x = &ana_mc_sort_lives[ana_mc_sort_allocs[*(const size_t *)a].life];
     const ana_mem_life *y = &ana_mc_sort_lives[ana_mc_sort_allocs[*(const size_t *)b].life];
-    if (x->ptr != y->ptr)
-        return x->ptr < y->ptr ? -1 : 1;
-    return x->t_alloc < y->t_alloc ? -1 : x->t_alloc > y->t_alloc;
+    if (x->t_free != y->t_free)
+        return x->t_free < y->t_free ? -1 : 1;
+    return x->f_idx < y->f_idx ? -1 : x->f_idx > y->f_idx;
 }
 
-static void ana_mc_index_build(ana_mc_index *ix, const ana_memcat *m, const ana_mem_result *mem)
+/* First live entry with ptr > p. */
+static size_t ana_mc_upper(const ana_mc_sweep *w, uint64_t p)
 {
-    ix->order = ana_xcalloc(m->n_allocs + 1, sizeof(size_t));
-    ix->max_end = ana_xcalloc(m->n_allocs + 1, sizeof(uint64_t));
-    ix->n = 0;
-    for (size_t i = 0; i < m->n_allocs; i++)
-        if (mem->lives[m->allocs[i].life].ptr)
-            ix->order[ix->n++] = i;
-    ana_mc_sort_lives = mem->lives;
-    ana_mc_sort_allocs = m->allocs;
-    qsort(ix->order, ix->n, sizeof(size_t), ana_mc_addr_cmp);
-    uint64_t mx = 0;
-    for (size_t k = 0; k < ix->n; k++) {
-        const ana_mem_life *l = &mem->lives[m->allocs[ix->order[k]].life];
-        if (l->ptr + l->size > mx)
-            mx = l->ptr + l->size;
-        ix->max_end[k] = mx;
-    }
-}
-
-/* The allocation whose bytes hold ptr at time, or -1. */
-static long ana_mc_lookup(const ana_mc_index *ix, const ana_memcat *m, const ana_mem_result *mem,
-                          uint64_t ptr, uint64_t time_ns)
-{
-    size_t lo = 0, hi = ix->n; /* first entry with ptr > p */
+    size_t lo = 0, hi = w->n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (mem->lives[m->allocs[ix->order[mid]].life].ptr <= ptr)
+        if (w->v[mid].ptr <= p)
             lo = mid + 1;
         else
             hi = mid;
     }
-    for (size_t k = lo; k-- > 0 && ix->max_end[k] > ptr;) {
-        const ana_mem_life *l = &mem->lives[m->allocs[ix->order[k]].life];
-        if (ptr - l->ptr < l->size && l->t_alloc <= time_ns && time_ns <= l->t_free)
-            return (long)ix->order[k];
+    return lo;
+}
+
+static void ana_mc_live_add(ana_mc_sweep *w, const ana_mem_life *l, size_t a)
+{
+    size_t at = ana_mc_upper(w, l->ptr);
+    ANA_GROW(w->v, w->cap, w->n + 1);
+    memmove(&w->v[at + 1], &w->v[at], (w->n - at) * sizeof(*w->v));
+    w->v[at] = (ana_mc_live){ l->ptr, l->ptr + l->size, a };
+    w->n++;
+}
+
+static void ana_mc_live_remove(ana_mc_sweep *w, const ana_mem_life *l, size_t a)
+{
+    for (size_t at = ana_mc_upper(w, l->ptr); at-- > 0 && w->v[at].ptr == l->ptr;)
+        if (w->v[at].a == a) {
+            memmove(&w->v[at], &w->v[at + 1], (w->n - at - 1) * sizeof(*w->v));
+            w->n--;
+            return;
+        }
+}
+
+static void ana_mc_sweep_init(ana_mc_sweep *w, const ana_memcat *m, const ana_mem_result *mem)
+{
+    memset(w, 0, sizeof(*w));
+    w->frees = ana_xcalloc(m->n_allocs + 1, sizeof(size_t));
+    for (size_t i = 0; i < m->n_allocs; i++) {
+        const ana_mem_life *l = &mem->lives[m->allocs[i].life];
+        if (l->ptr && l->t_free != UINT64_MAX)
+            w->frees[w->n_frees++] = i;
     }
+    ana_mc_sort_lives = mem->lives;
+    ana_mc_sort_allocs = m->allocs;
+    qsort(w->frees, w->n_frees, sizeof(size_t), ana_mc_free_cmp);
+}
+
+/* Brings the live set to time t: allocations made at or before t are live, those released
+ * before t are not (a use at the very time of the release still finds it). Allocations
+ * are in the order they were made, so in t_alloc order. */
+static void ana_mc_sweep_to(ana_mc_sweep *w, const ana_memcat *m, const ana_mem_result *mem, uint64_t t)
+{
+    for (;;) {
+        const ana_mem_life *la = w->next_alloc < m->n_allocs
+                                   ? &mem->lives[m->allocs[w->next_alloc].life] : NULL;
+        const ana_mem_life *lf = w->next_free < w->n_frees
+                                   ? &mem->lives[m->allocs[w->frees[w->next_free]].life] : NULL;
+        int do_alloc = la && la->t_alloc <= t, do_free = lf && lf->t_free < t;
+        if (do_alloc && do_free && lf->f_idx < la->a_idx)
+            do_alloc = 0; /* replay order: the release came first */
+        if (do_alloc) {
+            if (la->ptr)
+                ana_mc_live_add(w, la, w->next_alloc);
+            w->next_alloc++;
+        } else if (do_free) {
+            ana_mc_live_remove(w, lf, w->frees[w->next_free]);
+            w->next_free++;
+        } else {
+            return;
+        }
+    }
+}
+
+/* The live allocation whose bytes hold ptr, or -1. */
+static long ana_mc_lookup(const ana_mc_sweep *w, uint64_t ptr)
+{
+    size_t at = ana_mc_upper(w, ptr);
+    for (size_t k = 0; k < 8 && at-- > 0; k++)
+        if (ptr < w->v[at].end)
+            return (long)w->v[at].a;
     return -1;
 }
 
-static void ana_mc_index_free(ana_mc_index *ix)
+static void ana_mc_sweep_free(ana_mc_sweep *w)
 {
-    free(ix->order);
-    free(ix->max_end);
+    free(w->v);
+    free(w->frees);
 }
 
 /* ------------------------------------------------------------------ uses */
@@ -217,12 +271,13 @@ static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training
 static void ana_mc_place_uses(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
                               ana_memcat *m)
 {
-    ana_mc_index ix;
+    ana_mc_sweep w;
     int training = ana_mc_training(t, s);
-    ana_mc_index_build(&ix, m, mem);
+    ana_mc_sweep_init(&w, m, mem);
     for (size_t i = 0; i < t->n_uses; i++) {
         const ana_ptr_use *u = &t->uses[i];
-        long a = ana_mc_lookup(&ix, m, mem, u->ptr, u->time_ns);
+        ana_mc_sweep_to(&w, m, mem, u->time_ns);
+        long a = ana_mc_lookup(&w, u->ptr);
         if (a < 0) {
             m->uses_unmapped++;
             continue;
@@ -232,7 +287,7 @@ static void ana_mc_place_uses(const ana_trace *t, const ana_mem_result *mem, con
         if (u->kind == ANA_USE_KERNEL || u->kind == ANA_USE_GEMM_IN || u->kind == ANA_USE_GEMM_OUT)
             m->evidence = 1;
     }
-    ana_mc_index_free(&ix);
+    ana_mc_sweep_free(&w);
 }
 
 /* ------------------------------------------------------------------ set-up */
