@@ -35,6 +35,7 @@ RUNS = {
     "mlp_inference": ("train_mlp", MLP_SMALL + ["--inference"], [], 0),
     "mlp_checkpoint": ("train_mlp", ["--steps", "3", "--checkpoint"], [], 0),
     "mlp_no_checkpoint": ("train_mlp", ["--steps", "3"], [], 0),
+    "mlp_bf16_batch4": ("train_mlp", MLP_SMALL + ["--precision", "bf16", "--batch", "4"], [], 0),
     "gpt_nvtx": ("train_gpt", [], [], CUBLAS_DEFAULT_WORKSPACE),
     "gpt_fp32": ("train_gpt", [], ["--no-nvtx"], CUBLAS_DEFAULT_WORKSPACE),
     "gpt_bf16": ("train_gpt", ["--precision", "bf16"], ["--no-nvtx"], CUBLAS_DEFAULT_WORKSPACE),
@@ -98,6 +99,27 @@ class Categories(unittest.TestCase):
     def test_mlp_mixed_precision(self):
         _, mem = self.check_per_param("mlp_bf16")
         self.assertIn("mixed precision", mem["per_param"]["weights_kind"])
+
+    def test_mixed_precision_at_a_small_batch_costs_memory(self):
+        # the 16-bit weight copy costs 2 B/param; 16-bit activations save what they hold
+        # (their fp32 form would be twice as large): at batch 4 the copy costs more
+        led, mem = self.check("mlp_bf16_batch4")
+        rep = profile("mlp_bf16_batch4")[1]
+        cost = 2 * led["params"] - led["peak_by_purpose"]["activations"]
+        self.assertGreater(cost, 0)
+        items = [a for a in rep["advice"] if a["topic"] == "mixed_precision"]
+        self.assertEqual(len(items), 1, rep["advice"])
+        self.assertEqual(items[0]["technique"], "fp32_training")
+        self.assertLessEqual(abs(items[0]["bytes_saved"] - cost), 0.01 * cost)
+        self.assertIn("costs memory", items[0]["text"])
+        # at the default batch the activations are larger, but 64 rows still do not pay
+        # for the copy; the ledger says by how much, and so must the advice
+        led64, _ = profile("mlp_bf16")
+        cost64 = 2 * led64["params"] - led64["peak_by_purpose"]["activations"]
+        items64 = [a for a in profile("mlp_bf16")[1]["advice"] if a["topic"] == "mixed_precision"]
+        self.assertEqual(bool(items64), cost64 > 0)
+        if items64:
+            self.assertLessEqual(abs(items64[0]["bytes_saved"] - cost64), 0.01 * cost64)
 
     def test_mlp_inference(self):
         led, mem = self.check("mlp_inference")
