@@ -106,9 +106,13 @@ void ana_report_memcat_text(const ana_report *r, FILE *o)
     ana_fmt_ns(ana_trace_rel_ns(r->t, r->mem.peak_time_ns), tm, sizeof(tm));
     fprintf(o, "\nWhere GPU memory goes (at the peak: %s at %s)\n", b, tm);
     ana_rm_cat_rows(o, r, m->at_peak, m->peak_bytes, 1);
-    if (m->params > 0)
-        fprintf(o, "  parameters     %.3g (inferred from the weights and their element size)\n",
-                m->params);
+    if (m->params > 0) {
+        double p = m->params;
+        const char *unit = p >= 1e9 ? "B" : p >= 1e6 ? "M" : p >= 1e3 ? "K" : "";
+        double scaled = p >= 1e9 ? p / 1e9 : p >= 1e6 ? p / 1e6 : p >= 1e3 ? p / 1e3 : p;
+        fprintf(o, "  parameters     %.3g%s (%.0f, inferred from the weights and their element "
+                   "size)\n", scaled, unit, p);
+    }
     fprintf(o, "  evidence       %s\n", m->evidence
                 ? "pointers in kernel parameters and library calls, lifetimes, steps and phases"
                 : "lifetimes, steps and phases, copies and sets (no kernel pointers in this trace)");
