@@ -29,12 +29,6 @@ static void ana_adv_add(ana_advice *out, const char *topic, int cat, int tech, i
     va_end(ap);
 }
 
-static const char *ana_adv_b(uint64_t v, char *buf) /* buf: 32 bytes */
-{
-    ana_fmt_bytes(v, buf, 32);
-    return buf;
-}
-
 static int64_t ana_adv_per_param(double params, double bytes)
 {
     return (int64_t)llround(params * bytes);
@@ -66,14 +60,14 @@ static void ana_adv_activations(const ana_advice_figures *g, ana_advice *out, co
         ana_adv_add(out, "largest_category", ANA_MCAT_ACTIVATIONS, ANA_TECH_CHECKPOINTING, s,
                     "%s; gradient checkpointing over its %llu saved allocations would keep "
                     "about 1/sqrt(%llu) of them and save about %s", lead,
-                    (unsigned long long)k, (unsigned long long)k, ana_adv_b((uint64_t)s, b1));
+                    (unsigned long long)k, (unsigned long long)k, ana_fmt_bytes((uint64_t)s, b1, sizeof(b1)));
         return;
     }
     uint64_t s = (a + t) / 2;
     ana_adv_add(out, "largest_category", ANA_MCAT_ACTIVATIONS, ANA_TECH_MICROBATCH, (int64_t)s,
                 "%s, in one allocation (an arena: it cannot be checkpointed from outside); "
                 "half the micro-batch with 2 accumulation steps would save about %s of "
-                "activations and temporaries (%s)", lead, ana_adv_b(s, b1), ana_adv_b(a + t, b2));
+                "activations and temporaries (%s)", lead, ana_fmt_bytes(s, b1, sizeof(b1)), ana_fmt_bytes(a + t, b2, sizeof(b2)));
 }
 
 static int ana_adv_optimizer_largest(const ana_advice_figures *g, ana_advice *out, const char *lead)
@@ -84,12 +78,12 @@ static int ana_adv_optimizer_largest(const ana_advice_figures *g, ana_advice *ou
         int64_t s = (int64_t)o - ana_adv_per_param(g->params, 2.0);
         ana_adv_add(out, "largest_category", ANA_MCAT_OPTIMIZER, ANA_TECH_OPTIM_8BIT, s,
                     "%s (%.1f B/param); 8-bit optimizer states (2 B/param) would save %s",
-                    lead, (double)o / g->params, ana_adv_b((uint64_t)s, b1));
+                    lead, (double)o / g->params, ana_fmt_bytes((uint64_t)s, b1, sizeof(b1)));
         return ANA_TECH_OPTIM_8BIT;
     }
     ana_adv_add(out, "largest_category", ANA_MCAT_OPTIMIZER, ANA_TECH_OPTIM_FACTORED, (int64_t)o,
                 "%s; a factored optimizer (Adafactor-like) would save up to %s", lead,
-                ana_adv_b(o, b1));
+                ana_fmt_bytes(o, b1, sizeof(b1)));
     return ANA_TECH_OPTIM_FACTORED;
 }
 
@@ -106,11 +100,11 @@ static int ana_adv_largest_item(const ana_advice_figures *g, ana_advice *out)
     if (g->cat[ANA_MCAT_UNATTRIBUTED] > g->cat[c]) /* more could hide in there: say so */
         snprintf(lead, sizeof(lead), "of the memory the evidence attributes, %s hold the most "
                  "at the peak: %s of %s (%s unattributed)", ana_adv_subject[c],
-                 ana_adv_b(g->cat[c], b1), ana_adv_b(total, b2),
-                 ana_adv_b(g->cat[ANA_MCAT_UNATTRIBUTED], b3));
+                 ana_fmt_bytes(g->cat[c], b1, sizeof(b1)), ana_fmt_bytes(total, b2, sizeof(b2)),
+                 ana_fmt_bytes(g->cat[ANA_MCAT_UNATTRIBUTED], b3, sizeof(b3)));
     else
         snprintf(lead, sizeof(lead), "%s hold the most memory at the peak: %s of %s",
-                 ana_adv_subject[c], ana_adv_b(g->cat[c], b1), ana_adv_b(total, b2));
+                 ana_adv_subject[c], ana_fmt_bytes(g->cat[c], b1, sizeof(b1)), ana_fmt_bytes(total, b2, sizeof(b2)));
     int training = g->cat[ANA_MCAT_OPTIMIZER] || g->cat[ANA_MCAT_GRADIENTS];
     switch (c) {
     case ANA_MCAT_ACTIVATIONS: ana_adv_activations(g, out, lead); return ANA_TECH_CHECKPOINTING;
@@ -124,7 +118,7 @@ static int ana_adv_largest_item(const ana_advice_figures *g, ana_advice *out)
             return -1;
         ana_adv_add(out, "largest_category", c, ANA_TECH_MIXED_PRECISION, (int64_t)(g->cat[c] / 2),
                     "%s in fp32 and no training states; 16-bit weights would save %s", lead,
-                    ana_adv_b(g->cat[c] / 2, b2));
+                    ana_fmt_bytes(g->cat[c] / 2, b2, sizeof(b2)));
         return ANA_TECH_MIXED_PRECISION;
     default: return -1; /* gradients, functionality: no technique of this list shrinks them */
     }
@@ -145,8 +139,8 @@ static void ana_adv_mixed(const ana_advice_figures *g, ana_advice *out)
                 "mixed precision costs memory at this micro-batch: weights at %.1f B/param "
                 "(fp32 master + 16-bit copy); the copy takes %s, more than the %s its 16-bit "
                 "activations save over fp32; net cost %s (it pays off from a micro-batch "
-                "%.1fx this one; keep it for speed)", wpp, ana_adv_b((uint64_t)copy, b1),
-                ana_adv_b(a, b2), ana_adv_b((uint64_t)(copy - (int64_t)a), b3),
+                "%.1fx this one; keep it for speed)", wpp, ana_fmt_bytes((uint64_t)copy, b1, sizeof(b1)),
+                ana_fmt_bytes(a, b2, sizeof(b2)), ana_fmt_bytes((uint64_t)(copy - (int64_t)a), b3, sizeof(b3)),
                 (double)copy / (double)a);
 }
 
@@ -162,14 +156,14 @@ static void ana_adv_optimizer(const ana_advice_figures *g, ana_advice *out, int 
         int64_t s = (int64_t)o - ana_adv_per_param(g->params, 2.0);
         ana_adv_add(out, "optimizer_states", ANA_MCAT_OPTIMIZER, ANA_TECH_OPTIM_8BIT, s,
                     "optimizer states: %s at %.1f B/param; 8-bit states (2 B/param) would "
-                    "save %s", ana_adv_b(o, b1), opp, ana_adv_b((uint64_t)s, b2));
+                    "save %s", ana_fmt_bytes(o, b1, sizeof(b1)), opp, ana_fmt_bytes((uint64_t)s, b2, sizeof(b2)));
     }
     if (opp > 4.5) {
         int64_t s = (int64_t)o - ana_adv_per_param(g->params, 4.0);
         ana_adv_add(out, "optimizer_states", ANA_MCAT_OPTIMIZER, ANA_TECH_SGD_MOMENTUM, s,
                     "optimizer states: %s at %.1f B/param; SGD with momentum (4 B/param) "
-                    "would save %s, at the cost of Adam's adaptivity", ana_adv_b(o, b1), opp,
-                    ana_adv_b((uint64_t)s, b2));
+                    "would save %s, at the cost of Adam's adaptivity", ana_fmt_bytes(o, b1, sizeof(b1)), opp,
+                    ana_fmt_bytes((uint64_t)s, b2, sizeof(b2)));
     }
 }
 

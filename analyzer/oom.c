@@ -85,12 +85,6 @@ static void ana_fit_add(ana_oom_fit *out, size_t *n, int tech, int64_t saved, ui
     va_end(ap);
 }
 
-static const char *ana_b(uint64_t v, char *buf) /* buf: 32 bytes */
-{
-    ana_fmt_bytes(v, buf, 32);
-    return buf;
-}
-
 /* The smallest f in 2, 4, ..., 64 whose saving (A + T)(1 - 1/f) covers need; 64 if none. */
 static void ana_fit_microbatch(const ana_oom_figures *g, ana_oom_fit *out, size_t *n)
 {
@@ -108,7 +102,7 @@ static void ana_fit_microbatch(const ana_oom_figures *g, ana_oom_fit *out, size_
     ana_fit_add(out, n, ANA_TECH_MICROBATCH, (int64_t)saved, g->need,
                 "(activations %s + temporary %s) x (1 - 1/%u): a micro-batch 1/%u of this "
                 "one, %u accumulation steps per optimizer step",
-                ana_b(g->live[ANA_MCAT_ACTIVATIONS], a), ana_b(g->live[ANA_MCAT_TEMPORARY], b),
+                ana_fmt_bytes(g->live[ANA_MCAT_ACTIVATIONS], a, sizeof(a)), ana_fmt_bytes(g->live[ANA_MCAT_TEMPORARY], b, sizeof(b)),
                 f, f, f);
     out[*n - 1].factor = f;
 }
@@ -122,7 +116,7 @@ static void ana_fit_precision(const ana_oom_figures *g, ana_oom_fit *out, size_t
         return;
     if (!training) {
         ana_fit_add(out, n, ANA_TECH_MIXED_PRECISION, (int64_t)(w / 2), g->need,
-                    "weights %s / 2: the same weights in 16 bits", ana_b(w, a));
+                    "weights %s / 2: the same weights in 16 bits", ana_fmt_bytes(w, a, sizeof(a)));
         return;
     }
     if (g->params <= 0 || !act)
@@ -131,7 +125,7 @@ static void ana_fit_precision(const ana_oom_figures *g, ana_oom_fit *out, size_t
     ana_fit_add(out, n, ANA_TECH_MIXED_PRECISION, (int64_t)(act / 2) - copy, g->need,
                 "activations %s / 2 in 16 bits - 2 B x %.0f params for the 16-bit weight "
                 "copies (%s) kept beside the fp32 master",
-                ana_b(act, a), g->params, ana_b((uint64_t)copy, b));
+                ana_fmt_bytes(act, a, sizeof(a)), g->params, ana_fmt_bytes((uint64_t)copy, b, sizeof(b)));
 }
 
 static void ana_fit_optimizer(const ana_oom_figures *g, ana_oom_fit *out, size_t *n)
@@ -144,11 +138,11 @@ static void ana_fit_optimizer(const ana_oom_figures *g, ana_oom_fit *out, size_t
         int64_t keep = (int64_t)llround(2.0 * g->params);
         ana_fit_add(out, n, ANA_TECH_OPTIM_8BIT, (int64_t)o - keep, g->need,
                     "optimizer states %s (%.1f B/param) - 2 B x %.0f params",
-                    ana_b(o, a), (double)o / g->params, g->params);
+                    ana_fmt_bytes(o, a, sizeof(a)), (double)o / g->params, g->params);
     }
     ana_fit_add(out, n, ANA_TECH_OPTIM_FACTORED, (int64_t)o, g->need,
                 "at most the optimizer states (%s): factored second moments keep a row and "
-                "a column per matrix", ana_b(o, a));
+                "a column per matrix", ana_fmt_bytes(o, a, sizeof(a)));
 }
 
 static int ana_fit_cmp(const void *a, const void *b)
@@ -169,7 +163,7 @@ size_t ana_oom_fits(const ana_oom_figures *g, ana_oom_fit out[ANA_OOM_MAX_FITS])
         ana_fit_add(out, &n, ANA_TECH_CHECKPOINTING, (int64_t)((double)act * (1.0 - 1.0 / sqrt(k))),
                     g->need, "activations %s x (1 - 1/sqrt(%llu)): keep the inputs of about "
                     "sqrt(k) of the %llu saved tensors, recompute the rest in backward",
-                    ana_b(act, a), (unsigned long long)g->act_allocs,
+                    ana_fmt_bytes(act, a, sizeof(a)), (unsigned long long)g->act_allocs,
                     (unsigned long long)g->act_allocs);
         out[n - 1].factor = (uint32_t)g->act_allocs;
     }
@@ -178,11 +172,11 @@ size_t ana_oom_fits(const ana_oom_figures *g, ana_oom_fit out[ANA_OOM_MAX_FITS])
     ana_fit_precision(g, out, &n);
     if (tmp)
         ana_fit_add(out, &n, ANA_TECH_FREE_TEMPORARIES, (int64_t)tmp, g->need,
-                    "the temporary buffers live at the failure (%s)", ana_b(tmp, a));
+                    "the temporary buffers live at the failure (%s)", ana_fmt_bytes(tmp, a, sizeof(a)));
     if (g->kind == ANA_OOM_FRAGMENTATION)
         ana_fit_add(out, &n, ANA_TECH_EXPANDABLE, (int64_t)g->request, g->need,
                     "the request (%s): free memory in pieces becomes one mapped range",
-                    ana_b(g->request, a));
+                    ana_fmt_bytes(g->request, a, sizeof(a)));
     qsort(out, n, sizeof(*out), ana_fit_cmp);
     return n;
 }

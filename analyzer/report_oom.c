@@ -12,17 +12,11 @@
 #define ANA_RO_STEPS_SHOWN 5 /* peaks of the steps before, in text */
 #define ANA_RO_SITES 5       /* allocation sites in text unless --top says fewer */
 
-static const char *ana_ro_b(uint64_t v, char *buf) /* buf: 32 bytes */
-{
-    ana_fmt_bytes(v, buf, 32);
-    return buf;
-}
-
 /* "-1.50 MiB" for a negative amount. */
 static const char *ana_ro_sb(int64_t v, char *buf) /* buf: 32 bytes */
 {
     if (v >= 0)
-        return ana_ro_b((uint64_t)v, buf);
+        return ana_fmt_bytes((uint64_t)v, buf, 32);
     buf[0] = '-';
     ana_fmt_bytes((uint64_t)-v, buf + 1, 31);
     return buf;
@@ -39,14 +33,14 @@ static void ana_ro_text_head(FILE *o, const ana_report *r, const ana_oom *x)
             x->failures_cut ? " kept: the first 999 and the last" : "");
     ana_fmt_ns(ana_trace_rel_ns(r->t, f->ev.time_ns), tm, sizeof(tm));
     fprintf(o, "  %s of %s (%llu bytes) at %s: %s\n",
-            ana_report_api_name(f->ev.api, api, sizeof(api)), ana_ro_b(f->ev.size, sz),
+            ana_report_api_name(f->ev.api, api, sizeof(api)), ana_fmt_bytes(f->ev.size, sz, sizeof(sz)),
             (unsigned long long)f->ev.size, tm, ana_cuda_error_describe(f->ev.ret, err, sizeof(err)));
     if (x->kind == ANA_OOM_EXHAUSTION)
         fprintf(o, "  exhaustion: the device had %s free of %s, %s short\n",
-                ana_ro_b(f->free_bytes, a), ana_ro_b(f->total_bytes, b), ana_ro_b(x->shortfall, c));
+                ana_fmt_bytes(f->free_bytes, a, sizeof(a)), ana_fmt_bytes(f->total_bytes, b, sizeof(b)), ana_fmt_bytes(x->shortfall, c, sizeof(c)));
     else if (x->kind == ANA_OOM_FRAGMENTATION)
         fprintf(o, "  fragmentation: the device had %s free of %s, as much as asked for, "
-                   "but no contiguous room\n", ana_ro_b(f->free_bytes, a), ana_ro_b(f->total_bytes, b));
+                   "but no contiguous room\n", ana_fmt_bytes(f->free_bytes, a, sizeof(a)), ana_fmt_bytes(f->total_bytes, b, sizeof(b)));
     else
         fprintf(o, "  kind unknown: no free/total memory was recorded after it\n");
 }
@@ -66,7 +60,7 @@ static void ana_ro_text_where(FILE *o, const ana_report *r, const ana_oom *x)
     if (from)
         fprintf(o, " ...");
     for (size_t i = from; i < x->steps_before; i++)
-        fprintf(o, "%s step %zu %s", i > from ? "," : "", i + 1, ana_ro_b(r->mcat.step_peak[i], b));
+        fprintf(o, "%s step %zu %s", i > from ? "," : "", i + 1, ana_fmt_bytes(r->mcat.step_peak[i], b, sizeof(b)));
     fputc('\n', o);
 }
 
@@ -87,25 +81,25 @@ static void ana_ro_text_live(FILE *o, const ana_oom *x)
     uint64_t n = 0;
     for (int c = 0; c < ANA_MCAT_COUNT; c++)
         n += x->live_count[c];
-    fprintf(o, "  live at the failure: %s in %llu allocation%s\n", ana_ro_b(x->live_bytes, b),
+    fprintf(o, "  live at the failure: %s in %llu allocation%s\n", ana_fmt_bytes(x->live_bytes, b, sizeof(b)),
             (unsigned long long)n, n == 1 ? "" : "s");
     for (int c = 0; c < ANA_MCAT_COUNT; c++) {
         if (!x->live[c])
             continue;
-        fprintf(o, "    %-14s %12s %6.1f%%  (%llu)\n", ana_mcat_name(c), ana_ro_b(x->live[c], b),
+        fprintf(o, "    %-14s %12s %6.1f%%  (%llu)\n", ana_mcat_name(c), ana_fmt_bytes(x->live[c], b, sizeof(b)),
                 100.0 * (double)x->live[c] / (double)x->live_bytes,
                 (unsigned long long)x->live_count[c]);
     }
     int d = ana_ro_dominant(x);
     if (d >= 0)
-        fprintf(o, "  most of it: %s (%s, %.1f%%)\n", ana_mcat_name(d), ana_ro_b(x->live[d], b),
+        fprintf(o, "  most of it: %s (%s, %.1f%%)\n", ana_mcat_name(d), ana_fmt_bytes(x->live[d], b, sizeof(b)),
                 100.0 * (double)x->live[d] / (double)x->live_bytes);
 }
 
 static void ana_ro_text_fits(FILE *o, const ana_oom *x)
 {
     char b[32];
-    fprintf(o, "  what would fit (%s to save):\n", ana_ro_b(x->need, b));
+    fprintf(o, "  what would fit (%s to save):\n", ana_fmt_bytes(x->need, b, sizeof(b)));
     if (!x->n_fits)
         fprintf(o, "    (no technique applies: no category at the failure holds bytes one "
                    "would shrink)\n");
@@ -127,7 +121,7 @@ static void ana_ro_text_sites(FILE *o, const ana_report *r, const ana_oom *x)
     fprintf(o, "  largest allocation sites live at the failure:\n");
     for (size_t i = 0; i < n; i++) {
         const ana_oom_site *s = &x->sites[i];
-        fprintf(o, "    %s in %llu allocation%s (%s)\n", ana_ro_b(s->bytes, b),
+        fprintf(o, "    %s in %llu allocation%s (%s)\n", ana_fmt_bytes(s->bytes, b, sizeof(b)),
                 (unsigned long long)s->count, s->count == 1 ? "" : "s", ana_mcat_name(s->cat));
         ana_report_text_stack(o, r, s->stack);
     }

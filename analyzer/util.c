@@ -66,12 +66,12 @@ void ana_grow(void **arr, size_t *cap, size_t need, size_t elem)
     *cap = ncap;
 }
 
-void ana_fmt_bytes(uint64_t bytes, char *buf, size_t cap)
+const char *ana_fmt_bytes(uint64_t bytes, char *buf, size_t cap)
 {
     static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
     if (bytes < 1024) {
         snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
-        return;
+        return buf;
     }
     double v = (double)bytes;
     int u = 0;
@@ -80,6 +80,7 @@ void ana_fmt_bytes(uint64_t bytes, char *buf, size_t cap)
         u++;
     }
     snprintf(buf, cap, v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, units[u]);
+    return buf;
 }
 
 void ana_fmt_ns(uint64_t ns, char *buf, size_t cap)

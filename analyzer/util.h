@@ -27,7 +27,7 @@ void ana_grow(void **arr, size_t *cap, size_t need, size_t elem);
 #define ANA_GROW(arr, cap, need) ana_grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
 
 /* "1.50 GiB", "512 B": binary units, three significant digits. */
-void ana_fmt_bytes(uint64_t bytes, char *buf, size_t cap);
+const char *ana_fmt_bytes(uint64_t bytes, char *buf, size_t cap); /* returns buf */
 /* "1.234 s", "12.3 ms", "850 ns". */
 void ana_fmt_ns(uint64_t ns, char *buf, size_t cap);
 
