@@ -212,15 +212,8 @@ static int ana_gpu_gap_cmp(const void *a, const void *b)
 /* The last call made before time (strictly), or NULL. */
 static const ana_api_call *ana_gpu_call_before(const ana_trace *t, uint64_t time)
 {
-    size_t lo = 0, hi = t->n_calls; /* first index with time_ns >= time */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->calls[mid].time_ns < time)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo ? &t->calls[lo - 1] : NULL;
+    size_t i = ana_trace_call_bound(t, time, 0);
+    return i ? &t->calls[i - 1] : NULL;
 }
 
 static void ana_gpu_keep_gaps(const ana_trace *t, ana_gpu_gaps *gaps, size_t max_gaps,

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "classify.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ steps and phases */
@@ -39,20 +38,6 @@ int32_t ana_mc_step_of(const ana_steps *s, uint64_t time_ns)
     return lo + 1 == s->n_steps ? (int32_t)s->n_steps : -2; /* between steps */
 }
 
-/* First call at or after time (n_calls when none). */
-static size_t ana_mc_call_at(const ana_trace *t, uint64_t time_ns)
-{
-    size_t lo = 0, hi = t->n_calls;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (t->calls[mid].time_ns < time_ns)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* The phase of a moment inside step `step`: that of the next call (`next`: an allocation
  * is made for the work that follows) or the previous one (a release follows its last use),
  * if that call belongs to the same step; else undecided. */
@@ -61,7 +46,7 @@ static uint8_t ana_mc_phase_at(const ana_trace *t, const ana_steps *s, int32_t s
 {
     if (step < 0 || (size_t)step >= s->n_steps || !s->call_phase)
         return ANA_PHASE_UNDECIDED;
-    size_t i = ana_mc_call_at(t, time_ns);
+    size_t i = ana_trace_call_bound(t, time_ns, 0);
     if (!next || i == t->n_calls) {
         if (i == 0)
             return ANA_PHASE_UNDECIDED;

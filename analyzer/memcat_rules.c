@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "classify.h"
 #include "util.h"
 
 enum ana_mc_why {
@@ -134,30 +133,15 @@ static void ana_mc_ctx_free(ana_mc_ctx *c)
     free(c->first_bwd);
 }
 
-/* The phase a launch's kernel name hints, or undecided. */
-static uint8_t ana_mc_hinted(const ana_mc_ctx *c, const ana_api_call *call)
-{
-    if (call->kind != ANA_K_LAUNCH)
-        return ANA_PHASE_UNDECIDED;
-    const ana_trace_kernel *k = ana_trace_kernel_by_id(c->t, call->arg);
-    uint8_t h = k && k->name ? ana_classify(k->name, 0).hints : 0;
-    return h & ANA_HINT_FORWARD ? ANA_PHASE_FORWARD
-         : h & ANA_HINT_BACKWARD ? ANA_PHASE_BACKWARD
-         : h & ANA_HINT_OPTIMIZER ? ANA_PHASE_OPTIMIZER : ANA_PHASE_UNDECIDED;
-}
-
 /* The phase of the work an allocation made after the last step was made for: that of
  * the first hinted launch after it (as inside steps); undecided when none followed —
  * in a step that died, the work it was made for never ran. */
 static uint8_t ana_mc_tail_phase(const ana_mc_ctx *c, uint64_t time_ns)
 {
-    size_t i = 0;
-    while (i < c->t->n_calls && c->t->calls[i].time_ns < time_ns)
-        i++;
-    for (; i < c->t->n_calls; i++) {
-        uint8_t ph = ana_mc_hinted(c, &c->t->calls[i]);
+    for (size_t i = ana_trace_call_bound(c->t, time_ns, 0); i < c->t->n_calls; i++) {
+        int ph = ana_steps_launch_phase(c->t, &c->t->calls[i]);
         if (ph != ANA_PHASE_UNDECIDED)
-            return ph;
+            return (uint8_t)ph;
     }
     return ANA_PHASE_UNDECIDED;
 }

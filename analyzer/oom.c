@@ -4,7 +4,6 @@
  * call stack, place it among the steps, then run the fits on those figures. */
 #include "oom.h"
 
-#include "classify.h"
 #include "format/records.h"
 #include "u64map.h"
 #include "util.h"
@@ -244,25 +243,11 @@ static void ana_oom_sites(const ana_memcat *m, const ana_mem_result *mem, size_t
 
 /* ------------------------------------------------------------------ steps and phases */
 
-/* Number of calls at or before time (the first call after it is calls[result]). */
-static size_t ana_oom_calls_upto(const ana_trace *t, uint64_t time_ns)
-{
-    size_t lo = 0, hi = t->n_calls;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (t->calls[mid].time_ns <= time_ns)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* Inside step i: the phase of the next call of the step (the allocation was for the work
  * that follows), else of the previous one. */
 static int ana_oom_phase_in(const ana_trace *t, const ana_steps *s, size_t i, uint64_t time_ns)
 {
-    size_t c = ana_oom_calls_upto(t, time_ns);
+    size_t c = ana_trace_call_bound(t, time_ns, 1);
     if (!s->call_step || !s->call_phase)
         return ANA_PHASE_UNDECIDED;
     if (c < t->n_calls && s->call_step[c] == (int32_t)i)
@@ -275,18 +260,10 @@ static int ana_oom_phase_in(const ana_trace *t, const ana_steps *s, size_t i, ui
 /* After the last step: the phase the latest phase-hinted launch since it ended names. */
 static int ana_oom_phase_hinted(const ana_trace *t, uint64_t since_ns, uint64_t time_ns)
 {
-    for (size_t c = ana_oom_calls_upto(t, time_ns); c-- > 0 && t->calls[c].time_ns >= since_ns;) {
-        const ana_api_call *call = &t->calls[c];
-        if (call->kind != ANA_K_LAUNCH)
-            continue;
-        const ana_trace_kernel *k = ana_trace_kernel_by_id(t, call->arg);
-        uint8_t h = ana_classify(k ? k->name : NULL, ANA_CTX_NONE).hints;
-        if (h & ANA_HINT_OPTIMIZER)
-            return ANA_PHASE_OPTIMIZER;
-        if (h & ANA_HINT_BACKWARD)
-            return ANA_PHASE_BACKWARD;
-        if (h & ANA_HINT_FORWARD)
-            return ANA_PHASE_FORWARD;
+    for (size_t c = ana_trace_call_bound(t, time_ns, 1); c-- > 0 && t->calls[c].time_ns >= since_ns;) {
+        int ph = ana_steps_launch_phase(t, &t->calls[c]);
+        if (ph != ANA_PHASE_UNDECIDED)
+            return ph;
     }
     return ANA_PHASE_UNDECIDED;
 }

@@ -130,11 +130,11 @@ static uint8_t ana_st_hint_of(const ana_trace *t, uint8_t *cache, const ana_api_
     if (c->kind != ANA_K_LAUNCH || !ana_u64map_get(&t->kernel_idx, c->arg, &k))
         return ST_NONE;
     if (!cache[k]) {
-        uint8_t h = ana_classify(t->kernels[k].name, ANA_CTX_NONE).hints;
-        cache[k] = 1 + ((h & ANA_HINT_OPTIMIZER)  ? ST_OPT
-                        : (h & ANA_HINT_BACKWARD) ? ST_BWD
-                        : (h & ANA_HINT_FORWARD)  ? ST_FWD
-                                                  : ST_NONE);
+        static const uint8_t st_of[ANA_PHASE_COUNT] = {
+            [ANA_PHASE_FORWARD] = ST_FWD, [ANA_PHASE_BACKWARD] = ST_BWD,
+            [ANA_PHASE_OPTIMIZER] = ST_OPT, [ANA_PHASE_UNDECIDED] = ST_NONE };
+        int ph = ana_phase_of_hints(ana_classify(t->kernels[k].name, ANA_CTX_NONE).hints);
+        cache[k] = (uint8_t)(1 + st_of[ph]);
     }
     return (uint8_t)(cache[k] - 1);
 }
@@ -167,26 +167,11 @@ static void ana_st_free(ana_st *st)
     free(st->steps);
 }
 
-/* First index of calls (in time order) at or after time (after: strictly after). */
-static size_t ana_st_time_bound(const ana_st *st, uint64_t time, int after)
-{
-    size_t lo = 0, hi = st->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        uint64_t x = st->t->calls[mid].time_ns;
-        if (after ? x <= time : x < time)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* The calls a range [t0, t1] holds, of every thread: calls [*lo, *hi). */
 static void ana_st_window(const ana_st *st, uint64_t t0, uint64_t t1, size_t *lo, size_t *hi)
 {
-    *lo = ana_st_time_bound(st, t0, 0);
-    *hi = ana_st_time_bound(st, t1, 1);
+    *lo = ana_trace_call_bound(st->t, t0, 0);
+    *hi = ana_trace_call_bound(st->t, t1, 1);
 }
 
 /* ------------------------------------------------------------------ NVTX */
@@ -537,6 +522,22 @@ const char *ana_steps_method_name(int m)
 {
     static const char *const n[] = { "none", "nvtx", "optimizer", "period" };
     return m >= 0 && m < 4 ? n[m] : "none";
+}
+
+int ana_phase_of_hints(uint8_t h)
+{
+    return (h & ANA_HINT_OPTIMIZER)  ? ANA_PHASE_OPTIMIZER
+         : (h & ANA_HINT_BACKWARD) ? ANA_PHASE_BACKWARD
+         : (h & ANA_HINT_FORWARD)  ? ANA_PHASE_FORWARD
+                                   : ANA_PHASE_UNDECIDED;
+}
+
+int ana_steps_launch_phase(const ana_trace *t, const ana_api_call *c)
+{
+    if (c->kind != ANA_K_LAUNCH)
+        return ANA_PHASE_UNDECIDED;
+    const ana_trace_kernel *k = ana_trace_kernel_by_id(t, c->arg);
+    return ana_phase_of_hints(k && k->name ? ana_classify(k->name, ANA_CTX_NONE).hints : 0);
 }
 
 const char *ana_phase_name(int p)

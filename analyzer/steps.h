@@ -62,6 +62,11 @@ void ana_steps_find(const ana_trace *t, ana_steps *out);
 void ana_steps_free(ana_steps *s);
 const char *ana_steps_method_name(int method); /* "nvtx", "optimizer", "period", "none" */
 const char *ana_phase_name(int phase);         /* "forward", ..., "undecided" */
+/* The phase a launch's kernel name hints (classify.h): optimizer before backward before
+ * forward when a name carries several; undecided for any other call or no hint. The one
+ * reading of hints the steps, the memory anatomy and the OOM post-mortem share. */
+int ana_steps_launch_phase(const ana_trace *t, const ana_api_call *c);
+int ana_phase_of_hints(uint8_t hints);
 const char *ana_phases_method_name(int m);     /* "nvtx", "kernel names", "none" */
 
 #endif

@@ -687,6 +687,20 @@ const char *ana_trace_info(const ana_trace *t, const char *key)
     return NULL;
 }
 
+size_t ana_trace_call_bound(const ana_trace *t, uint64_t time_ns, int after)
+{
+    size_t lo = 0, hi = t->n_calls;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t x = t->calls[mid].time_ns;
+        if (after ? x <= time_ns : x < time_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 const ana_api_call *ana_trace_call_by_corr(const ana_trace *t, uint64_t corr)
 {
     uint64_t i;

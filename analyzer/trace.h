@@ -187,6 +187,10 @@ int ana_trace_alloc_class(uint64_t api);
 /* Value of the last INFO record with this key (the latest state), or NULL. */
 const char *ana_trace_info(const ana_trace *t, const char *key);
 
+/* The first index of t->calls (in time order) whose time is at or after time_ns (after:
+ * strictly after); n_calls when none. */
+size_t ana_trace_call_bound(const ana_trace *t, uint64_t time_ns, int after);
+
 /* The API call with this correlation id, or NULL (corr 0 matches nothing). */
 const ana_api_call *ana_trace_call_by_corr(const ana_trace *t, uint64_t corr);
 
