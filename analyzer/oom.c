@@ -204,7 +204,7 @@ static int ana_oom_site_cmp(const void *a, const void *b)
     return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-/* Counts by category and groups by stack the allocations live at event idx. */
+/* Groups by stack the allocations live at event idx. */
 static void ana_oom_sites(const ana_memcat *m, const ana_mem_result *mem, size_t idx, ana_oom *o)
 {
     ana_u64map at;
@@ -216,7 +216,6 @@ static void ana_oom_sites(const ana_memcat *m, const ana_mem_result *mem, size_t
         if (!ana_memcat_live_at(m, mem, a, idx))
             continue;
         const ana_mem_life *l = &mem->lives[m->allocs[a].life];
-        o->live_count[m->allocs[a].cat]++;
         if (!ana_u64map_get(&at, l->stack, &k)) {
             k = n++;
             acc[k].site.stack = l->stack;
@@ -347,7 +346,7 @@ void ana_oom_build(const ana_trace *t, const ana_mem_result *mem, const ana_step
     out->kind = ana_oom_kind_of(f->has_meminfo, f->free_bytes, f->ev.size);
     out->shortfall = out->kind == ANA_OOM_EXHAUSTION ? f->ev.size - f->free_bytes : 0;
     out->need = ana_oom_need(out->kind, f->ev.size, f->free_bytes);
-    out->live_bytes = ana_memcat_at_failure(m, mem, f, out->live);
+    out->live_bytes = ana_memcat_at_event(m, mem, f->idx, out->live, out->live_count);
     ana_oom_sites(m, mem, f->idx, out);
     ana_oom_locate(t, s, f->ev.time_ns, out);
     ana_oom_figures g = { .act_allocs = out->live_count[ANA_MCAT_ACTIVATIONS],

@@ -10,6 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const ana_report *ana_rm_sort_report; /* qsort has no context argument */
+
+/* Larger first; equal sizes in the order they were made. */
+static int ana_rm_size_cmp(const void *a, const void *b)
+{
+    const ana_report *r = ana_rm_sort_report;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    uint64_t sx = r->mem.lives[r->mcat.allocs[x].life].size;
+    uint64_t sy = r->mem.lives[r->mcat.allocs[y].life].size;
+    if (sx != sy)
+        return sx > sy ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
 /* Allocations live just after event idx, largest first (indices into mcat.allocs). */
 static size_t *ana_rm_live(const ana_report *r, size_t idx, size_t *n_out)
 {
@@ -18,16 +32,9 @@ static size_t *ana_rm_live(const ana_report *r, size_t idx, size_t *n_out)
     for (size_t a = 0; a < m->n_allocs; a++)
         if (ana_memcat_live_at(m, &r->mem, a, idx))
             v[n++] = a;
-    /* insertion by size: lists are cut to --top, and n is the live set */
-    for (size_t i = 1; i < n; i++) {
-        size_t x = v[i], k = i;
-        uint64_t sx = r->mem.lives[m->allocs[x].life].size;
-        while (k > 0 && r->mem.lives[m->allocs[v[k - 1]].life].size < sx) {
-            v[k] = v[k - 1];
-            k--;
-        }
-        v[k] = x;
-    }
+    ana_rm_sort_report = r;
+    qsort(v, n, sizeof(*v), ana_rm_size_cmp);
+    ana_rm_sort_report = NULL;
     *n_out = n;
     return v;
 }
