@@ -61,6 +61,8 @@ const char *ana_report_kernel_class(const ana_report *r, const ana_trace_kernel 
  * to an absolute time; -1 with a message in err. */
 void ana_report_memcat_text(const ana_report *r, FILE *f);
 void ana_report_memcat_json(const ana_report *r, ana_json *j);
+/* key: {"weights": bytes, ..., "unattributed": bytes}, the seven categories of memcat.h. */
+void ana_report_json_categories(ana_json *j, const char *key, const uint64_t by[ANA_MCAT_COUNT]);
 int ana_report_resolve_at(const ana_report *r, const char *spec, uint64_t *time_ns, char *err,
                           size_t cap);
 /* The out-of-memory post-mortem (report_oom.c, docs/oom.md): the text section "Out of

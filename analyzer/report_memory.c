@@ -156,7 +156,7 @@ void ana_report_memcat_text(const ana_report *r, FILE *o)
 
 /* ------------------------------------------------------------------ JSON */
 
-static void ana_rm_json_cats(ana_json *j, const char *key, const uint64_t *by)
+void ana_report_json_categories(ana_json *j, const char *key, const uint64_t by[ANA_MCAT_COUNT])
 {
     ana_json_key(j, key);
     ana_json_obj_begin(j);
@@ -222,8 +222,8 @@ static void ana_rm_json_steps(ana_json *j, const ana_report *r)
 void ana_report_memcat_json(const ana_report *r, ana_json *j)
 {
     const ana_memcat *m = &r->mcat;
-    ana_rm_json_cats(j, "at_peak", m->at_peak);
-    ana_rm_json_cats(j, "at_peak_count", m->count_at_peak);
+    ana_report_json_categories(j, "at_peak", m->at_peak);
+    ana_report_json_categories(j, "at_peak_count", m->count_at_peak);
     ana_json_kstr(j, "evidence", m->evidence ? "pointers" : "lifetimes");
     ana_json_ku64(j, "uses_mapped", m->uses_mapped);
     ana_json_ku64(j, "uses_unmapped", m->uses_unmapped);
@@ -246,6 +246,6 @@ void ana_report_memcat_json(const ana_report *r, ana_json *j)
     ana_json_kstr(j, "spec", r->opt.at_spec);
     ana_json_ku64(j, "time_ns", ana_trace_rel_ns(r->t, r->opt.at_ns));
     ana_json_ku64(j, "total_bytes", tot);
-    ana_rm_json_cats(j, "by_category", by);
+    ana_report_json_categories(j, "by_category", by);
     ana_json_obj_end(j);
 }

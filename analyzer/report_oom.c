@@ -156,15 +156,6 @@ void ana_report_advice_text(const ana_report *r, FILE *o)
 
 /* ------------------------------------------------------------------ JSON */
 
-static void ana_ro_json_cats(ana_json *j, const char *key, const uint64_t v[ANA_MCAT_COUNT])
-{
-    ana_json_key(j, key);
-    ana_json_obj_begin(j);
-    for (int c = 0; c < ANA_MCAT_COUNT; c++)
-        ana_json_ku64(j, ana_mcat_name(c), v[c]);
-    ana_json_obj_end(j);
-}
-
 static void ana_ro_json_u64_known(ana_json *j, const char *key, int known, uint64_t v)
 {
     ana_json_key(j, key);
@@ -258,8 +249,8 @@ void ana_report_oom_json_value(const ana_report *r, ana_json *j)
     ana_json_ku64(j, "other_failures", x->other_failures);
     ana_report_json_stack(j, r, f->ev.stack);
     ana_json_ku64(j, "live_bytes", x->live_bytes);
-    ana_ro_json_cats(j, "live", x->live);
-    ana_ro_json_cats(j, "live_counts", x->live_count);
+    ana_report_json_categories(j, "live", x->live);
+    ana_report_json_categories(j, "live_counts", x->live_count);
     int d = ana_ro_dominant(x);
     ana_json_kstr(j, "dominant", d >= 0 ? ana_mcat_name(d) : NULL);
     ana_ro_json_where(j, r, x);
