@@ -103,4 +103,19 @@ const char *ana_memcat_why(int why);    /* the rule, in words */
 /* The category a memory-region name states ("model.weights" → weights), or -1. */
 int ana_mcat_of_name(const char *name);
 
+/* The memory timeline (memtimeline.c): device bytes live by category after each event
+ * that changed them, in event order (several points may share a time: a chart draws the
+ * last, a peak reader takes the highest). max_points 0: every such point. Otherwise the trace's time is
+ * cut into max_points equal buckets and each keeps the point with its highest total, so
+ * the peak (ana_mem_result.peak_bytes) is always a point and no point invents a value;
+ * the last point is always the state at the end (so max_points + 1 at most).
+ * Returns the number of points (*out malloc'd, NULL when 0). */
+typedef struct ana_mem_point {
+    uint64_t time_ns; /* absolute */
+    uint64_t total;
+    uint64_t by[ANA_MCAT_COUNT];
+} ana_mem_point;
+size_t ana_memcat_timeline(const ana_memcat *m, const ana_mem_result *mem, const ana_trace *t,
+                           size_t max_points, ana_mem_point **out);
+
 #endif
