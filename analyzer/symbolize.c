@@ -4,6 +4,8 @@
 
 #include "util.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@ typedef struct ana_sym_module {
 typedef struct ana_sym_entry {
     ana_frame frame;
     char *function, *file; /* owned */
+    char **inlined;        /* owned, frame.n_inlined names */
 } ana_sym_entry;
 
 struct ana_symbolizer {
@@ -58,6 +61,9 @@ void ana_sym_free(ana_symbolizer *s)
     for (size_t i = 0; i < s->n_entries; i++) {
         free(s->entries[i]->function);
         free(s->entries[i]->file);
+        for (size_t k = 0; k < s->entries[i]->frame.n_inlined; k++)
+            free(s->entries[i]->inlined[k]);
+        free(s->entries[i]->inlined);
         free(s->entries[i]);
     }
     free(s->entries);
@@ -104,6 +110,42 @@ static ana_sym_module *ana_sym_open(ana_symbolizer *s, const ana_trace_module *m
     return sm;
 }
 
+/* The name of an inlined instance: its abstract origin's linkage name demangled (the
+ * qualified name), else its plain name; NULL when it has neither. */
+static char *ana_sym_die_name(Dwarf_Die *die)
+{
+    Dwarf_Attribute mem;
+    const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &mem));
+    if (!link)
+        link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &mem));
+    char *d = link ? ana_demangle(link) : NULL;
+    if (d)
+        return d;
+    const char *name = link ? link : dwarf_diename(die);
+    return name ? ana_xstrdup(name) : NULL;
+}
+
+/* The chain of inlined subroutines that hold pc, outermost first (scopes come innermost
+ * first). Instances without a name are skipped. */
+static void ana_sym_inlined(ana_sym_entry *e, Dwfl_Module *mod, uint64_t pc)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = dwfl_module_addrdie(mod, pc, &bias);
+    Dwarf_Die *scopes = NULL;
+    int n = cu ? dwarf_getscopes(cu, pc - bias, &scopes) : 0;
+    for (int i = n - 1; i >= 0; i--) {
+        if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+            continue;
+        char *name = ana_sym_die_name(&scopes[i]);
+        if (!name)
+            continue;
+        e->inlined = ana_xrealloc(e->inlined, (e->frame.n_inlined + 1) * sizeof(char *));
+        e->inlined[e->frame.n_inlined++] = name;
+    }
+    free(scopes);
+    e->frame.inlined = (const char *const *)e->inlined;
+}
+
 static void ana_sym_resolve(ana_symbolizer *s, ana_sym_entry *e, uint64_t pc)
 {
     const ana_trace_module *m = ana_trace_module_at(s->t, pc);
@@ -131,6 +173,14 @@ static void ana_sym_resolve(ana_symbolizer *s, ana_sym_entry *e, uint64_t pc)
     }
     e->frame.function = e->function;
     e->frame.file = e->file;
+    ana_sym_inlined(e, sm->mod, pc);
+}
+
+int ana_sym_is_profiler(const ana_frame *f)
+{
+    const char *base = f->module ? strrchr(f->module, '/') : NULL;
+    base = base ? base + 1 : f->module;
+    return base && strncmp(base, "libanatomist", 12) == 0;
 }
 
 const ana_frame *ana_sym_lookup(ana_symbolizer *s, uint64_t address)

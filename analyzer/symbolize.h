@@ -5,9 +5,11 @@
  * the one whose [lo, hi) holds that address; its ELF file is opened from the recorded path
  * (a build id that does not match the recorded one counts as a missing file). What
  * cannot be resolved stays NULL/0, but the module and offset are always given when a
- * module holds the address. Results are cached per address and owned by the symbolizer;
- * the pointers stay valid until ana_sym_free. Not thread-safe. Never fails: bad input
- * gives unresolved frames. */
+ * module holds the address. When the module has DWARF, the functions inlined at the call
+ * site are listed too (dwarf_getscopes), outermost first: `function` called inlined[0],
+ * which called inlined[1], ..., and the last one holds the address. Results are cached
+ * per address and owned by the symbolizer; the pointers stay valid until ana_sym_free.
+ * Not thread-safe. Never fails: bad input gives unresolved frames. */
 #ifndef ANA_SYMBOLIZE_H
 #define ANA_SYMBOLIZE_H
 
@@ -22,6 +24,8 @@ typedef struct ana_frame {
     const char *function; /* demangled when C++, or NULL */
     const char *file;     /* source file of the call site, or NULL */
     int64_t line;         /* 0 when unknown */
+    const char *const *inlined; /* n_inlined names (demangled), outermost first; or NULL */
+    size_t n_inlined;
 } ana_frame;
 
 typedef struct ana_symbolizer ana_symbolizer;
@@ -30,5 +34,8 @@ typedef struct ana_symbolizer ana_symbolizer;
 ana_symbolizer *ana_sym_new(const ana_trace *t, int enabled);
 const ana_frame *ana_sym_lookup(ana_symbolizer *s, uint64_t address);
 void ana_sym_free(ana_symbolizer *s);
+/* 1 when f lies in the profiler's own library (a module named libanatomist*): frames that
+ * reports leave out. */
+int ana_sym_is_profiler(const ana_frame *f);
 
 #endif
