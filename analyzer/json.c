@@ -12,6 +12,8 @@ void ana_json_init(ana_json *j, FILE *f)
 
 static void ana_json_indent(ana_json *j)
 {
+    if (j->inline_depth && j->depth > j->inline_depth)
+        return;
     fputc('\n', j->f);
     for (int i = 0; i < j->depth; i++)
         fputs("  ", j->f);
@@ -44,9 +46,10 @@ static void ana_json_open(ana_json *j, char c)
 static void ana_json_close(ana_json *j, char c)
 {
     int had = j->has_items[j->depth];
+    int inlined = j->inline_depth && j->depth > j->inline_depth; /* its items were inline */
     if (j->depth > 0)
         j->depth--;
-    if (had)
+    if (had && !inlined)
         ana_json_indent(j);
     fputc(c, j->f);
 }
@@ -150,6 +153,20 @@ void ana_json_dbl(ana_json *j, double v)
         fprintf(j->f, "%.6g", v);
     else
         fputs("null", j->f);
+}
+
+void ana_json_fixed(ana_json *j, uint64_t v, int decimals)
+{
+    uint64_t scale = 1;
+    decimals = decimals < 0 ? 0 : decimals > 9 ? 9 : decimals;
+    for (int i = 0; i < decimals; i++)
+        scale *= 10;
+    ana_json_pre(j);
+    if (decimals == 0)
+        fprintf(j->f, "%llu", (unsigned long long)v);
+    else
+        fprintf(j->f, "%llu.%0*llu", (unsigned long long)(v / scale), decimals,
+                (unsigned long long)(v % scale));
 }
 
 void ana_json_bool(ana_json *j, int v)

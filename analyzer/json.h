@@ -17,6 +17,8 @@ typedef struct ana_json {
     int depth;
     int after_key;
     uint8_t has_items[ANA_JSON_MAX_DEPTH];
+    int inline_depth; /* set after init, 0 = off: what is nested deeper than this many
+                       * levels stays on one line (one event a line for large outputs) */
 } ana_json;
 
 void ana_json_init(ana_json *j, FILE *f);
@@ -30,6 +32,9 @@ void ana_json_strn(ana_json *j, const char *s, size_t n);
 void ana_json_u64(ana_json *j, uint64_t v);
 void ana_json_i64(ana_json *j, int64_t v);
 void ana_json_dbl(ana_json *j, double v); /* non-finite writes null */
+/* v / 10^decimals written exactly ("1234.567" for 1234567, 3): ns as µs, without the
+ * rounding of a double (decimals at most 9). */
+void ana_json_fixed(ana_json *j, uint64_t v, int decimals);
 void ana_json_bool(ana_json *j, int v);
 void ana_json_null(ana_json *j);
 /* Ends the document with a newline. */

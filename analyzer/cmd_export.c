@@ -1,0 +1,238 @@
+/* cmd_export.c — `anatomist export TRACE [--format chrome|sqlite|folded] [-o FILE]
+ * [--metric M] [--no-symbols] [-q]`: a trace in formats other tools read (export.h,
+ * flame.h; docs/export.md). A file is written under FILE.tmp and renamed when complete,
+ * so a failed export never leaves a partial FILE. */
+#include "cli.h"
+#include "export.h"
+#include "flame.h"
+#include "report.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char ana_export_usage[] =
+    "Usage: anatomist export TRACE [--format FORMAT] [-o FILE] [--metric METRIC]\n"
+    "                        [--no-symbols] [-q]\n"
+    "\n"
+    "Writes the trace in a format other tools read (docs/export.md):\n"
+    "  chrome   Chrome trace event JSON, for Perfetto (ui.perfetto.dev) and\n"
+    "           chrome://tracing: a process per GPU with a track per CUDA stream (kernels,\n"
+    "           copies, sets) and the GPU time of NVTX ranges; the host process with a\n"
+    "           track per thread (API calls linked to their GPU work, allocations, GEMMs,\n"
+    "           collectives, NVTX ranges) and a counter of device memory by category\n"
+    "  sqlite   an SQLite database with a table per kind of thing (kernels, copies,\n"
+    "           memsets, api_calls, allocations, gemms, collectives, ranges, steps,\n"
+    "           stacks, strings, ...), to query with SQL like an Nsight Systems export\n"
+    "  folded   folded stacks of one flame-graph metric (frame;frame;frame value), for\n"
+    "           flamegraph.pl, inferno or speedscope\n"
+    "\n"
+    "Options:\n"
+    "  --format F      chrome, sqlite or folded; default: from the -o extension (.json,\n"
+    "                  .sqlite or .db, .folded)\n"
+    "  -o FILE         the file to write (-: standard output, chrome and folded only;\n"
+    "                  the default for them); an existing FILE is replaced\n"
+    "  --metric M      folded only: gpu-time (default), peak-memory, leaked-memory,\n"
+    "                  alloc-bytes or alloc-count (anatomist flame --help)\n"
+    "  --no-symbols    do not open the program's ELF files: frames show module+offset only\n"
+    "  -q, --quiet     no summary line on stderr\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "Examples:\n"
+    "  anatomist export train.anat -o train.json        # open in ui.perfetto.dev\n"
+    "  anatomist export train.anat -o train.sqlite\n"
+    "  sqlite3 train.sqlite 'SELECT * FROM kernel_summary LIMIT 10'\n"
+    "  anatomist export train.anat --format folded --metric peak-memory -o peak.folded\n"
+    "\n"
+    "Exit status: 0 success, 2 usage error, unreadable/corrupt trace or unwritable output\n"
+    "(nothing is left at FILE then).\n";
+
+enum { ANA_EXPORT_CHROME, ANA_EXPORT_SQLITE, ANA_EXPORT_FOLDED };
+enum { ANA_EXPORT_OPT_FORMAT = 256, ANA_EXPORT_OPT_METRIC, ANA_EXPORT_OPT_NO_SYMBOLS };
+static const char *const ana_export_format_names[] = { "chrome", "sqlite", "folded" };
+
+typedef struct ana_export_args {
+    int format, metric; /* -1: not given */
+    const char *out;    /* NULL: standard output */
+    const char *path;
+    int symbols, quiet;
+} ana_export_args;
+
+static int ana_export_format_parse(const char *s)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, ana_export_format_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static int ana_export_format_of(const char *out)
+{
+    const char *dot = out ? strrchr(out, '.') : NULL;
+    if (!dot)
+        return -1;
+    if (strcmp(dot, ".json") == 0)
+        return ANA_EXPORT_CHROME;
+    if (strcmp(dot, ".sqlite") == 0 || strcmp(dot, ".db") == 0 || strcmp(dot, ".sqlite3") == 0)
+        return ANA_EXPORT_SQLITE;
+    if (strcmp(dot, ".folded") == 0)
+        return ANA_EXPORT_FOLDED;
+    return -1;
+}
+
+/* What the options say together; ANA_EXIT_OK, or ANA_EXIT_BAD with the message printed. */
+static int ana_export_check(ana_export_args *a)
+{
+    if (a->out && strcmp(a->out, "-") == 0)
+        a->out = NULL;
+    if (a->format < 0 && (a->format = ana_export_format_of(a->out)) < 0)
+        return ana_cli_usage_error("export", "export: which format? Give --format chrome, "
+                                   "sqlite or folded, or an -o FILE ending in .json, .sqlite, "
+                                   ".db or .folded");
+    if (a->format == ANA_EXPORT_SQLITE && !a->out)
+        return ana_cli_usage_error("export", "export: sqlite writes a database file: give "
+                                   "-o FILE (e.g. -o trace.sqlite)");
+    if (a->metric >= 0 && a->format != ANA_EXPORT_FOLDED)
+        return ana_cli_usage_error("export", "export: --metric is for --format folded");
+    if (a->metric < 0)
+        a->metric = ANA_FLAME_GPU_TIME;
+    return ANA_EXIT_OK;
+}
+
+/* ANA_EXIT_OK, ANA_EXIT_BAD (message printed), or -1 after --help. */
+static int ana_export_parse(int argc, char **argv, ana_export_args *a)
+{
+    static const struct option opts[] = {
+        { "format", required_argument, NULL, ANA_EXPORT_OPT_FORMAT },
+        { "output", required_argument, NULL, 'o' },
+        { "metric", required_argument, NULL, ANA_EXPORT_OPT_METRIC },
+        { "no-symbols", no_argument, NULL, ANA_EXPORT_OPT_NO_SYMBOLS },
+        { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    int c;
+    *a = (ana_export_args){ .format = -1, .metric = -1, .symbols = 1 };
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":ho:q", opts, NULL)) != -1) {
+        switch (c) {
+        case ANA_EXPORT_OPT_FORMAT:
+            if ((a->format = ana_export_format_parse(optarg)) < 0)
+                return ana_cli_usage_error("export", "export: unknown format '%s' (chrome, "
+                                           "sqlite or folded)", optarg);
+            break;
+        case ANA_EXPORT_OPT_METRIC:
+            if ((a->metric = ana_flame_metric_parse(optarg)) < 0)
+                return ana_cli_usage_error("export", "export: unknown metric '%s' (gpu-time, "
+                                           "peak-memory, leaked-memory, alloc-bytes or "
+                                           "alloc-count)", optarg);
+            break;
+        case 'o': a->out = optarg; break;
+        case 'q': a->quiet = 1; break;
+        case ANA_EXPORT_OPT_NO_SYMBOLS: a->symbols = 0; break;
+        case 'h': fputs(ana_export_usage, stdout); return -1;
+        default: return ana_cli_bad_option("export", argv, c);
+        }
+    }
+    a->path = ana_cli_one_trace("export", argc, argv);
+    if (!a->path)
+        return ANA_EXIT_BAD;
+    return ana_export_check(a);
+}
+
+/* chrome or folded to out; 0, or -1 when writing failed. */
+static int ana_export_stream(const ana_report *r, const ana_export_args *a, FILE *out)
+{
+    if (a->format == ANA_EXPORT_CHROME)
+        return ana_export_chrome(r, out);
+    ana_flame f;
+    ana_flame_build(r, a->metric, &f);
+    ana_flame_write_folded(&f, out);
+    ana_flame_free(&f);
+    return fflush(out) != 0 || ferror(out) ? -1 : 0;
+}
+
+/* Writes tmp; 0, or -1 with the reason in err. */
+static int ana_export_file(const ana_report *r, const ana_export_args *a, const char *tmp,
+                           char *err, size_t cap)
+{
+    if (a->format == ANA_EXPORT_SQLITE)
+        return ana_export_sqlite(r, tmp, err, cap);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, cap, "%s", strerror(errno));
+        return -1;
+    }
+    int rc = ana_export_stream(r, a, f);
+    int saved = errno;
+    if (fclose(f) != 0 && rc == 0)
+        rc = -1, saved = errno;
+    if (rc != 0)
+        snprintf(err, cap, "%s", saved ? strerror(saved) : "write error");
+    return rc;
+}
+
+static void ana_export_summary(const ana_report *r, const ana_export_args *a)
+{
+    const ana_trace *t = r->t;
+    struct stat st;
+    char size[32] = "standard output";
+    if (a->out && stat(a->out, &st) == 0)
+        ana_fmt_bytes((uint64_t)st.st_size, size, sizeof(size));
+    fprintf(stderr, "anatomist: export: wrote %s (%s, %s) from %llu GPU activities, %llu API "
+            "calls, %zu allocations, %zu NVTX range records\n", a->out ? a->out : "-",
+            ana_export_format_names[a->format], size, (unsigned long long)t->n_gpu,
+            (unsigned long long)t->n_calls, r->mem.n_lives, t->libs.n_ranges);
+}
+
+static int ana_export_write(const ana_report *r, const ana_export_args *a)
+{
+    char err[256] = "";
+    if (!a->out) {
+        if (ana_export_stream(r, a, stdout) == 0)
+            return ANA_EXIT_OK;
+        fprintf(stderr, "anatomist: export: writing to standard output failed: %s\n",
+                strerror(errno));
+        return ANA_EXIT_BAD;
+    }
+    size_t n = strlen(a->out) + 5;
+    char *tmp = ana_xmalloc(n);
+    snprintf(tmp, n, "%s.tmp", a->out);
+    int rc = ana_export_file(r, a, tmp, err, sizeof(err));
+    if (rc == 0 && rename(tmp, a->out) != 0) {
+        snprintf(err, sizeof(err), "%s", strerror(errno));
+        rc = -1;
+    }
+    if (rc != 0) {
+        unlink(tmp);
+        fprintf(stderr, "anatomist: export: cannot write %s: %s (choose another -o FILE)\n",
+                a->out, err);
+    }
+    free(tmp);
+    return rc == 0 ? ANA_EXIT_OK : ANA_EXIT_BAD;
+}
+
+int ana_cmd_export(int argc, char **argv)
+{
+    ana_export_args a;
+    int rc = ana_export_parse(argc, argv, &a);
+    if (rc != ANA_EXIT_OK)
+        return rc < 0 ? ANA_EXIT_OK : rc;
+    ana_trace *t = ana_cli_load(a.path, ANA_LOAD_ALL);
+    if (!t)
+        return ANA_EXIT_BAD;
+    ana_report_opts ro = { .top = 0, .symbols = a.symbols, .min_gap_ns = ANA_GPU_MIN_GAP_NS };
+    ana_report r;
+    ana_report_build(&r, t, &ro);
+    rc = ana_export_write(&r, &a);
+    if (rc == ANA_EXIT_OK && !a.quiet)
+        ana_export_summary(&r, &a);
+    ana_report_free(&r);
+    ana_trace_free(t);
+    return rc;
+}
