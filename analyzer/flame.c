@@ -484,16 +484,18 @@ void ana_flame_write_folded(const ana_flame *f, FILE *out)
     free(depth);
 }
 
-/* One node as a compact array: the writer opens and closes it, the numbers go in as text
- * (the writer would put each on a line of its own). */
+/* One node as a compact array (the caller keeps nodes' items on one line). */
 static void ana_flame_json_node(const ana_flame *f, const ana_flame_node *n, ana_json *j)
 {
     ana_json_arr_begin(j);
-    fprintf(j->f, "%u,%u,%llu,%llu", n->name, n->parent, (unsigned long long)n->total,
-            (unsigned long long)n->self);
-    if (f->diff)
-        fprintf(j->f, ",%llu,%llu", (unsigned long long)n->base_total,
-                (unsigned long long)n->base_self);
+    ana_json_u64(j, n->name);
+    ana_json_u64(j, n->parent);
+    ana_json_u64(j, n->total);
+    ana_json_u64(j, n->self);
+    if (f->diff) {
+        ana_json_u64(j, n->base_total);
+        ana_json_u64(j, n->base_self);
+    }
     ana_json_arr_end(j);
 }
 
@@ -512,8 +514,11 @@ void ana_flame_write_json(const ana_flame *f, ana_json *j)
     ana_json_arr_end(j);
     ana_json_key(j, "nodes");
     ana_json_arr_begin(j);
+    int inline_depth = j->inline_depth;
+    j->inline_depth = j->depth; /* a node a line */
     for (size_t i = 0; i < f->n_nodes; i++)
         ana_flame_json_node(f, &f->nodes[i], j);
+    j->inline_depth = inline_depth;
     ana_json_arr_end(j);
     ana_json_obj_end(j);
 }

@@ -129,3 +129,29 @@ Test(json, escapes_and_repairs_utf8)
                           "  \"a\": [\n    1,\n    null\n  ],\n  \"e\": []\n}\n");
     free(out);
 }
+
+Test(json, fixed_point_and_inline_nesting)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    ana_json j;
+    ana_json_init(&j, f);
+    j.inline_depth = 1; /* what is nested in the top-level array stays on one line */
+    ana_json_arr_begin(&j);
+    ana_json_fixed(&j, 1234567, 3);
+    ana_json_fixed(&j, 5, 3);
+    ana_json_fixed(&j, 42, 0);
+    ana_json_obj_begin(&j);
+    ana_json_ku64(&j, "a", 1);
+    ana_json_key(&j, "b");
+    ana_json_arr_begin(&j);
+    ana_json_fixed(&j, 18446744073709551615ull, 9);
+    ana_json_arr_end(&j);
+    ana_json_obj_end(&j);
+    ana_json_arr_end(&j);
+    ana_json_finish(&j);
+    fclose(f);
+    cr_expect_str_eq(out, "[\n  1234.567,\n  0.005,\n  42,\n  {\"a\": 1,\"b\": [18446744073.709551615]}\n]\n");
+    free(out);
+}
