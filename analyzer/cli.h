@@ -13,6 +13,8 @@ int ana_cmd_report(int argc, char **argv);
 int ana_cmd_classify(int argc, char **argv);
 int ana_cmd_oom(int argc, char **argv);
 int ana_cmd_flame(int argc, char **argv);
+int ana_cmd_html(int argc, char **argv);
+int ana_cmd_diff(int argc, char **argv);
 int ana_cmd_export(int argc, char **argv);
 
 /* Prints "anatomist: <message>" and a hint to `anatomist CMD --help` on stderr; returns

@@ -13,6 +13,7 @@
 #ifndef ANA_HTML_H
 #define ANA_HTML_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 struct ana_report;
@@ -22,5 +23,10 @@ struct ana_diff;
 int ana_html_write_report(const struct ana_report *r, FILE *out);
 int ana_html_write_diff(const struct ana_diff *d, const struct ana_report *base,
                         const struct ana_report *head, FILE *out);
+
+/* The bytes of viewer/NAME (page.html, viewer.css, common.js, ...) as embedded at build
+ * time (cmake/embed.cmake; generated viewer_assets.c), NUL-terminated, size in *size; NULL
+ * for a name not embedded. */
+const char *ana_html_asset(const char *name, size_t *size);
 
 #endif

@@ -24,6 +24,8 @@ static const char ana_main_usage[] =
     "  report TRACE [--json] [--top N]      memory peak, leaks, failed allocations, kernels\n"
     "  oom TRACE [--json]                   what was live when memory ran out, what would fit\n"
     "  flame TRACE [--metric M] -o FILE     flame graph (html, svg, folded) of GPU time or memory\n"
+    "  html TRACE -o report.html            the report as one self-contained interactive page\n"
+    "  diff BASE HEAD [--format F]          what changed between two runs (markdown for a PR)\n"
     "  export TRACE --format F -o FILE      to Perfetto/Chrome JSON, SQLite or folded stacks\n"
     "  help [COMMAND]                       this text, or a command's help\n"
     "\n"
@@ -126,6 +128,10 @@ static int ana_main_dispatch(const char *cmd, int argc, char **argv)
         return ana_cmd_oom(argc, argv);
     if (strcmp(cmd, "flame") == 0)
         return ana_cmd_flame(argc, argv);
+    if (strcmp(cmd, "html") == 0)
+        return ana_cmd_html(argc, argv);
+    if (strcmp(cmd, "diff") == 0)
+        return ana_cmd_diff(argc, argv);
     if (strcmp(cmd, "export") == 0)
         return ana_cmd_export(argc, argv);
     return -1;
@@ -164,7 +170,7 @@ int main(int argc, char **argv)
         return ana_cli_usage_error(NULL, "unknown option '%s' (a command comes first)", cmd);
     int rc = ana_main_dispatch(cmd, argc - 1, argv + 1);
     if (rc < 0)
-        return ana_cli_usage_error(NULL, "unknown command '%s' (commands: run, info, report, oom, flame, export, classify)",
+        return ana_cli_usage_error(NULL, "unknown command '%s' (commands: run, info, report, oom, flame, html, diff, export, classify)",
                                    cmd);
     return rc;
 }

@@ -52,6 +52,8 @@ void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *
 void ana_report_free(ana_report *r);
 void ana_report_write_text(const ana_report *r, FILE *f);
 void ana_report_write_json(const ana_report *r, FILE *f);
+/* The same document as a value inside a document being written (html.c embeds it). */
+void ana_report_write_json_value(const ana_report *r, ana_json *j);
 /* The time anatomy (time by class, steps, phases) of each; the class of a kernel. */
 void ana_report_time_text(const ana_report *r, FILE *f);
 void ana_report_time_json(const ana_report *r, ana_json *j);

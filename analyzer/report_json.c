@@ -226,28 +226,33 @@ void ana_report_write_json(const ana_report *r, FILE *f)
 {
     ana_json j;
     ana_json_init(&j, f);
-    ana_json_obj_begin(&j);
-    ana_json_kstr(&j, "schema", "anatomist.report/1");
-    ana_rj_trace(&j, r);
-    ana_report_time_json(r, &j);
-    ana_rj_memory(&j, r);
-    ana_report_oom_json(r, &j);
-    ana_report_advice_json(r, &j);
-    ana_json_key(&j, "allocations");
-    ana_json_obj_begin(&j);
-    ana_rj_api_table(&j, "by_api", r->t->alloc_by_api, 1);
-    ana_rj_api_table(&j, "frees_by_api", r->t->free_by_api, 0);
-    ana_json_obj_end(&j);
-    ana_json_ku64(&j, "failed_allocations_total", r->mem.failures_total);
-    ana_json_key(&j, "failed_allocations");
-    ana_json_arr_begin(&j);
-    for (size_t i = 0; i < r->mem.n_failures; i++)
-        ana_rj_failure(&j, r, &r->mem.failures[i]);
-    ana_json_arr_end(&j);
-    ana_rj_kernels(&j, r);
-    ana_rj_copies(&j, r->t);
-    ana_report_gpu_json(r, &j);
-    ana_report_libs_json(r, &j);
-    ana_json_obj_end(&j);
+    ana_report_write_json_value(r, &j);
     ana_json_finish(&j);
+}
+
+void ana_report_write_json_value(const ana_report *r, ana_json *j)
+{
+    ana_json_obj_begin(j);
+    ana_json_kstr(j, "schema", "anatomist.report/1");
+    ana_rj_trace(j, r);
+    ana_report_time_json(r, j);
+    ana_rj_memory(j, r);
+    ana_report_oom_json(r, j);
+    ana_report_advice_json(r, j);
+    ana_json_key(j, "allocations");
+    ana_json_obj_begin(j);
+    ana_rj_api_table(j, "by_api", r->t->alloc_by_api, 1);
+    ana_rj_api_table(j, "frees_by_api", r->t->free_by_api, 0);
+    ana_json_obj_end(j);
+    ana_json_ku64(j, "failed_allocations_total", r->mem.failures_total);
+    ana_json_key(j, "failed_allocations");
+    ana_json_arr_begin(j);
+    for (size_t i = 0; i < r->mem.n_failures; i++)
+        ana_rj_failure(j, r, &r->mem.failures[i]);
+    ana_json_arr_end(j);
+    ana_rj_kernels(j, r);
+    ana_rj_copies(j, r->t);
+    ana_report_gpu_json(r, j);
+    ana_report_libs_json(r, j);
+    ana_json_obj_end(j);
 }

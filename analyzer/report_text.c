@@ -19,12 +19,6 @@ static const char *ana_rt_base(const char *path)
     return s ? s + 1 : path;
 }
 
-static int ana_rt_is_profiler(const ana_frame *f)
-{
-    const char *b = ana_rt_base(f->module);
-    return b && strncmp(b, "libanatomist", 12) == 0;
-}
-
 static void ana_rt_frame(FILE *o, int idx, const ana_frame *f)
 {
     fprintf(o, "        #%d %s", idx, f->function ? f->function : "??");
@@ -56,7 +50,7 @@ void ana_report_text_stack(FILE *o, const ana_report *r, uint64_t stack)
     int at_main = 0;
     for (size_t i = 0; i < n && shown < ANA_RT_FRAMES && !at_main; i++) {
         const ana_frame *f = ana_sym_lookup(r->sym, ip[i]);
-        if (ana_rt_is_profiler(f))
+        if (ana_sym_is_profiler(f))
             continue;
         ana_rt_frame(o, shown++, f);
         /* Below main are only the C runtime's start-up frames: the text leaves them out

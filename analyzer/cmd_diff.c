@@ -1,0 +1,188 @@
+/* cmd_diff.c — `anatomist diff BASE HEAD [--format markdown|json|html] [-o FILE] [--top N]
+ * [--fail-on SPEC] [--no-symbols]`: what changed between two runs (diff.h), for a pull
+ * request; exit status 1 when a --fail-on threshold is crossed, so CI can gate on it. */
+#include "cli.h"
+#include "diff.h"
+#include "html.h"
+#include "report.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char ana_diff_usage[] =
+    "Usage: anatomist diff BASE HEAD [--format markdown|json|html] [-o FILE] [--top N]\n"
+    "                      [--fail-on SPEC] [--no-symbols]\n"
+    "\n"
+    "What changed from the run traced in BASE to the run traced in HEAD (docs/diff.md):\n"
+    "  * headline figures: median step time, peak memory, GPU busy, idle and total time,\n"
+    "    memory live at the end, kernel launches, model FLOPs utilisation;\n"
+    "  * GPU time by class (contraction, normalization, elementwise, communication,\n"
+    "    memory, other), the mean per step (the whole run when a run has no steps);\n"
+    "  * device memory by category at the peak (weights, optimizer, gradients,\n"
+    "    activations, temporary, functionality, unattributed);\n"
+    "  * the kernels whose GPU time changed most, new and vanished kernels, and the\n"
+    "    allocation sites (call stacks by function name) whose bytes at the peak changed\n"
+    "    most;\n"
+    "  * a one-line verdict. Every figure is the one `anatomist report --json` prints.\n"
+    "\n"
+    "Options:\n"
+    "  --format F      markdown (default: a pull-request comment under 60 KB), json\n"
+    "                  (schema anatomist.diff/1), or html (one self-contained page with\n"
+    "                  differential flame graphs: red grew, blue shrank)\n"
+    "  -o, --output FILE  write there instead of standard output\n"
+    "  --top N         kernels and sites listed; 0 = all (default 10)\n"
+    "  --fail-on SPEC  exit 1 when a threshold is crossed, e.g.\n"
+    "                  'peak-memory>+5%,step-time>+3%,memory:activations>+100MiB'\n"
+    "                  (KEY OP VALUE, OP one of > >= < <=; VALUE +5% a relative change,\n"
+    "                  +100MiB / -2ms a change, 70GiB unsigned: HEAD's own value)\n"
+    "  --no-symbols    do not open the programs' ELF files: sites show module+offset\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "Metric keys: step-time, peak-memory, gpu-busy, gpu-idle, gpu-time, memory-at-end,\n"
+    "kernel-launches, mfu, time:CLASS (time:contraction...), memory:CATEGORY\n"
+    "(memory:weights...). A figure a run does not know (step-time without steps) is\n"
+    "never crossed; a line on stderr says so.\n"
+    "\n"
+    "Examples:\n"
+    "  anatomist diff main.anat pr.anat > comment.md\n"
+    "  anatomist diff main.anat pr.anat --fail-on 'peak-memory>+5%,step-time>+3%'\n"
+    "  anatomist diff main.anat pr.anat --format html -o diff.html\n"
+    "\n"
+    "Exit status: 0 success, 1 a --fail-on threshold was crossed (the output is still\n"
+    "written), 2 usage error or unreadable/corrupt trace.\n";
+
+enum { ANA_DIFF_OPT_TOP = 256, ANA_DIFF_OPT_FORMAT, ANA_DIFF_OPT_FAIL_ON,
+       ANA_DIFF_OPT_NO_SYMBOLS };
+enum { ANA_DIFF_MD, ANA_DIFF_JSON, ANA_DIFF_HTML };
+
+typedef struct ana_diff_args {
+    int format;
+    const char *output;
+    size_t top;
+    int symbols;
+    ana_diff_limit lim[ANA_DIFF_MAX_LIMITS];
+    size_t n_lim;
+} ana_diff_args;
+
+static int ana_diff_format(const char *s)
+{
+    return strcmp(s, "markdown") == 0 || strcmp(s, "md") == 0 ? ANA_DIFF_MD
+           : strcmp(s, "json") == 0                           ? ANA_DIFF_JSON
+           : strcmp(s, "html") == 0                           ? ANA_DIFF_HTML
+                                                              : -1;
+}
+
+/* --fail-on may be given several times: the limits add up. */
+static int ana_diff_fail_on(ana_diff_args *a, const char *spec)
+{
+    char err[256];
+    size_t n;
+    if (ana_diff_limits_parse(spec, a->lim + a->n_lim, ANA_DIFF_MAX_LIMITS - a->n_lim, &n, err,
+                              sizeof(err)) != 0)
+        return ana_cli_usage_error("diff", "bad --fail-on %s", err);
+    a->n_lim += n;
+    return ANA_EXIT_OK;
+}
+
+static int ana_diff_parse(int argc, char **argv, ana_diff_args *a)
+{
+    static const struct option opts[] = {
+        { "format", required_argument, NULL, ANA_DIFF_OPT_FORMAT },
+        { "output", required_argument, NULL, 'o' },
+        { "top", required_argument, NULL, ANA_DIFF_OPT_TOP },
+        { "fail-on", required_argument, NULL, ANA_DIFF_OPT_FAIL_ON },
+        { "no-symbols", no_argument, NULL, ANA_DIFF_OPT_NO_SYMBOLS },
+        { "help", no_argument, NULL, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': a->output = optarg; break;
+        case ANA_DIFF_OPT_NO_SYMBOLS: a->symbols = 0; break;
+        case ANA_DIFF_OPT_FORMAT:
+            if ((a->format = ana_diff_format(optarg)) < 0)
+                return ana_cli_usage_error("diff", "unknown --format '%s' (markdown, json or html)",
+                                           optarg);
+            break;
+        case ANA_DIFF_OPT_TOP:
+            if (ana_cli_top("diff", optarg, &a->top) != 0)
+                return ANA_EXIT_BAD;
+            break;
+        case ANA_DIFF_OPT_FAIL_ON:
+            if (ana_diff_fail_on(a, optarg) != ANA_EXIT_OK)
+                return ANA_EXIT_BAD;
+            break;
+        case 'h': fputs(ana_diff_usage, stdout); return -1;
+        default: return ana_cli_bad_option("diff", argv, c);
+        }
+    }
+    if (argc - optind != 2)
+        return ana_cli_usage_error("diff", "diff wants two traces, BASE and HEAD (%d given)",
+                                   argc - optind);
+    if (a->output && (!*a->output || strcmp(a->output, argv[optind]) == 0 ||
+                      strcmp(a->output, argv[optind + 1]) == 0))
+        return ana_cli_usage_error("diff", "-o wants a file name other than the traces");
+    return ANA_EXIT_OK;
+}
+
+/* Writes the document; ANA_EXIT_BAD with a message when it could not be written. */
+static int ana_diff_emit(const ana_diff_args *a, const ana_diff *d, const ana_report *rb,
+                         const ana_report *rh)
+{
+    FILE *f = a->output && strcmp(a->output, "-") != 0 ? fopen(a->output, "w") : stdout;
+    int bad = 0;
+    if (!f) {
+        fprintf(stderr, "anatomist: diff: cannot write %s: %s (choose another path with -o)\n",
+                a->output, strerror(errno));
+        return ANA_EXIT_BAD;
+    }
+    if (a->format == ANA_DIFF_JSON)
+        ana_diff_write_json(d, f);
+    else if (a->format == ANA_DIFF_MD)
+        ana_diff_write_markdown(d, f);
+    else
+        bad = ana_html_write_diff(d, rb, rh, f) != 0;
+    bad |= f == stdout ? fflush(f) != 0 || ferror(f) : fclose(f) != 0;
+    if (bad) {
+        fprintf(stderr, "anatomist: diff: writing %s failed: %s (is the disk full?)\n",
+                f == stdout ? "standard output" : a->output, strerror(errno));
+        return ANA_EXIT_BAD;
+    }
+    return ANA_EXIT_OK;
+}
+
+int ana_cmd_diff(int argc, char **argv)
+{
+    ana_diff_args a = { .format = ANA_DIFF_MD, .top = 10, .symbols = 1 };
+    int rc = ana_diff_parse(argc, argv, &a);
+    if (rc != ANA_EXIT_OK)
+        return rc < 0 ? ANA_EXIT_OK : rc; /* -1: --help */
+    ana_trace *tb = ana_cli_load(argv[optind], ANA_LOAD_ALL);
+    ana_trace *th = tb ? ana_cli_load(argv[optind + 1], ANA_LOAD_ALL) : NULL;
+    if (!th) {
+        if (tb)
+            ana_trace_free(tb);
+        return ANA_EXIT_BAD;
+    }
+    ana_report_opts ro = { .top = 10, .symbols = a.symbols, .min_gap_ns = ANA_GPU_MIN_GAP_NS };
+    ana_report rb, rh;
+    ana_report_build(&rb, tb, &ro);
+    ana_report_build(&rh, th, &ro);
+    ana_diff *d = ana_diff_new(&rb, &rh);
+    ana_diff_set_top(d, a.top);
+    size_t crossed = ana_diff_check(d, a.lim, a.n_lim, stderr);
+    rc = ana_diff_emit(&a, d, &rb, &rh);
+    if (rc == ANA_EXIT_OK && crossed)
+        rc = ANA_EXIT_FAIL;
+    ana_diff_free(d);
+    ana_report_free(&rh);
+    ana_report_free(&rb);
+    ana_trace_free(th);
+    ana_trace_free(tb);
+    return rc;
+}
