@@ -5,6 +5,8 @@
 #ifndef ANA_CLI_H
 #define ANA_CLI_H
 
+#include <stdio.h>
+
 #include "trace.h"
 
 int ana_cmd_run(int argc, char **argv);
@@ -33,6 +35,18 @@ int ana_cli_top(const char *cmd, const char *arg, size_t *top);
 /* The one TRACE operand left after option parsing (argv[optind]); NULL, with the usage
  * message printed, when there is none or more than one. */
 const char *ana_cli_one_trace(const char *cmd, int argc, char **argv);
+
+/* Writes a command's output. path NULL or "-": standard output, through write_stream.
+ * Otherwise PATH.tmp is written and renamed to path once complete, so no reader sees half
+ * a file and a failure leaves none: write_stream gets the open file, or, when it is NULL,
+ * write_path gets the temporary file's name (for writers that open it themselves, like
+ * SQLite) and puts why it failed in err. Each returns 0, or -1 (errno set for streams).
+ * Prints "anatomist: CMD: cannot write PATH: why (choose another -o FILE)" on failure.
+ * Returns ANA_EXIT_OK or ANA_EXIT_BAD. */
+typedef int (*ana_cli_write_stream_fn)(FILE *f, void *ctx);
+typedef int (*ana_cli_write_path_fn)(const char *path, void *ctx, char *err, size_t cap);
+int ana_cli_write_output(const char *cmd, const char *path, ana_cli_write_stream_fn write_stream,
+                         ana_cli_write_path_fn write_path, void *ctx);
 
 /* Loads a trace, or prints why it cannot ("anatomist: FILE: ...") and returns NULL. */
 ana_trace *ana_cli_load(const char *path, unsigned flags);

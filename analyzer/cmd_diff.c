@@ -7,7 +7,6 @@
 #include "report.h"
 #include "util.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -130,30 +129,23 @@ static int ana_diff_parse(int argc, char **argv, ana_diff_args *a)
     return ANA_EXIT_OK;
 }
 
-/* Writes the document; ANA_EXIT_BAD with a message when it could not be written. */
-static int ana_diff_emit(const ana_diff_args *a, const ana_diff *d, const ana_report *rb,
-                         const ana_report *rh)
+typedef struct ana_diff_job {
+    const ana_diff_args *a;
+    const ana_diff *d;
+    const ana_report *rb, *rh;
+} ana_diff_job;
+
+/* Writes the document; 0, or -1 when writing failed. */
+static int ana_diff_emit(FILE *f, void *ctx)
 {
-    FILE *f = a->output && strcmp(a->output, "-") != 0 ? fopen(a->output, "w") : stdout;
-    int bad = 0;
-    if (!f) {
-        fprintf(stderr, "anatomist: diff: cannot write %s: %s (choose another path with -o)\n",
-                a->output, strerror(errno));
-        return ANA_EXIT_BAD;
-    }
-    if (a->format == ANA_DIFF_JSON)
-        ana_diff_write_json(d, f);
-    else if (a->format == ANA_DIFF_MD)
-        ana_diff_write_markdown(d, f);
-    else
-        bad = ana_html_write_diff(d, rb, rh, f) != 0;
-    bad |= f == stdout ? fflush(f) != 0 || ferror(f) : fclose(f) != 0;
-    if (bad) {
-        fprintf(stderr, "anatomist: diff: writing %s failed: %s (is the disk full?)\n",
-                f == stdout ? "standard output" : a->output, strerror(errno));
-        return ANA_EXIT_BAD;
-    }
-    return ANA_EXIT_OK;
+    const ana_diff_job *job = ctx;
+    if (job->a->format == ANA_DIFF_JSON)
+        ana_diff_write_json(job->d, f);
+    else if (job->a->format == ANA_DIFF_MD)
+        ana_diff_write_markdown(job->d, f);
+    else if (ana_html_write_diff(job->d, job->rb, job->rh, f) != 0)
+        return -1;
+    return ferror(f) ? -1 : 0;
 }
 
 int ana_cmd_diff(int argc, char **argv)
@@ -176,7 +168,8 @@ int ana_cmd_diff(int argc, char **argv)
     ana_diff *d = ana_diff_new(&rb, &rh);
     ana_diff_set_top(d, a.top);
     size_t crossed = ana_diff_check(d, a.lim, a.n_lim, stderr);
-    rc = ana_diff_emit(&a, d, &rb, &rh);
+    ana_diff_job job = { &a, d, &rb, &rh };
+    rc = ana_cli_write_output("diff", a.output, ana_diff_emit, NULL, &job);
     if (rc == ANA_EXIT_OK && crossed)
         rc = ANA_EXIT_FAIL;
     ana_diff_free(d);

@@ -8,13 +8,11 @@
 #include "report.h"
 #include "util.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 static const char ana_export_usage[] =
     "Usage: anatomist export TRACE [--format FORMAT] [-o FILE] [--metric METRIC]\n"
@@ -157,24 +155,21 @@ static int ana_export_stream(const ana_report *r, const ana_export_args *a, FILE
     return fflush(out) != 0 || ferror(out) ? -1 : 0;
 }
 
-/* Writes tmp; 0, or -1 with the reason in err. */
-static int ana_export_file(const ana_report *r, const ana_export_args *a, const char *tmp,
-                           char *err, size_t cap)
+typedef struct ana_export_job {
+    const ana_report *r;
+    const ana_export_args *a;
+} ana_export_job;
+
+static int ana_export_to_stream(FILE *f, void *ctx)
 {
-    if (a->format == ANA_EXPORT_SQLITE)
-        return ana_export_sqlite(r, tmp, err, cap);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, cap, "%s", strerror(errno));
-        return -1;
-    }
-    int rc = ana_export_stream(r, a, f);
-    int saved = errno;
-    if (fclose(f) != 0 && rc == 0)
-        rc = -1, saved = errno;
-    if (rc != 0)
-        snprintf(err, cap, "%s", saved ? strerror(saved) : "write error");
-    return rc;
+    const ana_export_job *job = ctx;
+    return ana_export_stream(job->r, job->a, f);
+}
+
+static int ana_export_to_path(const char *path, void *ctx, char *err, size_t cap)
+{
+    const ana_export_job *job = ctx;
+    return ana_export_sqlite(job->r, path, err, cap);
 }
 
 static void ana_export_summary(const ana_report *r, const ana_export_args *a)
@@ -192,29 +187,10 @@ static void ana_export_summary(const ana_report *r, const ana_export_args *a)
 
 static int ana_export_write(const ana_report *r, const ana_export_args *a)
 {
-    char err[256] = "";
-    if (!a->out) {
-        if (ana_export_stream(r, a, stdout) == 0)
-            return ANA_EXIT_OK;
-        fprintf(stderr, "anatomist: export: writing to standard output failed: %s\n",
-                strerror(errno));
-        return ANA_EXIT_BAD;
-    }
-    size_t n = strlen(a->out) + 5;
-    char *tmp = ana_xmalloc(n);
-    snprintf(tmp, n, "%s.tmp", a->out);
-    int rc = ana_export_file(r, a, tmp, err, sizeof(err));
-    if (rc == 0 && rename(tmp, a->out) != 0) {
-        snprintf(err, sizeof(err), "%s", strerror(errno));
-        rc = -1;
-    }
-    if (rc != 0) {
-        unlink(tmp);
-        fprintf(stderr, "anatomist: export: cannot write %s: %s (choose another -o FILE)\n",
-                a->out, err);
-    }
-    free(tmp);
-    return rc == 0 ? ANA_EXIT_OK : ANA_EXIT_BAD;
+    ana_export_job job = { r, a };
+    if (a->format == ANA_EXPORT_SQLITE)
+        return ana_cli_write_output("export", a->out, NULL, ana_export_to_path, &job);
+    return ana_cli_write_output("export", a->out, ana_export_to_stream, NULL, &job);
 }
 
 int ana_cmd_export(int argc, char **argv)

@@ -5,7 +5,6 @@
 #include "report.h"
 #include "util.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -128,24 +127,23 @@ static void ana_flame_html(const ana_flame *f, FILE *out, const char *title)
     fputs("</body></html>\n", out);
 }
 
-/* Writes the flame in the chosen format; 0, or -1 with errno when writing failed. */
-static int ana_flame_emit(const ana_flame *f, const ana_flame_args *a, const char *title)
+typedef struct ana_flame_job {
+    const ana_flame *f;
+    const ana_flame_args *a;
+    const char *title;
+} ana_flame_job;
+
+/* Writes the flame in the chosen format; 0, or -1 when writing failed. */
+static int ana_flame_emit(FILE *out, void *ctx)
 {
-    FILE *out = a->out ? fopen(a->out, "w") : stdout;
-    if (!out)
-        return -1;
-    if (a->format == ANA_FLAME_SVG)
-        ana_flame_write_svg(f, out, title);
-    else if (a->format == ANA_FLAME_HTML)
-        ana_flame_html(f, out, title);
+    const ana_flame_job *job = ctx;
+    if (job->a->format == ANA_FLAME_SVG)
+        ana_flame_write_svg(job->f, out, job->title);
+    else if (job->a->format == ANA_FLAME_HTML)
+        ana_flame_html(job->f, out, job->title);
     else
-        ana_flame_write_folded(f, out);
-    int err = fflush(out) != 0 || ferror(out);
-    int saved = errno;
-    if (a->out && fclose(out) != 0)
-        err = 1, saved = errno;
-    errno = saved;
-    return err ? -1 : 0;
+        ana_flame_write_folded(job->f, out);
+    return ferror(out) ? -1 : 0;
 }
 
 int ana_cmd_flame(int argc, char **argv)
@@ -168,12 +166,8 @@ int ana_cmd_flame(int argc, char **argv)
     if (f.total == 0)
         fprintf(stderr, "anatomist: flame: %s is 0 everywhere in %s: the flame graph is empty\n",
                 ana_flame_metric_name(a.metric), a.path);
-    rc = ANA_EXIT_OK;
-    if (ana_flame_emit(&f, &a, title) != 0) {
-        fprintf(stderr, "anatomist: %s: %s (choose another -o FILE)\n", a.out ? a.out : "stdout",
-                strerror(errno));
-        rc = ANA_EXIT_BAD;
-    }
+    ana_flame_job job = { &f, &a, title };
+    rc = ana_cli_write_output("flame", a.out, ana_flame_emit, NULL, &job);
     ana_flame_free(&f);
     ana_report_free(&r);
     ana_trace_free(t);

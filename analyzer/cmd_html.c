@@ -5,7 +5,6 @@
 #include "report.h"
 #include "util.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,33 +58,9 @@ static char *ana_html_default_output(const char *trace)
     return out;
 }
 
-/* Writes FILE.tmp and renames it, so a reader never sees half a page. */
-static int ana_html_write_file(const ana_report *r, const char *path)
+static int ana_html_stream(FILE *f, void *r)
 {
-    if (strcmp(path, "-") == 0)
-        return ana_html_write_report(r, stdout) == 0 ? ANA_EXIT_OK : ANA_EXIT_BAD;
-    size_t n = strlen(path) + sizeof(".tmp");
-    char *tmp = ana_xmalloc(n);
-    snprintf(tmp, n, "%s.tmp", path);
-    int rc = ANA_EXIT_BAD;
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "anatomist: html: cannot write %s: %s (choose another path with -o)\n",
-                tmp, strerror(errno));
-    } else if (ana_html_write_report(r, f) != 0 || fclose(f) != 0) {
-        fprintf(stderr, "anatomist: html: writing %s failed: %s (is the disk full?)\n", tmp,
-                strerror(errno));
-        remove(tmp);
-    } else if (rename(tmp, path) != 0) {
-        fprintf(stderr, "anatomist: html: cannot rename %s to %s: %s\n", tmp, path,
-                strerror(errno));
-        remove(tmp);
-    } else {
-        fprintf(stderr, "anatomist: html: wrote %s\n", path);
-        rc = ANA_EXIT_OK;
-    }
-    free(tmp);
-    return rc;
+    return ana_html_write_report(r, f);
 }
 
 int ana_cmd_html(int argc, char **argv)
@@ -131,7 +106,10 @@ int ana_cmd_html(int argc, char **argv)
     }
     ana_report r;
     ana_report_build(&r, t, &ro);
-    int rc = ana_html_write_file(&r, output ? output : def);
+    const char *dst = output ? output : def;
+    int rc = ana_cli_write_output("html", dst, ana_html_stream, NULL, &r);
+    if (rc == ANA_EXIT_OK && strcmp(dst, "-") != 0)
+        fprintf(stderr, "anatomist: html: wrote %s\n", dst);
     ana_report_free(&r);
     ana_trace_free(t);
     free(def);
