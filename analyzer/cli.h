@@ -32,6 +32,10 @@ int ana_cli_bad_option(const char *cmd, char **argv, int c);
  * usage message printed. */
 int ana_cli_top(const char *cmd, const char *arg, size_t *top);
 
+/* --metric M of flame graphs (flame.h): 0 with *metric set, or ANA_EXIT_BAD with the
+ * usage message (listing the metrics) printed. */
+int ana_cli_metric(const char *cmd, const char *arg, int *metric);
+
 /* The one TRACE operand left after option parsing (argv[optind]); NULL, with the usage
  * message printed, when there is none or more than one. */
 const char *ana_cli_one_trace(const char *cmd, int argc, char **argv);

@@ -1,8 +1,10 @@
-/* cmd_diff.c — `anatomist diff BASE HEAD [--format markdown|json|html] [-o FILE] [--top N]
- * [--fail-on SPEC] [--no-symbols]`: what changed between two runs (diff.h), for a pull
- * request; exit status 1 when a --fail-on threshold is crossed, so CI can gate on it. */
+/* cmd_diff.c — `anatomist diff BASE HEAD [--format markdown|json|html|folded] [--metric M]
+ * [-o FILE] [--top N] [--fail-on SPEC] [--no-symbols]`: what changed between two runs
+ * (diff.h), for a pull request; exit status 1 when a --fail-on threshold is crossed, so CI
+ * can gate on it. The folded format is the merged flame of one metric (flame.h). */
 #include "cli.h"
 #include "diff.h"
+#include "flame.h"
 #include "html.h"
 #include "report.h"
 #include "util.h"
@@ -12,8 +14,8 @@
 #include <string.h>
 
 static const char ana_diff_usage[] =
-    "Usage: anatomist diff BASE HEAD [--format markdown|json|html] [-o FILE] [--top N]\n"
-    "                      [--fail-on SPEC] [--no-symbols]\n"
+    "Usage: anatomist diff BASE HEAD [--format markdown|json|html|folded] [--metric M]\n"
+    "                      [-o FILE] [--top N] [--fail-on SPEC] [--no-symbols]\n"
     "\n"
     "What changed from the run traced in BASE to the run traced in HEAD (docs/diff.md):\n"
     "  * headline figures: median step time, peak memory, GPU busy, idle and total time,\n"
@@ -30,7 +32,11 @@ static const char ana_diff_usage[] =
     "Options:\n"
     "  --format F      markdown (default: a pull-request comment under 60 KB), json\n"
     "                  (schema anatomist.diff/1), or html (one self-contained page with\n"
-    "                  differential flame graphs: red grew, blue shrank)\n"
+    "                  differential flame graphs: red grew, blue shrank), or folded\n"
+    "                  (differential folded stacks of --metric, 'stack base head' a line:\n"
+    "                  flamegraph.pl draws them as a differential flame graph)\n"
+    "  --metric M      with --format folded: gpu-time (default), peak-memory,\n"
+    "                  leaked-memory, alloc-bytes or alloc-count (docs/flame.md)\n"
     "  -o, --output FILE  write there instead of standard output\n"
     "  --top N         kernels and sites listed; 0 = all (default 10)\n"
     "  --fail-on SPEC  exit 1 when a threshold is crossed, e.g.\n"
@@ -49,16 +55,18 @@ static const char ana_diff_usage[] =
     "  anatomist diff main.anat pr.anat > comment.md\n"
     "  anatomist diff main.anat pr.anat --fail-on 'peak-memory>+5%,step-time>+3%'\n"
     "  anatomist diff main.anat pr.anat --format html -o diff.html\n"
+    "  anatomist diff main.anat pr.anat --format folded | flamegraph.pl > diff.svg\n"
     "\n"
     "Exit status: 0 success, 1 a --fail-on threshold was crossed (the output is still\n"
     "written), 2 usage error or unreadable/corrupt trace.\n";
 
 enum { ANA_DIFF_OPT_TOP = 256, ANA_DIFF_OPT_FORMAT, ANA_DIFF_OPT_FAIL_ON,
-       ANA_DIFF_OPT_NO_SYMBOLS };
-enum { ANA_DIFF_MD, ANA_DIFF_JSON, ANA_DIFF_HTML };
+       ANA_DIFF_OPT_NO_SYMBOLS, ANA_DIFF_OPT_METRIC };
+enum { ANA_DIFF_MD, ANA_DIFF_JSON, ANA_DIFF_HTML, ANA_DIFF_FOLDED };
 
 typedef struct ana_diff_args {
     int format;
+    int metric; /* of --format folded; -1 while parsing: not given */
     const char *output;
     size_t top;
     int symbols;
@@ -71,6 +79,7 @@ static int ana_diff_format(const char *s)
     return strcmp(s, "markdown") == 0 || strcmp(s, "md") == 0 ? ANA_DIFF_MD
            : strcmp(s, "json") == 0                           ? ANA_DIFF_JSON
            : strcmp(s, "html") == 0                           ? ANA_DIFF_HTML
+           : strcmp(s, "folded") == 0                         ? ANA_DIFF_FOLDED
                                                               : -1;
 }
 
@@ -94,6 +103,7 @@ static int ana_diff_parse(int argc, char **argv, ana_diff_args *a)
         { "top", required_argument, NULL, ANA_DIFF_OPT_TOP },
         { "fail-on", required_argument, NULL, ANA_DIFF_OPT_FAIL_ON },
         { "no-symbols", no_argument, NULL, ANA_DIFF_OPT_NO_SYMBOLS },
+        { "metric", required_argument, NULL, ANA_DIFF_OPT_METRIC },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -105,8 +115,12 @@ static int ana_diff_parse(int argc, char **argv, ana_diff_args *a)
         case ANA_DIFF_OPT_NO_SYMBOLS: a->symbols = 0; break;
         case ANA_DIFF_OPT_FORMAT:
             if ((a->format = ana_diff_format(optarg)) < 0)
-                return ana_cli_usage_error("diff", "unknown --format '%s' (markdown, json or html)",
-                                           optarg);
+                return ana_cli_usage_error("diff", "unknown --format '%s' (markdown, json, html "
+                                           "or folded)", optarg);
+            break;
+        case ANA_DIFF_OPT_METRIC:
+            if (ana_cli_metric("diff", optarg, &a->metric) != 0)
+                return ANA_EXIT_BAD;
             break;
         case ANA_DIFF_OPT_TOP:
             if (ana_cli_top("diff", optarg, &a->top) != 0)
@@ -126,6 +140,11 @@ static int ana_diff_parse(int argc, char **argv, ana_diff_args *a)
     if (a->output && (!*a->output || strcmp(a->output, argv[optind]) == 0 ||
                       strcmp(a->output, argv[optind + 1]) == 0))
         return ana_cli_usage_error("diff", "-o wants a file name other than the traces");
+    if (a->metric >= 0 && a->format != ANA_DIFF_FOLDED)
+        return ana_cli_usage_error("diff", "--metric is for --format folded (the other formats "
+                                   "hold every metric)");
+    if (a->metric < 0)
+        a->metric = ANA_FLAME_GPU_TIME;
     return ANA_EXIT_OK;
 }
 
@@ -135,11 +154,22 @@ typedef struct ana_diff_job {
     const ana_report *rb, *rh;
 } ana_diff_job;
 
+/* The merged flame of base and head: "stack base head" lines (difffolded.pl's format). */
+static void ana_diff_folded(const ana_report *rb, const ana_report *rh, int metric, FILE *f)
+{
+    ana_flame merged;
+    ana_flame_build_diff(rb, rh, metric, &merged);
+    ana_flame_write_folded(&merged, f);
+    ana_flame_free(&merged);
+}
+
 /* Writes the document; 0, or -1 when writing failed. */
 static int ana_diff_emit(FILE *f, void *ctx)
 {
     const ana_diff_job *job = ctx;
-    if (job->a->format == ANA_DIFF_JSON)
+    if (job->a->format == ANA_DIFF_FOLDED)
+        ana_diff_folded(job->rb, job->rh, job->a->metric, f);
+    else if (job->a->format == ANA_DIFF_JSON)
         ana_diff_write_json(job->d, f);
     else if (job->a->format == ANA_DIFF_MD)
         ana_diff_write_markdown(job->d, f);
@@ -150,7 +180,7 @@ static int ana_diff_emit(FILE *f, void *ctx)
 
 int ana_cmd_diff(int argc, char **argv)
 {
-    ana_diff_args a = { .format = ANA_DIFF_MD, .top = 10, .symbols = 1 };
+    ana_diff_args a = { .format = ANA_DIFF_MD, .metric = -1, .top = 10, .symbols = 1 };
     int rc = ana_diff_parse(argc, argv, &a);
     if (rc != ANA_EXIT_OK)
         return rc < 0 ? ANA_EXIT_OK : rc; /* -1: --help */

@@ -125,10 +125,8 @@ static int ana_export_parse(int argc, char **argv, ana_export_args *a)
                                            "sqlite or folded)", optarg);
             break;
         case ANA_EXPORT_OPT_METRIC:
-            if ((a->metric = ana_flame_metric_parse(optarg)) < 0)
-                return ana_cli_usage_error("export", "export: unknown metric '%s' (gpu-time, "
-                                           "peak-memory, leaked-memory, alloc-bytes or "
-                                           "alloc-count)", optarg);
+            if (ana_cli_metric("export", optarg, &a->metric) != 0)
+                return ANA_EXIT_BAD;
             break;
         case 'o': a->out = optarg; break;
         case 'q': a->quiet = 1; break;

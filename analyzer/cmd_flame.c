@@ -2,11 +2,13 @@
  * [--no-symbols]`: one flame graph of a trace (flame.h, docs/flame.md). */
 #include "cli.h"
 #include "flame.h"
+#include "html.h"
 #include "report.h"
 #include "util.h"
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char ana_flame_usage[] =
@@ -33,8 +35,10 @@ static const char ana_flame_usage[] =
     "  --metric M      one of the metrics above (default gpu-time)\n"
     "  --format F      folded (frame;frame;frame value, one stack a line: flamegraph.pl,\n"
     "                  inferno, speedscope), svg (interactive: hover, click to zoom,\n"
-    "                  Ctrl-F to search) or html (a page holding the svg); default: from\n"
-    "                  the -o extension (.folded/.txt, .svg, .html), else folded\n"
+    "                  Ctrl-F to search) or html (one offline page, the flame graph of\n"
+    "                  `anatomist html`: click to zoom, search with the share matched,\n"
+    "                  tooltips); default: from the -o extension (.folded/.txt, .svg,\n"
+    "                  .html), else folded\n"
     "  -o FILE         write to FILE (default, and -: standard output)\n"
     "  --no-symbols    do not open the program's ELF files: frames show module+offset only\n"
     "  -h, --help      show this help\n"
@@ -92,10 +96,8 @@ static int ana_flame_parse(int argc, char **argv, ana_flame_args *a)
     while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
         switch (c) {
         case ANA_FLAME_OPT_METRIC:
-            if ((a->metric = ana_flame_metric_parse(optarg)) < 0)
-                return ana_cli_usage_error("flame", "flame: unknown metric '%s' (gpu-time, "
-                                           "peak-memory, leaked-memory, alloc-bytes or "
-                                           "alloc-count)", optarg);
+            if (ana_cli_metric("flame", optarg, &a->metric) != 0)
+                return ANA_EXIT_BAD;
             break;
         case ANA_FLAME_OPT_FORMAT:
             if ((a->format = ana_flame_format_parse(optarg)) < 0)
@@ -116,21 +118,11 @@ static int ana_flame_parse(int argc, char **argv, ana_flame_args *a)
     return a->path ? ANA_EXIT_OK : ANA_EXIT_BAD;
 }
 
-/* The page's own title names only the metric: the trace's path (any bytes) is escaped
- * once, in the SVG. */
-static void ana_flame_html(const ana_flame *f, FILE *out, const char *title)
-{
-    fprintf(out, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>anatomist "
-            "flame: %s</title>\n<style>body{margin:0;background:#fff}</style></head><body>\n",
-            ana_flame_metric_name(f->metric));
-    ana_flame_write_svg(f, out, title);
-    fputs("</body></html>\n", out);
-}
-
 typedef struct ana_flame_job {
     const ana_flame *f;
     const ana_flame_args *a;
-    const char *title;
+    const char *title;   /* the SVG's: metric, unit and trace */
+    const char *command; /* the page's heading: the traced command line, or NULL */
 } ana_flame_job;
 
 /* Writes the flame in the chosen format; 0, or -1 when writing failed. */
@@ -140,7 +132,7 @@ static int ana_flame_emit(FILE *out, void *ctx)
     if (job->a->format == ANA_FLAME_SVG)
         ana_flame_write_svg(job->f, out, job->title);
     else if (job->a->format == ANA_FLAME_HTML)
-        ana_flame_html(job->f, out, job->title);
+        return ana_html_write_flame(job->f, job->command, job->a->path, out);
     else
         ana_flame_write_folded(job->f, out);
     return ferror(out) ? -1 : 0;
@@ -166,8 +158,10 @@ int ana_cmd_flame(int argc, char **argv)
     if (f.total == 0)
         fprintf(stderr, "anatomist: flame: %s is 0 everywhere in %s: the flame graph is empty\n",
                 ana_flame_metric_name(a.metric), a.path);
-    ana_flame_job job = { &f, &a, title };
+    char *cmd = ana_report_cmdline(t);
+    ana_flame_job job = { &f, &a, title, cmd[0] ? cmd : NULL };
     rc = ana_cli_write_output("flame", a.out, ana_flame_emit, NULL, &job);
+    free(cmd);
     ana_flame_free(&f);
     ana_report_free(&r);
     ana_trace_free(t);

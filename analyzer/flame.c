@@ -210,6 +210,17 @@ static void ana_fb_finish(ana_fb *b)
     ana_u64map_free(&b->child);
 }
 
+void ana_flame_build_diff(const ana_report *base, const ana_report *head, int metric,
+                          ana_flame *out)
+{
+    ana_flame side[2];
+    ana_flame_build(base, metric, &side[0]);
+    ana_flame_build(head, metric, &side[1]);
+    ana_flame_merge(&side[0], &side[1], out);
+    ana_flame_free(&side[0]);
+    ana_flame_free(&side[1]);
+}
+
 void ana_flame_free(ana_flame *f)
 {
     for (size_t i = 0; i < f->n_names; i++)

@@ -67,6 +67,9 @@ void ana_flame_build(const struct ana_report *r, int metric, ana_flame *out);
 /* A differential flame: every stack of either, total/self from head, base_* from base
  * (same metric). */
 void ana_flame_merge(const ana_flame *base, const ana_flame *head, ana_flame *out);
+/* The merged flame of two reports: ana_flame_build of each, then ana_flame_merge. */
+void ana_flame_build_diff(const struct ana_report *base, const struct ana_report *head,
+                          int metric, ana_flame *out);
 void ana_flame_free(ana_flame *f);
 
 /* "frame;frame;leaf value" per stack with a nonzero self, ';' in names replaced, one line

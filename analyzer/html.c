@@ -20,6 +20,7 @@
  * one draws the page. */
 static const char *const ana_html_report_js[] = { "common.js", "flame.js", "report.js", NULL };
 static const char *const ana_html_diff_js[] = { "common.js", "flame.js", "diff.js", NULL };
+static const char *const ana_html_flame_js[] = { "common.js", "flame.js", "flamepage.js", NULL };
 
 /* Writes JSON text without the writer's indentation (whitespace outside strings), with
  * "</" as "<\/" and "<!" as "\u003c!": in a <script> element "</" would end it and "<!--"
@@ -191,15 +192,11 @@ int ana_html_write_report(const ana_report *r, FILE *out)
 static void ana_html_diff_flame(ana_json *j, const ana_report *base, const ana_report *head,
                                 int metric)
 {
-    ana_flame fb, fh, fm;
-    ana_flame_build(base, metric, &fb);
-    ana_flame_build(head, metric, &fh);
-    ana_flame_merge(&fb, &fh, &fm);
+    ana_flame fm;
+    ana_flame_build_diff(base, head, metric, &fm);
     ana_json_key(j, ana_flame_metric_name(metric));
     ana_flame_write_json(&fm, j);
     ana_flame_free(&fm);
-    ana_flame_free(&fh);
-    ana_flame_free(&fb);
 }
 
 int ana_html_write_diff(const ana_diff *d, const ana_report *base, const ana_report *head,
@@ -216,4 +213,16 @@ int ana_html_write_diff(const ana_diff *d, const ana_report *base, const ana_rep
     ana_html_diff_flame(&b.j, base, head, ANA_FLAME_PEAK_MEMORY);
     ana_json_obj_end(&b.j);
     return ana_html_buf_page(&b, ana_html_diff_js, out);
+}
+
+int ana_html_write_flame(const ana_flame *f, const char *title, const char *trace, FILE *out)
+{
+    ana_html_buf b;
+    if (ana_html_buf_open(&b, "flame") != 0)
+        return -1;
+    ana_json_key(&b.j, "flame");
+    ana_flame_write_json(f, &b.j);
+    ana_json_kstr(&b.j, "title", title);
+    ana_json_kstr(&b.j, "trace", trace);
+    return ana_html_buf_page(&b, ana_html_flame_js, out);
 }

@@ -1,5 +1,6 @@
 /* main.c — `anatomist`: dispatch to subcommands, top-level help and version. */
 #include "cli.h"
+#include "flame.h"
 #include "util.h"
 
 #include <errno.h>
@@ -79,6 +80,17 @@ int ana_cli_top(const char *cmd, const char *arg, size_t *top)
                                    cmd, arg);
     *top = (size_t)v;
     return 0;
+}
+
+int ana_cli_metric(const char *cmd, const char *arg, int *metric)
+{
+    char names[256] = "";
+    if ((*metric = ana_flame_metric_parse(arg)) >= 0)
+        return 0;
+    for (int m = 0; m < ANA_FLAME_METRICS; m++)
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+                 m ? (m + 1 == ANA_FLAME_METRICS ? " or " : ", ") : "", ana_flame_metric_name(m));
+    return ana_cli_usage_error(cmd, "%s: unknown metric '%s' (%s)", cmd, arg, names);
 }
 
 const char *ana_cli_one_trace(const char *cmd, int argc, char **argv)

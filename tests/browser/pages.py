@@ -72,6 +72,16 @@ def diff_page(base, head):
     return "file://" + out, d, report_json(b), report_json(h)
 
 
+def flame_page(name, metric):
+    """(URL of `anatomist flame --format html` of the trace, the trace's path, its
+    `report --json`)."""
+    t = trace(name)
+    out = tmp("flame-%s-%s.html" % (name, metric))
+    ok(anatomist("flame", t, "--metric", metric, "--format", "html", "-o", out),
+       "anatomist flame --format html")
+    return "file://" + out, t, report_json(t)
+
+
 def gpu_activity_ns(rep):
     """Every kernel, copy and set the GPU ran: what the gpu-time flame's root must hold."""
     g = rep["gpu"]

@@ -16,6 +16,11 @@ precision they are printed with), carry the verdict on one line and stay under 6
 even with --top 0 on two synthetic traces of 1200 long kernel names each. --fail-on
 limits are derived from the report's numbers: ones that must be crossed (exit 1, the
 output still written) and ones that must not (exit 0); bad specs exit 2 naming the part.
+
+`--format folded` (the merged flame, "stack base head" a line): each column is, stack for
+stack, what `anatomist flame` gives for that side, and sums to the report's figure (GPU
+time, peak memory, allocations); a stack only in head has base 0 and the reverse; --metric
+with any other format exits 2.
 """
 import json
 import os
@@ -539,6 +544,87 @@ class FailOn(unittest.TestCase):
                 self.assertEqual(r.returncode, 2, r.stderr)
                 self.assertIn(part, r.stderr)
                 self.assertEqual(r.stdout, "")
+
+
+def folded_rows(text, columns):
+    """{stack: (value, ...)} of folded lines "frame;...;frame v1 [v2]"; each stack once."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.rsplit(" ", columns)
+        stack, values = parts[0], tuple(int(v) for v in parts[1:])
+        assert stack not in out, "stack twice: " + stack
+        out[stack] = values
+    return out
+
+
+class Folded(unittest.TestCase):
+    """`--format folded`: the merged flame as "stack base head" lines (difffolded.pl). Each
+    column is that side's own `anatomist flame` output, stack for stack, and adds up to
+    the side's report figure."""
+
+    def flame(self, trace, metric):
+        r = anatomist("flame", trace, "--metric", metric)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return {k: v[0] for k, v in folded_rows(r.stdout, 1).items()}
+
+    def check(self, b, h, metric, figure):
+        (tb, _, rb), (th, _, rh) = profile(b), profile(h)
+        r = diff(tb, th, "--format", "folded", "--metric", metric)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = folded_rows(r.stdout, 2)
+        fb, fh = self.flame(tb, metric), self.flame(th, metric)
+        self.assertEqual(sum(v[0] for v in rows.values()), sum(fb.values()))
+        self.assertEqual(sum(v[1] for v in rows.values()), sum(fh.values()))
+        self.assertEqual(sum(v[0] for v in rows.values()), figure(rb))
+        self.assertEqual(sum(v[1] for v in rows.values()), figure(rh))
+        self.assertEqual(set(rows), set(fb) | set(fh))  # every stack of either, no other
+        for stack, (vb, vh) in rows.items():
+            self.assertEqual((vb, vh), (fb.get(stack, 0), fh.get(stack, 0)), stack)
+        return rows, fb, fh
+
+    def test_gpu_time_fp32_to_bf16(self):
+        rows, fb, fh = self.check("gpt_fp32", "gpt_bf16", "gpu-time",
+                                  lambda rep: expected_metrics(rep)["gpu-time"])
+        only_head = [s for s in rows if s not in fb]
+        only_base = [s for s in rows if s not in fh]
+        # the bf16 GEMMs are new, the fp32 ones vanished
+        self.assertTrue(any("bf16" in s for s in only_head), only_head)
+        self.assertTrue(any("f32f32" in s for s in only_base), only_base)
+        for s in only_head:
+            self.assertEqual(rows[s][0], 0, s)
+        for s in only_base:
+            self.assertEqual(rows[s][1], 0, s)
+        plain = diff(profile("gpt_fp32")[0], profile("gpt_bf16")[0], "--format", "folded")
+        self.assertEqual(plain.returncode, 0, plain.stderr)
+        self.assertEqual(folded_rows(plain.stdout, 2), rows)  # gpu-time is the default
+
+    def test_peak_memory_fp32_to_bf16(self):
+        self.check("gpt_fp32", "gpt_bf16", "peak-memory", lambda rep: rep["memory"]["peak_bytes"])
+
+    def test_alloc_count_adamw_to_sgd(self):
+        rows, _, _ = self.check("mlp_adamw", "mlp_sgd", "alloc-count",
+                                lambda rep: sum(v["ok"] for v in rep["allocations"]["by_api"]
+                                                .values()))
+        # SGD keeps one momentum buffer per parameter instead of AdamW's two states
+        opt = [v for s, v in rows.items() if s.endswith("[optimizer]")]
+        self.assertGreater(sum(v[0] for v in opt), sum(v[1] for v in opt))
+
+    def test_usage(self):
+        tb, th = profile("mlp_adamw")[0], profile("mlp_sgd")[0]
+        for args, says in ((["--metric", "peak-memory"], "--format folded"),
+                           (["--format", "json", "--metric", "gpu-time"], "--format folded"),
+                           (["--format", "folded", "--metric", "gpu"], "unknown metric 'gpu'"),
+                           (["--format", "folded", "--metric"], "--metric")):
+            with self.subTest(args=args):
+                r = diff(tb, th, *args)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(says, r.stderr)
+                self.assertEqual(r.stdout, "")
+        out = os.path.join(_dir, "d.folded")
+        r = diff(tb, th, "--format", "folded", "-o", out, "--fail-on", "kernel-launches>=0")
+        self.assertEqual(r.returncode, 1, r.stderr)  # crossed, and written all the same
+        with open(out) as f:
+            self.assertEqual(f.read(), diff(tb, th, "--format", "folded").stdout)
 
 
 class Cli(unittest.TestCase):

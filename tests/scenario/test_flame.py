@@ -14,8 +14,15 @@ the samples' own ledgers where they have one (docs/samples.md):
     and the ledger's alloc_bytes / alloc_calls.
 The stacks hold the samples' own functions (main, the template functions train_mlp.cu
 defines, some only as inlined frames: `nm` does not list them); the SVG parses as XML with
-one frame group per node of at least 1/10000 of the total; the HTML page holds the same
-SVG; the output is byte-identical across runs; bad options exit 2.
+one frame group per node of at least 1/10000 of the total; the output is byte-identical
+across runs; bad options exit 2.
+
+The HTML page (`--format html`) is a viewer page like `anatomist html`'s: it embeds
+{"kind": "flame", "flame": F, ...} and viewer/flame.js, the report page's flame component.
+F's total is the folded total and the report's figure, its tree holds exactly the folded
+stacks with their values, and the page is self-contained by the checks of test_html.py
+(no address, no src or href, the Content-Security-Policy, one inline script), also for a
+trace whose path would end the data's <script> element if it were not escaped.
 """
 import json
 import os
@@ -27,6 +34,7 @@ import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import anatomist, clean_env, ledger, sample, tmpdir  # noqa: E402
+import test_html  # noqa: E402  (the page parser and the self-contained checks)
 
 RUNS = {
     "mlp": ("train_mlp", ["--steps", "3", "--hidden", "512"], {}),
@@ -238,6 +246,94 @@ class Memory(unittest.TestCase):
         self.assertEqual(root.findall(SVG + "g"), [])
 
 
+def tree_stacks(f):
+    """{folded stack: self} of a flame document's nodes with a value of their own, names
+    sanitized as the folded output writes them."""
+    names, nodes, path, out = f["names"], f["nodes"], {0: []}, {}
+    for i, n in enumerate(nodes[1:], 1):
+        path[i] = path[n[1]] + [re.sub(r"[\r\n]", " ", names[n[0]].replace(";", ":"))]
+        if n[3]:
+            out[";".join(path[i])] = n[3]
+    return out
+
+
+class HtmlPage(unittest.TestCase):
+    """--format html: the viewer page of kind "flame" (docs/html.md)."""
+
+    FIGURES = {  # the report's figure each metric's total must equal
+        "gpu-time": lambda rep: sum(rep["gpu"][k]["total_ns"] for k in ("kernels", "memcpy", "memset")),
+        "peak-memory": lambda rep: rep["memory"]["peak_bytes"],
+        "leaked-memory": lambda rep: rep["memory"]["live_at_end_bytes"],
+        "alloc-bytes": lambda rep: sum(v["bytes"] for k, v in rep["allocations"]["by_api"].items()
+                                       if k in DEVICE_APIS),
+        "alloc-count": lambda rep: sum(v["ok"] for k, v in rep["allocations"]["by_api"].items()
+                                       if k in DEVICE_APIS),
+    }
+
+    def page(self, trace, *args):
+        out = os.path.join(tmpdir(), "flame.html")
+        flame(trace, *args, "-o", out)
+        text = read(out)
+        test_html.HtmlPages.check_self_contained(self, text)
+        return text, test_html.Page(text).data()
+
+    def test_data_is_the_flame(self):
+        for name in RUNS:
+            trace, _, rep = run(name)
+            for metric, figure in self.FIGURES.items():
+                with self.subTest(run=name, metric=metric):
+                    _, d = self.page(trace, "--metric", metric)
+                    self.assertEqual(d["kind"], "flame")
+                    self.assertEqual(d["trace"], trace)
+                    self.assertIn(RUNS[name][0], d["title"])  # the traced command
+                    f = d["flame"]
+                    self.assertEqual((f["metric"], f["unit"]),
+                                     (metric, "ns" if metric == "gpu-time" else
+                                      "allocations" if metric == "alloc-count" else "bytes"))
+                    rows = {";".join(fr): v for fr, v in folded(trace, metric)}
+                    self.assertEqual(f["total"], sum(rows.values()))
+                    self.assertEqual(f["total"], figure(rep))
+                    self.assertEqual(f["nodes"][0][2], f["total"])
+                    self.assertEqual(tree_stacks(f), rows)
+                    kids = [0] * len(f["nodes"])
+                    for n in f["nodes"][1:]:
+                        kids[n[1]] += n[2]
+                    for i, n in enumerate(f["nodes"]):
+                        self.assertEqual(n[2], n[3] + kids[i], f["names"][n[0]])
+
+    def test_the_report_pages_flame_component(self):
+        trace, _, _ = run("mlp")
+        text, _ = self.page(trace)
+        page = test_html.Page(text)
+        script = [t for a, t in page.scripts if "id" not in a]
+        self.assertEqual(len(script), 1)
+        for js in ("common.js", "flame.js", "flamepage.js"):
+            self.assertTrue(read(os.path.join(SOURCE, "viewer", js)) in script[0],
+                            "viewer/%s is not the page's (rebuild after changing it)" % js)
+        # drawn by the script, not the standalone SVG of --format svg
+        self.assertNotIn("svg", [tag for tag, _ in page.elements])
+        self.assertEqual(flame(trace, "--format", "html").stdout, text)
+        _, rep_page = self.page(trace, "--metric", "peak-memory")
+        out = os.path.join(tmpdir(), "report.html")
+        r = anatomist("html", trace, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        report = test_html.Page(read(out)).data()
+        self.assertEqual(rep_page["flame"], report["flames"]["peak-memory"])
+
+    def test_empty_and_odd_path(self):
+        trace, _, _ = run("gpt")
+        # unescaped, "<" and the path's "/" would end the data's <script> element, and
+        # "<!--" would open a comment in it
+        d = os.path.join(tmpdir(), "odd<!--<")
+        os.makedirs(d)
+        odd = os.path.join(d, "run.anat")
+        with open(trace, "rb") as a, open(odd, "wb") as b:
+            b.write(a.read())
+        _, data = self.page(odd, "--metric", "leaked-memory")  # 0 everywhere
+        self.assertEqual(data["trace"], odd)
+        self.assertEqual(data["flame"]["total"], 0)
+
+
 class Formats(unittest.TestCase):
     def nodes(self, rows):
         """Totals of every node (path prefix) of the folded rows."""
@@ -247,14 +343,12 @@ class Formats(unittest.TestCase):
                 tot[tuple(frames[:i])] = tot.get(tuple(frames[:i]), 0) + v
         return tot
 
-    def test_svg_and_html(self):
+    def test_svg(self):
         for name in RUNS:
             trace, _, _ = run(name)
             for metric in ("gpu-time", "peak-memory"):
-                d = tmpdir()
-                svg, html = os.path.join(d, "f.svg"), os.path.join(d, "f.html")
+                svg = os.path.join(tmpdir(), "f.svg")
                 flame(trace, "--metric", metric, "-o", svg)
-                flame(trace, "--metric", metric, "-o", html)
                 rows = folded(trace, metric)
                 total = sum(v for _, v in rows)
                 root = ET.parse(svg).getroot()
@@ -271,9 +365,6 @@ class Formats(unittest.TestCase):
                 self.assertIsNotNone(root.find(SVG + "script"))
                 self.assertNotIn("http://", read(svg).replace(
                     'xmlns="http://www.w3.org/2000/svg"', ""))
-                page = read(html)
-                self.assertTrue(page.startswith("<!doctype html>"))
-                self.assertIn(read(svg), page)
 
     def test_deterministic(self):
         trace, _, _ = run("gpt")
@@ -289,7 +380,7 @@ class Formats(unittest.TestCase):
         self.assertEqual(flame(trace, "-o", "-").stdout, plain)
         self.assertEqual(flame(trace, "--format", "folded").stdout, plain)
         self.assertTrue(flame(trace, "--format", "svg").stdout.startswith("<svg"))
-        self.assertTrue(flame(trace, "--format", "html").stdout.startswith("<!doctype html>"))
+        self.assertTrue(flame(trace, "--format", "html").stdout.startswith("<!DOCTYPE html>"))
         out = os.path.join(tmpdir(), "g.folded")
         flame(trace, "-o", out)
         self.assertEqual(read(out), plain)
