@@ -52,6 +52,13 @@ typedef int (*ana_cli_write_path_fn)(const char *path, void *ctx, char *err, siz
 int ana_cli_write_output(const char *cmd, const char *path, ana_cli_write_stream_fn write_stream,
                          ana_cli_write_path_fn write_path, void *ctx);
 
+/* Loads a whole trace and builds its report (report.h): 0, or -1 with why printed. The
+ * report owns nothing of the trace; ana_cli_report_close frees both. */
+struct ana_report;
+struct ana_report_opts;
+int ana_cli_report_open(const char *path, const struct ana_report_opts *ro, struct ana_report *r);
+void ana_cli_report_close(struct ana_report *r);
+
 /* Loads a trace, or prints why it cannot ("anatomist: FILE: ...") and returns NULL. */
 ana_trace *ana_cli_load(const char *path, unsigned flags);
 

@@ -197,16 +197,13 @@ int ana_cmd_export(int argc, char **argv)
     int rc = ana_export_parse(argc, argv, &a);
     if (rc != ANA_EXIT_OK)
         return rc < 0 ? ANA_EXIT_OK : rc;
-    ana_trace *t = ana_cli_load(a.path, ANA_LOAD_ALL);
-    if (!t)
-        return ANA_EXIT_BAD;
     ana_report_opts ro = { .top = 0, .symbols = a.symbols, .min_gap_ns = ANA_GPU_MIN_GAP_NS };
     ana_report r;
-    ana_report_build(&r, t, &ro);
+    if (ana_cli_report_open(a.path, &ro, &r) != 0)
+        return ANA_EXIT_BAD;
     rc = ana_export_write(&r, &a);
     if (rc == ANA_EXIT_OK && !a.quiet)
         ana_export_summary(&r, &a);
-    ana_report_free(&r);
-    ana_trace_free(t);
+    ana_cli_report_close(&r);
     return rc;
 }

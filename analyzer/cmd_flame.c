@@ -144,26 +144,23 @@ int ana_cmd_flame(int argc, char **argv)
     int rc = ana_flame_parse(argc, argv, &a);
     if (rc != ANA_EXIT_OK)
         return rc < 0 ? ANA_EXIT_OK : rc;
-    ana_trace *t = ana_cli_load(a.path, ANA_LOAD_ALL);
-    if (!t)
-        return ANA_EXIT_BAD;
     ana_report_opts ro = { .top = 0, .symbols = a.symbols, .min_gap_ns = ANA_GPU_MIN_GAP_NS };
     ana_report r;
     ana_flame f;
     char title[512];
-    ana_report_build(&r, t, &ro);
+    if (ana_cli_report_open(a.path, &ro, &r) != 0)
+        return ANA_EXIT_BAD;
     ana_flame_build(&r, a.metric, &f);
     snprintf(title, sizeof(title), "%s (%s): %.400s", ana_flame_metric_name(a.metric),
              ana_flame_metric_unit(a.metric), a.path);
     if (f.total == 0)
         fprintf(stderr, "anatomist: flame: %s is 0 everywhere in %s: the flame graph is empty\n",
                 ana_flame_metric_name(a.metric), a.path);
-    char *cmd = ana_report_cmdline(t);
+    char *cmd = ana_report_cmdline(r.t);
     ana_flame_job job = { &f, &a, title, cmd[0] ? cmd : NULL };
     rc = ana_cli_write_output("flame", a.out, ana_flame_emit, NULL, &job);
     free(cmd);
     ana_flame_free(&f);
-    ana_report_free(&r);
-    ana_trace_free(t);
+    ana_cli_report_close(&r);
     return rc;
 }

@@ -99,19 +99,16 @@ int ana_cmd_html(int argc, char **argv)
         return ana_cli_usage_error("html", "html: the page would replace the trace %s; "
                                            "choose another file with -o", path);
     }
-    ana_trace *t = ana_cli_load(path, ANA_LOAD_ALL);
-    if (!t) {
+    ana_report r;
+    if (ana_cli_report_open(path, &ro, &r) != 0) {
         free(def);
         return ANA_EXIT_BAD;
     }
-    ana_report r;
-    ana_report_build(&r, t, &ro);
     const char *dst = output ? output : def;
     int rc = ana_cli_write_output("html", dst, ana_html_stream, NULL, &r);
     if (rc == ANA_EXIT_OK && strcmp(dst, "-") != 0)
         fprintf(stderr, "anatomist: html: wrote %s\n", dst);
-    ana_report_free(&r);
-    ana_trace_free(t);
+    ana_cli_report_close(&r);
     free(def);
     return rc;
 }

@@ -88,13 +88,10 @@ int ana_cmd_oom(int argc, char **argv)
     const char *path = ana_cli_one_trace("oom", argc, argv);
     if (!path)
         return ANA_EXIT_BAD;
-    ana_trace *t = ana_cli_load(path, ANA_LOAD_ALL);
-    if (!t)
-        return ANA_EXIT_BAD;
     ana_report r;
-    ana_report_build(&r, t, &ro);
+    if (ana_cli_report_open(path, &ro, &r) != 0)
+        return ANA_EXIT_BAD;
     ana_oom_print(&r, json, path);
-    ana_report_free(&r);
-    ana_trace_free(t);
+    ana_cli_report_close(&r);
     return ANA_EXIT_OK;
 }

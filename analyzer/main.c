@@ -1,6 +1,7 @@
 /* main.c — `anatomist`: dispatch to subcommands, top-level help and version. */
 #include "cli.h"
 #include "flame.h"
+#include "report.h"
 #include "util.h"
 
 #include <errno.h>
@@ -177,6 +178,22 @@ ana_trace *ana_cli_load(const char *path, unsigned flags)
         return NULL;
     }
     return t;
+}
+
+int ana_cli_report_open(const char *path, const ana_report_opts *ro, ana_report *r)
+{
+    ana_trace *t = ana_cli_load(path, ANA_LOAD_ALL);
+    if (!t)
+        return -1;
+    ana_report_build(r, t, ro);
+    return 0;
+}
+
+void ana_cli_report_close(ana_report *r)
+{
+    ana_trace *t = (ana_trace *)r->t; /* loaded by ana_cli_report_open */
+    ana_report_free(r);
+    ana_trace_free(t);
 }
 
 static int ana_main_dispatch(const char *cmd, int argc, char **argv)
