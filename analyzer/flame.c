@@ -297,12 +297,29 @@ static const char *ana_flame_short(const char *name, char *buf, size_t cap)
     return buf + ana_flame_skip_return(buf, n);
 }
 
+/* Code nvcc generates for every <<<>>> launch (the kernel's device stub, its wrapper and
+ * the runtime's launch helper): frames that say only "a kernel was launched", which the
+ * leaves already say. The host function named after the kernel (the call site of the
+ * launch) stays. */
+static int ana_flame_is_launch_stub(const char *fn)
+{
+    static const char *const prefixes[] = { "__device_stub__", "__wrapper__device_stub_",
+                                            "__cudaLaunchKernel_helper", "cudaLaunchKernel<",
+                                            "__cudaLaunch" };
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (strncmp(fn, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
 /* The frames of one address appended under node: the function (or module+offset), then
- * the functions inlined at the call site. */
+ * the functions inlined at the call site; launch stubs are skipped. */
 static uint32_t ana_flame_frame(ana_fctx *c, uint32_t node, const ana_frame *fr)
 {
     char buf[1024];
-    if (fr->function) {
+    if (fr->function && ana_flame_is_launch_stub(fr->function)) {
+        /* nothing of its own; what was inlined into it still counts below */
+    } else if (fr->function) {
         node = ana_fb_child(&c->b, node, ana_flame_short(fr->function, buf, sizeof(buf)));
     } else if (fr->module) {
         const char *base = strrchr(fr->module, '/');
@@ -314,7 +331,8 @@ static uint32_t ana_flame_frame(ana_fctx *c, uint32_t node, const ana_frame *fr)
         node = ana_fb_child(&c->b, node, buf);
     }
     for (size_t i = 0; i < fr->n_inlined; i++)
-        node = ana_fb_child(&c->b, node, ana_flame_short(fr->inlined[i], buf, sizeof(buf)));
+        if (!ana_flame_is_launch_stub(fr->inlined[i]))
+            node = ana_fb_child(&c->b, node, ana_flame_short(fr->inlined[i], buf, sizeof(buf)));
     return node;
 }
 

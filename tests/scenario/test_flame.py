@@ -155,6 +155,13 @@ class GpuTime(unittest.TestCase):
         self.assertTrue(any(f[f.index("main"):f.index("main") + 4] ==
                             ["main", "train_step<float>", "forward<float>", "layer_forward<float>"]
                             for f in paths), paths)
+        # nvcc's launch stubs are not frames: the host function named after the kernel
+        # (the <<<>>> call site) is followed by the class, then the kernel
+        self.assertIn(["layer_forward<float>", "matmul_fwd", "contraction", "matmul_fwd"],
+                      [f[-4:] for f in paths])
+        stubs = ("__device_stub__", "__wrapper__device_stub_", "__cudaLaunchKernel_helper",
+                 "cudaLaunchKernel<")
+        self.assertEqual([x for f, _ in rows for x in f if x.startswith(stubs)], [])
 
     def test_train_gpt(self):
         rows = self.check("gpt")
@@ -181,7 +188,7 @@ class GpuTime(unittest.TestCase):
         for x in inlined:
             base = re.sub(r"<.*", "", x)
             if base.startswith("__"):
-                continue  # nvcc's and the CUDA headers' own (__cudaLaunchKernel_helper)
+                continue  # glibc's and the CUDA headers' own
             self.assertRegex(src, r"\b" + re.escape(base) + r"\s*\(", x)
 
     def test_no_symbols(self):
