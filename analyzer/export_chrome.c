@@ -25,7 +25,6 @@ typedef struct ana_chrome {
     ana_json j;
     uint64_t pid;           /* of the host process */
     char **knames;          /* display name per t->kernels index */
-    uint8_t *life_cat;      /* per r->mem.lives index: enum ana_mcat, 255 for host memory */
     ana_u64map act_by_corr; /* corr -> first index into t->gpu */
     ana_u64map tid_idx;     /* host tid -> index into tids */
     ana_u64map proj;        /* (device << 32 | tid index) of each projection track used */
@@ -238,7 +237,8 @@ static void ana_chrome_life(ana_chrome *c, size_t i)
     const ana_mem_life *l = &c->r->mem.lives[i];
     const ana_mev *ev = c->t->mev;
     char buf[32];
-    const char *cat = c->life_cat[i] < ANA_MCAT_COUNT ? ana_mcat_name(c->life_cat[i]) : NULL;
+    const ana_mc_alloc *mc = ana_memcat_of_life(&c->r->mcat, i);
+    const char *cat = mc ? ana_mcat_name(mc->cat) : NULL;
     ana_chrome_instant(c, ana_report_api_name(l->api, buf, sizeof(buf)), "memory",
                        ev[l->a_idx].tid, l->t_alloc);
     ana_chrome_args(c);
@@ -285,10 +285,7 @@ static void ana_chrome_gemms(ana_chrome *c)
     ana_u64map first;
     uint64_t idx;
     char buf[32];
-    ana_u64map_init(&first);
-    for (size_t i = 0; i < t->n_calls; i++)
-        if (t->calls[i].call && !ana_u64map_get(&first, t->calls[i].call, &idx))
-            ana_u64map_put(&first, t->calls[i].call, i);
+    ana_libcalls_first_calls(t, &first);
     for (size_t i = 0; i < t->libs.n_gemms; i++) {
         const ana_gemm_call *g = &t->libs.gemms[i];
         const ana_gemm_shape *s = &t->libs.shapes[g->shape];
@@ -303,7 +300,7 @@ static void ana_chrome_gemms(ana_chrome *c)
         ana_json_ku64(&c->j, "k", s->k);
         ana_json_ku64(&c->j, "batch", s->batch);
         ana_json_kstr(&c->j, "precision", ana_prec_name(s->prec));
-        ana_json_ku64(&c->j, "flops", 2 * s->m * s->n * s->k * s->batch);
+        ana_json_ku64(&c->j, "flops", ana_gemm_call_flops(s));
         ana_chrome_close(c);
     }
     ana_u64map_free(&first);
@@ -454,10 +451,6 @@ static void ana_chrome_setup(ana_chrome *c, const ana_report *r, FILE *out)
     c->knames = ana_xcalloc(t->n_kernels + 1, sizeof(char *));
     for (size_t i = 0; i < t->n_kernels; i++)
         c->knames[i] = ana_report_kernel_name(&t->kernels[i]);
-    c->life_cat = ana_xcalloc(r->mem.n_lives + 1, 1);
-    memset(c->life_cat, 255, r->mem.n_lives);
-    for (size_t i = 0; i < r->mcat.n_allocs; i++)
-        c->life_cat[r->mcat.allocs[i].life] = r->mcat.allocs[i].cat;
     ana_u64map_init(&c->act_by_corr);
     ana_u64map_init(&c->proj);
     for (size_t i = t->n_gpu; i-- > 0;) /* backwards: the first activity of a corr wins */
@@ -471,7 +464,6 @@ static void ana_chrome_cleanup(ana_chrome *c)
     for (size_t i = 0; i < c->t->n_kernels; i++)
         free(c->knames[i]);
     free(c->knames);
-    free(c->life_cat);
     free(c->tids);
     ana_u64map_free(&c->act_by_corr);
     ana_u64map_free(&c->tid_idx);

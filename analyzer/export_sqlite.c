@@ -358,15 +358,10 @@ static void ana_sq_allocations(ana_sq *q)
     const ana_report *r = q->r;
     const ana_trace *t = q->t;
     char buf[32];
-    size_t m = 0; /* memcat's allocations are the device lives, in the same order */
     ana_sq_begin(q, "INSERT INTO allocations VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
                     " ?, ?)");
-    for (size_t i = 0; i < r->mem.n_lives && !q->failed; i++) {
-        while (m < r->mcat.n_allocs && r->mcat.allocs[m].life < i)
-            m++;
-        int has = m < r->mcat.n_allocs && r->mcat.allocs[m].life == i;
-        ana_sq_life(q, &r->mem.lives[i], has ? &r->mcat.allocs[m] : NULL);
-    }
+    for (size_t i = 0; i < r->mem.n_lives && !q->failed; i++)
+        ana_sq_life(q, &r->mem.lives[i], ana_memcat_of_life(&r->mcat, i));
     ana_sq_begin(q, "INSERT INTO failed_allocations VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
     for (size_t i = 0; i < t->n_mev && !q->failed; i++) {
         const ana_mev *e = &t->mev[i];
@@ -404,7 +399,7 @@ static void ana_sq_gemm(ana_sq *q, const ana_gemm_call *g, const ana_api_call *f
     ana_sq_t(q, ana_cuda_type_name(s->c_type));
     ana_sq_t(q, ana_compute_type_name(s->compute_type));
     ana_sq_t(q, ana_prec_name(s->prec));
-    ana_sq_u(q, 2 * s->m * s->n * s->k * s->batch);
+    ana_sq_u(q, ana_gemm_call_flops(s));
     ana_sq_u(q, gpu ? gpu->gpu_ns : 0);
     ana_sq_u(q, gpu ? gpu->kernels : 0);
     ana_sq_row(q);
@@ -419,10 +414,7 @@ static void ana_sq_libcalls(ana_sq *q)
     uint64_t k;
     char buf[32];
     ana_call_gpu *v = ana_libcalls_link(t, &link, &n);
-    ana_u64map_init(&first);
-    for (size_t i = t->n_calls; i-- > 0;) /* backwards: the first launch of a call wins */
-        if (t->calls[i].call)
-            ana_u64map_put(&first, t->calls[i].call, i);
+    ana_libcalls_first_calls(t, &first);
     ana_sq_begin(q, "INSERT OR REPLACE INTO gemms VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
                     " ?, ?, ?, ?)");
     for (size_t i = 0; i < t->libs.n_gemms && !q->failed; i++) {

@@ -33,6 +33,14 @@ ana_call_gpu *ana_libcalls_link(const ana_trace *t, ana_u64map *map, size_t *n)
     return v;
 }
 
+void ana_libcalls_first_calls(const ana_trace *t, ana_u64map *map)
+{
+    ana_u64map_init(map);
+    for (size_t i = t->n_calls; i-- > 0;) /* backwards: the earliest call of each wins */
+        if (t->calls[i].call)
+            ana_u64map_put(map, t->calls[i].call, i);
+}
+
 static const ana_call_gpu *ana_lc_get(const ana_u64map *map, const ana_call_gpu *v, uint64_t call)
 {
     uint64_t k;
@@ -105,7 +113,7 @@ static void ana_lc_gemms(const ana_trace *t, const ana_u64map *map, const ana_ca
         r->gpu_ns += c->gpu_ns;
         r->kernels += c->kernels;
         r->timed_calls++;
-        r->timed_flops += 2 * s->m * s->n * s->k * s->batch;
+        r->timed_flops += ana_gemm_call_flops(s);
         if (r->device < 0)
             r->device = c->device;
     }

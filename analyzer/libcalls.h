@@ -74,6 +74,11 @@ void ana_libcalls_free(ana_libcalls *lc);
 /* GPU time per library call id: fills map call -> index into *out (n entries). */
 ana_call_gpu *ana_libcalls_link(const ana_trace *t, ana_u64map *map, size_t *n);
 
+/* The first API call each library call made: fills map (initialized here) with
+ * call -> index into t->calls (in time order). A library record has no time of its own;
+ * this is where the exports place it. */
+void ana_libcalls_first_calls(const ana_trace *t, ana_u64map *map);
+
 /* Effective precision of a GEMM (enum ana_prec): A's type for 16-bit, fp8 and fp64
  * inputs; fp32 inputs: TF32 with compute type 77 (32F_FAST_TF32) or math mode
  * CUBLAS_TF32_TENSOR_OP_MATH (3, in the low 4 bits), fp16/bf16 with 74/75, else fp32. */

@@ -31,6 +31,12 @@ typedef struct ana_gemm_shape {
     uint8_t prec;                                     /* enum ana_prec */
 } ana_gemm_shape;
 
+/* Floating-point operations of one call of shape s: 2·m·n·k·batch. */
+static inline uint64_t ana_gemm_call_flops(const ana_gemm_shape *s)
+{
+    return 2 * s->m * s->n * s->k * s->batch;
+}
+
 typedef struct ana_gemm_call {
     uint64_t call;
     uint32_t shape; /* index into ana_libs.shapes */

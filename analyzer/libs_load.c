@@ -111,7 +111,7 @@ static void ana_libs_on_gemm(ana_libs *l, const ana_rec_gemm *g)
         return; /* a failed call computed nothing */
     uint32_t s = ana_libs_shape(l, &key);
     l->shapes[s].count++;
-    l->shapes[s].flops += 2 * key.m * key.n * key.k * key.batch;
+    l->shapes[s].flops += ana_gemm_call_flops(&key);
     ANA_GROW(l->gemms, l->cap_gemms, l->n_gemms + 1);
     l->gemms[l->n_gemms++] = (ana_gemm_call){ .call = g->call, .shape = s };
 }

@@ -336,6 +336,19 @@ static void ana_mc_collect(const ana_trace *t, const ana_mem_result *mem, const 
 
 /* ------------------------------------------------------------------ sums */
 
+const ana_mc_alloc *ana_memcat_of_life(const ana_memcat *m, size_t life)
+{
+    size_t lo = 0, hi = m->n_allocs; /* allocs are in the order of the lives */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->allocs[mid].life < life)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->n_allocs && m->allocs[lo].life == life ? &m->allocs[lo] : NULL;
+}
+
 int ana_memcat_live_at(const ana_memcat *m, const ana_mem_result *mem, size_t a, size_t idx)
 {
     const ana_mem_life *l = &mem->lives[m->allocs[a].life];

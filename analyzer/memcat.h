@@ -95,6 +95,9 @@ uint64_t ana_memcat_at_time(const ana_memcat *m, const ana_mem_result *mem, cons
 /* Device bytes live while the failed allocation f was asked for, by category. */
 uint64_t ana_memcat_at_failure(const ana_memcat *m, const ana_mem_result *mem,
                                const ana_mem_failure *f, uint64_t out[ANA_MCAT_COUNT]);
+/* The allocation of life `life` (an index into ana_mem_result.lives), or NULL when that
+ * life is not a device allocation (pinned host memory). */
+const ana_mc_alloc *ana_memcat_of_life(const ana_memcat *m, size_t life);
 /* 1 when allocation a (an index into m->allocs) was live just after event idx. */
 int ana_memcat_live_at(const ana_memcat *m, const ana_mem_result *mem, size_t a, size_t idx);
 
