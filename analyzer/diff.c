@@ -202,18 +202,9 @@ static char *ana_diff_site_key(const ana_report *r, uint64_t stack)
         return ana_xstrdup("[no stack]");
     buf[0] = 0;
     while (np-- > 0 && len < sizeof(buf) - 1) {
-        const ana_frame *f = pick[np];
-        const char *mod = f->module ? strrchr(f->module, '/') : NULL;
-        const char *sep = len ? " > " : "";
-        int w;
-        if (f->function)
-            w = snprintf(buf + len, sizeof(buf) - len, "%s%s", sep, f->function);
-        else if (f->module)
-            w = snprintf(buf + len, sizeof(buf) - len, "%s%s+0x%llx", sep, mod ? mod + 1 : f->module,
-                         (unsigned long long)f->offset);
-        else
-            w = snprintf(buf + len, sizeof(buf) - len, "%s0x%llx", sep,
-                         (unsigned long long)f->address);
+        char label[512];
+        int w = snprintf(buf + len, sizeof(buf) - len, "%s%s", len ? " > " : "",
+                         ana_sym_frame_label(pick[np], label, sizeof(label)));
         len = w < 0 ? len : len + (size_t)w < sizeof(buf) ? len + (size_t)w : sizeof(buf) - 1;
     }
     return ana_xstrdup(buf);

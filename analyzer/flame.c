@@ -48,21 +48,13 @@ typedef struct ana_fb {
 static uint32_t ana_fb_intern(ana_fb *b, const char *s)
 {
     ana_flame *f = b->f;
-    uint64_t v;
-    for (uint64_t k = ana_fnv1a(s, strlen(s), ANA_FNV1A_SEED);; k++) {
-        if (!ana_u64map_get(&b->name_idx, k, &v))
-            break;
+    uint64_t v, k = ana_fnv1a(s, strlen(s), ANA_FNV1A_SEED);
+    for (; ana_u64map_get(&b->name_idx, k, &v); k++) /* probe past other names' hashes */
         if (strcmp(f->names[v], s) == 0)
             return (uint32_t)v;
-    }
     ANA_GROW(f->names, f->cap_names, f->n_names + 1);
     f->names[f->n_names] = ana_xstrdup(s);
-    for (uint64_t k = ana_fnv1a(s, strlen(s), ANA_FNV1A_SEED);; k++) {
-        if (!ana_u64map_get(&b->name_idx, k, &v)) {
-            ana_u64map_put(&b->name_idx, k, f->n_names);
-            break;
-        }
-    }
+    ana_u64map_put(&b->name_idx, k, f->n_names); /* the first free key of the probe */
     return (uint32_t)f->n_names++;
 }
 
@@ -317,18 +309,10 @@ static int ana_flame_is_launch_stub(const char *fn)
 static uint32_t ana_flame_frame(ana_fctx *c, uint32_t node, const ana_frame *fr)
 {
     char buf[1024];
-    if (fr->function && ana_flame_is_launch_stub(fr->function)) {
-        /* nothing of its own; what was inlined into it still counts below */
-    } else if (fr->function) {
-        node = ana_fb_child(&c->b, node, ana_flame_short(fr->function, buf, sizeof(buf)));
-    } else if (fr->module) {
-        const char *base = strrchr(fr->module, '/');
-        snprintf(buf, sizeof(buf), "%.900s+0x%llx", base ? base + 1 : fr->module,
-                 (unsigned long long)fr->offset);
-        node = ana_fb_child(&c->b, node, buf);
-    } else {
-        snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)fr->address);
-        node = ana_fb_child(&c->b, node, buf);
+    if (!fr->function || !ana_flame_is_launch_stub(fr->function)) {
+        const char *name = fr->function ? ana_flame_short(fr->function, buf, sizeof(buf))
+                                        : ana_sym_frame_label(fr, buf, sizeof(buf));
+        node = ana_fb_child(&c->b, node, name);
     }
     for (size_t i = 0; i < fr->n_inlined; i++)
         if (!ana_flame_is_launch_stub(fr->inlined[i]))
@@ -346,7 +330,7 @@ static uint32_t ana_flame_stack(ana_fctx *c, uint64_t stack)
     size_t n = stack == ANA_MEM_STACK_DRIVER ? 0 : ana_stacks_frames(&c->r->t->stacks, stack, &ip);
     uint32_t node = 0;
     for (size_t i = n; i-- > 0;) {
-        const ana_frame *fr = ana_sym_lookup(c->r->sym, ip[i]);
+        const ana_frame *fr = ana_sym_lookup_inlined(c->r->sym, ip[i]);
         if (!ana_sym_is_profiler(fr))
             node = ana_flame_frame(c, node, fr);
     }

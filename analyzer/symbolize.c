@@ -7,6 +7,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,6 +22,8 @@ typedef struct ana_sym_entry {
     ana_frame frame;
     char *function, *file; /* owned */
     char **inlined;        /* owned, frame.n_inlined names */
+    Dwfl_Module *mod;      /* the module that resolved it, NULL when none */
+    int inlined_done;      /* ana_sym_lookup_inlined has looked */
 } ana_sym_entry;
 
 struct ana_symbolizer {
@@ -173,7 +176,21 @@ static void ana_sym_resolve(ana_symbolizer *s, ana_sym_entry *e, uint64_t pc)
     }
     e->frame.function = e->function;
     e->frame.file = e->file;
-    ana_sym_inlined(e, sm->mod, pc);
+    e->mod = sm->mod;
+}
+
+const char *ana_sym_frame_label(const ana_frame *f, char *buf, size_t cap)
+{
+    if (f->function)
+        return f->function;
+    if (f->module) {
+        const char *base = strrchr(f->module, '/');
+        snprintf(buf, cap, "%s+0x%llx", base ? base + 1 : f->module,
+                 (unsigned long long)f->offset);
+    } else {
+        snprintf(buf, cap, "0x%llx", (unsigned long long)f->address);
+    }
+    return buf;
 }
 
 int ana_sym_is_profiler(const ana_frame *f)
@@ -198,4 +215,16 @@ const ana_frame *ana_sym_lookup(ana_symbolizer *s, uint64_t address)
     ana_u64map_put(&s->cache, address, s->n_entries);
     s->n_entries++;
     return &e->frame;
+}
+
+const ana_frame *ana_sym_lookup_inlined(ana_symbolizer *s, uint64_t address)
+{
+    const ana_frame *f = ana_sym_lookup(s, address);
+    uint64_t k;
+    ana_u64map_get(&s->cache, address, &k);
+    ana_sym_entry *e = s->entries[k];
+    if (!e->inlined_done && e->mod && address)
+        ana_sym_inlined(e, e->mod, address - 1);
+    e->inlined_done = 1;
+    return f;
 }

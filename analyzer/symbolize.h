@@ -13,6 +13,7 @@
 #ifndef ANA_SYMBOLIZE_H
 #define ANA_SYMBOLIZE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "trace.h"
@@ -24,7 +25,8 @@ typedef struct ana_frame {
     const char *function; /* demangled when C++, or NULL */
     const char *file;     /* source file of the call site, or NULL */
     int64_t line;         /* 0 when unknown */
-    const char *const *inlined; /* n_inlined names (demangled), outermost first; or NULL */
+    const char *const *inlined; /* n_inlined names (demangled), outermost first; or NULL
+                                 * (filled by ana_sym_lookup_inlined only) */
     size_t n_inlined;
 } ana_frame;
 
@@ -33,7 +35,13 @@ typedef struct ana_symbolizer ana_symbolizer;
 /* enabled = 0 skips opening ELF files (module and offset only). t must outlive it. */
 ana_symbolizer *ana_sym_new(const ana_trace *t, int enabled);
 const ana_frame *ana_sym_lookup(ana_symbolizer *s, uint64_t address);
+/* The same, with the functions inlined at the call site (from DWARF scopes: a cost per
+ * address that only flame graphs pay). */
+const ana_frame *ana_sym_lookup_inlined(ana_symbolizer *s, uint64_t address);
 void ana_sym_free(ana_symbolizer *s);
+/* What to call a frame: its function, else "module+0xOFFSET" (the module's basename), else
+ * "0xADDRESS" (the last two written into buf). */
+const char *ana_sym_frame_label(const ana_frame *f, char *buf, size_t cap);
 /* 1 when f lies in the profiler's own library (a module named libanatomist*): frames that
  * reports leave out. */
 int ana_sym_is_profiler(const ana_frame *f);
