@@ -48,21 +48,12 @@ static const uint8_t ana_svg_pal[ANA_PAL_COUNT][6] = {
     [ANA_PAL_MCAT + ANA_MCAT_UNATTRIBUTED] = { 150, 150, 150, 40, 40, 40 },
 };
 
-/* Length of the UTF-8 character at s that XML allows, or 0. */
-static size_t ana_svg_utf8(const unsigned char *s)
+/* Length of the UTF-8 character at s that XML allows (ana_utf8_len less U+FFFE and
+ * U+FFFF, which XML excludes), or 0. */
+static size_t ana_svg_utf8(const unsigned char *s, size_t n)
 {
-    size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
-    if (len == 0 || s[0] > 0xf4)
-        return 0;
-    uint32_t cp = s[0] & (0x7f >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    static const uint32_t min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-    if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe ||
-        cp == 0xffff)
+    size_t len = ana_utf8_len(s, n);
+    if (len == 3 && s[0] == 0xef && s[1] == 0xbf && s[2] >= 0xbe)
         return 0;
     return len;
 }
@@ -73,9 +64,7 @@ static void ana_svg_text(const char *str, size_t n, FILE *out)
     const unsigned char *s = (const unsigned char *)str;
     for (size_t i = 0; i < n;) {
         unsigned c = s[i];
-        size_t len = c < 0x80 ? 1 : ana_svg_utf8(s + i);
-        if (len > n - i)
-            len = 0;
+        size_t len = ana_svg_utf8(s + i, n - i);
         if (c == '<' || c == '>' || c == '&' || c == '"' || c == '\'')
             fputs(c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;"
                   : c == '"' ? "&quot;" : "&apos;", out);

@@ -44,4 +44,8 @@ uint64_t ana_fnv1a(const void *p, size_t n, uint64_t h);
  * mangled name. */
 char *ana_demangle(const char *s);
 
+/* Length of the well-formed UTF-8 character at s (at most n bytes): 1 for ASCII, 2–4, or
+ * 0 for a byte that does not start one (overlong forms, surrogates, above U+10FFFF). */
+size_t ana_utf8_len(const unsigned char *s, size_t n);
+
 #endif
