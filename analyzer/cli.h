@@ -5,6 +5,7 @@
 #ifndef ANA_CLI_H
 #define ANA_CLI_H
 
+#include <time.h>
 #include <stdio.h>
 
 #include "trace.h"
@@ -14,6 +15,10 @@ int ana_cmd_info(int argc, char **argv);
 int ana_cmd_report(int argc, char **argv);
 int ana_cmd_classify(int argc, char **argv);
 int ana_cmd_oom(int argc, char **argv);
+int ana_cmd_recover(int argc, char **argv);
+/* After `anatomist run`'s child ended (status in the shell's convention): recovers the
+ * traces of the run (named by pattern, written since `started`) that have a live file. */
+void ana_recover_after_run(const char *pattern, long child, int status, time_t started, int quiet);
 int ana_cmd_flame(int argc, char **argv);
 int ana_cmd_html(int argc, char **argv);
 int ana_cmd_diff(int argc, char **argv);

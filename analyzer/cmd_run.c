@@ -402,6 +402,7 @@ int ana_cmd_run(int argc, char **argv)
     rc = ana_run_wait(pid);
     if (failed)
         return failed;
+    ana_recover_after_run(env.pattern, (long)pid, rc, started, o.quiet);
     if (!o.quiet)
         ana_run_tell(&env, pid, started);
     return rc;

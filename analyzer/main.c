@@ -27,6 +27,7 @@ static const char ana_main_usage[] =
     "  info TRACE [--json]                  what a trace holds: format, records, process\n"
     "  report TRACE [--json] [--top N]      memory peak, leaks, failed allocations, kernels\n"
     "  oom TRACE [--json]                   what was live when memory ran out, what would fit\n"
+    "  recover TRACE...                     write a killed process's last records into its trace\n"
     "  flame TRACE [--metric M] -o FILE     flame graph (html, svg, folded) of GPU time or memory\n"
     "  html TRACE -o report.html            the report as one self-contained interactive page\n"
     "  diff BASE HEAD [--format F]          what changed between two runs (markdown for a PR)\n"
@@ -208,6 +209,8 @@ static int ana_main_dispatch(const char *cmd, int argc, char **argv)
         return ana_cmd_classify(argc, argv);
     if (strcmp(cmd, "oom") == 0)
         return ana_cmd_oom(argc, argv);
+    if (strcmp(cmd, "recover") == 0)
+        return ana_cmd_recover(argc, argv);
     if (strcmp(cmd, "flame") == 0)
         return ana_cmd_flame(argc, argv);
     if (strcmp(cmd, "html") == 0)
@@ -252,7 +255,7 @@ int main(int argc, char **argv)
         return ana_cli_usage_error(NULL, "unknown option '%s' (a command comes first)", cmd);
     int rc = ana_main_dispatch(cmd, argc - 1, argv + 1);
     if (rc < 0)
-        return ana_cli_usage_error(NULL, "unknown command '%s' (commands: run, info, report, oom, flame, html, diff, export, classify)",
+        return ana_cli_usage_error(NULL, "unknown command '%s' (commands: run, info, report, oom, recover, flame, html, diff, export, classify)",
                                    cmd);
     return rc;
 }

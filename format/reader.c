@@ -1,6 +1,7 @@
 /* reader.c — streaming reader implementing the "Reader rules" of docs/trace-format.md. */
 #define _GNU_SOURCE
 #include "reader.h"
+#include "live.h"
 #include "varint.h"
 
 #include <errno.h>
@@ -24,6 +25,8 @@ struct ana_reader {
     ZSTD_DCtx *dctx;
     uint64_t seg_tid, prev_ns;
     int in_segment;
+    int live_off, in_live, live_done;
+    ana_live_known known;
     ana_reader_stats st;
 };
 
@@ -33,7 +36,8 @@ static int fail(ana_error *err, const ana_reader *r, const char *path, uint64_t 
     if (!err)
         return -1;
     memset(err, 0, sizeof(*err));
-    snprintf(err->path, sizeof(err->path), "%s", r ? r->path : path);
+    snprintf(err->path, sizeof(err->path), "%s%s", r ? r->path : path,
+             r && r->in_live ? ANA_LIVE_SUFFIX : "");
     err->offset = off;
     err->chunk_offset = chunk_off;
     err->payload_offset = payload_off;
@@ -69,6 +73,7 @@ const char *ana_ended_name(ana_ended e)
     case ANA_ENDED_EXIT: return "exit";
     case ANA_ENDED_TRUNCATED: return "truncated";
     case ANA_ENDED_TORN: return "torn";
+    case ANA_ENDED_RECOVERED: return "recovered";
     default: return "unknown";
     }
 }
@@ -89,6 +94,7 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
 
 static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 
 int ana_reader_open(const char *path, ana_reader **out, ana_error *err)
 {
@@ -137,6 +143,7 @@ int ana_reader_open(const char *path, ana_reader **out, ana_error *err)
     r->pos = hsize;
     r->st.major = major;
     r->st.minor = minor;
+    r->st.trace_id = get64(h + 24);
     r->st.file_bytes = r->size;
     *out = r;
     return 0;
@@ -154,21 +161,61 @@ static int grow(uint8_t **buf, size_t *cap, size_t need)
     return 0;
 }
 
+/* At the end of the chunks of a trace without END: the records its live file holds
+ * beyond them become one more payload. 1 = loaded, 0 = none. */
+static int load_live(ana_reader *r)
+{
+    if (r->live_off || r->live_done || r->st.ended == ANA_ENDED_EXIT ||
+        r->st.ended == ANA_ENDED_RECOVERED)
+        return 0;
+    r->live_done = 1;
+    ana_live_result res;
+    int rc = ana_live_load(r->path, r->st.trace_id, r->st.chunks, &r->known, &res,
+                           r->st.live_error, sizeof(r->st.live_error));
+    if (rc <= 0)
+        return 0;
+    r->st.recovered_records = res.records;
+    r->st.recovered_threads = res.threads;
+    r->st.recovered_bad_bytes = res.bad_bytes;
+    r->st.defs_lost = res.defs_lost;
+    r->st.ended = ANA_ENDED_RECOVERED;
+    if (res.len == 0) {
+        ana_live_result_free(&res);
+        return 0;
+    }
+    free(r->raw);
+    r->raw = res.payload;
+    r->rcap = r->rlen = res.len;
+    res.payload = NULL;
+    ana_live_result_free(&res);
+    r->rpos = 0;
+    r->chunk_off = 0;
+    r->in_segment = 0;
+    r->in_live = 1;
+    return 1;
+}
+
+/* The end of the chunks: `how` unless an END was read, then the live file's records. */
+static int chunks_end(ana_reader *r, ana_ended how, uint64_t torn)
+{
+    if (r->st.ended != ANA_ENDED_EXIT && r->st.ended != ANA_ENDED_RECOVERED && !r->in_live) {
+        r->st.ended = how;
+        r->st.torn_bytes = torn;
+    }
+    return load_live(r);
+}
+
 /* Loads the next chunk. 1 = loaded, 0 = end of file (ended set), -1 = error. */
 static int load_chunk(ana_reader *r, ana_error *err)
 {
+    if (r->in_live)
+        return 0;
     uint64_t left = r->size - r->pos;
-    if (left == 0) {
-        if (r->st.ended != ANA_ENDED_EXIT)
-            r->st.ended = ANA_ENDED_TRUNCATED;
-        return 0;
-    }
+    if (left == 0)
+        return chunks_end(r, ANA_ENDED_TRUNCATED, 0);
     uint8_t h[ANA_CHUNK_HEADER_SIZE];
-    if (left < sizeof(h) || read_at(r->fd, h, sizeof(h), r->pos) < 0) {
-        r->st.ended = ANA_ENDED_TORN;
-        r->st.torn_bytes = left;
-        return 0;
-    }
+    if (left < sizeof(h) || read_at(r->fd, h, sizeof(h), r->pos) < 0)
+        return chunks_end(r, ANA_ENDED_TORN, left);
     uint32_t csize = get32(h + 4), rsize = get32(h + 8), seq = get32(h + 12);
     if (memcmp(h, "ACHK", 4) != 0)
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "bad chunk magic");
@@ -179,11 +226,8 @@ static int load_chunk(ana_reader *r, ana_error *err)
         return fail(err, r, NULL, r->pos + 12, r->pos, UINT64_MAX, 0,
                     "chunk sequence number %u where %llu was expected", seq,
                     (unsigned long long)r->st.chunks);
-    if (left - sizeof(h) < csize) {
-        r->st.ended = ANA_ENDED_TORN;
-        r->st.torn_bytes = left;
-        return 0;
-    }
+    if (left - sizeof(h) < csize)
+        return chunks_end(r, ANA_ENDED_TORN, left);
     if (grow(&r->cbuf, &r->ccap, csize) < 0 || grow(&r->raw, &r->rcap, rsize) < 0)
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "out of memory");
     if (read_at(r->fd, r->cbuf, csize, r->pos + sizeof(h)) < 0)
@@ -248,13 +292,19 @@ int ana_reader_next(ana_reader *r, ana_record *rec, ana_error *err)
         }
         rec->tid = r->seg_tid;
         r->prev_ns = rec->time_ns;
-        if (kind == ANA_K_END)
-            r->st.ended = ANA_ENDED_EXIT;
+        if (kind == ANA_K_STACK || kind == ANA_K_KERNEL)
+            ana_live_known_add(&r->known, kind,
+                               kind == ANA_K_STACK ? rec->u.stack.id : rec->u.kernel.id);
+        else if (kind == ANA_K_END && !r->in_live)
+            r->st.ended = rec->u.end.reason == ANA_END_RECOVERED ? ANA_ENDED_RECOVERED : ANA_ENDED_EXIT;
         return 1;
     }
 }
 
 void ana_reader_get_stats(const ana_reader *r, ana_reader_stats *st) { *st = r->st; }
+void ana_reader_set_live(ana_reader *r, int on) { r->live_off = !on; }
+const struct ana_live_known *ana_reader_known(const ana_reader *r) { return &r->known; }
+uint64_t ana_reader_good_end(const ana_reader *r) { return r->pos; }
 
 void ana_reader_close(ana_reader *r)
 {
@@ -265,5 +315,6 @@ void ana_reader_close(ana_reader *r)
     free(r->cbuf);
     free(r->raw);
     free(r->scratch.buf);
+    ana_live_known_free(&r->known);
     free(r);
 }

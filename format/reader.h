@@ -16,6 +16,9 @@ typedef enum ana_ended {
     ANA_ENDED_EXIT,        /* an END record was read */
     ANA_ENDED_TRUNCATED,   /* ends at a chunk boundary without END: killed or crashed */
     ANA_ENDED_TORN,        /* ends inside a chunk: the torn tail was discarded */
+    ANA_ENDED_RECOVERED,   /* the process died before finishing its trace: what it had not
+                            * written was read from its live file (or an END with reason
+                            * ANA_END_RECOVERED says `anatomist recover` wrote it in) */
 } ana_ended;
 
 typedef struct ana_error {
@@ -47,10 +50,25 @@ typedef struct ana_reader_stats {
     uint64_t torn_bytes;       /* bytes discarded at a torn tail */
     uint64_t unknown_records;  /* records of kinds this reader does not know, skipped */
     ana_ended ended;
+    uint64_t trace_id;           /* the header's id (0 in traces before 1.4) */
+    uint64_t recovered_records;  /* records read from the live file (live.h) */
+    uint64_t recovered_threads;  /* threads they came from */
+    uint64_t recovered_bad_bytes; /* live-file bytes that did not add up, skipped */
+    uint64_t defs_lost;          /* definitions the process could not keep in its live file */
+    char live_error[256];        /* why a live file beside the trace was not used, or "" */
 } ana_reader_stats;
 
 void ana_reader_get_stats(const ana_reader *r, ana_reader_stats *st);
-const char *ana_ended_name(ana_ended e); /* "exit", "truncated", "torn", "unknown" */
+const char *ana_ended_name(ana_ended e); /* "exit", "truncated", "torn", "recovered", "unknown" */
+
+/* Whether, past the trace's last chunk, the reader goes on into the trace's live file (on by
+ * default). Call before the first ana_reader_next. */
+void ana_reader_set_live(ana_reader *r, int on);
+struct ana_live_known;
+/* The STACK and KERNEL ids read so far. */
+const struct ana_live_known *ana_reader_known(const ana_reader *r);
+/* Offset just past the last complete chunk read so far. */
+uint64_t ana_reader_good_end(const ana_reader *r);
 
 void ana_reader_close(ana_reader *r);
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define ANA_FORMAT_MAJOR 1
-#define ANA_FORMAT_MINOR 3
+#define ANA_FORMAT_MINOR 4
 #define ANA_HEADER_SIZE 32
 #define ANA_CHUNK_HEADER_SIZE 16
 #define ANA_CHUNK_MAX (64u << 20)
@@ -184,7 +184,7 @@ enum ana_label_what { ANA_LABEL_THREAD = 1, ANA_LABEL_STREAM = 2, ANA_LABEL_DEVI
                       ANA_LABEL_CONTEXT = 4, ANA_LABEL_EVENT = 5, ANA_LABEL_DOMAIN = 6,
                       ANA_LABEL_CATEGORY = 7, ANA_LABEL_MEM_REGION = 8 };
 
-enum ana_end_reason { ANA_END_EXIT = 1, ANA_END_DISABLED = 2 };
+enum ana_end_reason { ANA_END_EXIT = 1, ANA_END_DISABLED = 2, ANA_END_RECOVERED = 3 };
 enum ana_meminfo_reason { ANA_MEMINFO_FAILED_ALLOC = 1 };
 /* How an API record was captured (the `via` field, 1.1). */
 enum ana_via { ANA_VIA_HOOK = 0, ANA_VIA_CUPTI = 1 };

@@ -6,8 +6,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -53,7 +55,7 @@ static int write_all(int fd, const struct iovec *iov_in, int iovcnt)
     return 0;
 }
 
-ana_tw *ana_tw_open_fd(int fd, int level)
+static ana_tw *tw_new(int fd, int level)
 {
     ana_tw *tw = calloc(1, sizeof(*tw));
     if (!tw)
@@ -68,34 +70,113 @@ ana_tw *ana_tw_open_fd(int fd, int level)
     ZSTD_CCtx_setParameter(tw->cctx, ZSTD_c_compressionLevel, level);
     ZSTD_CCtx_setParameter(tw->cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(tw->cctx, ZSTD_c_contentSizeFlag, 1);
+    return tw;
+}
+
+static void tw_free(ana_tw *tw)
+{
+    int e = errno;
+    ZSTD_freeCCtx(tw->cctx);
+    free(tw->cbuf);
+    free(tw);
+    errno = e;
+}
+
+ana_tw *ana_tw_open_fd_id(int fd, int level, uint64_t trace_id)
+{
+    ana_tw *tw = tw_new(fd, level);
+    if (!tw)
+        return NULL;
     uint8_t h[ANA_HEADER_SIZE] = { 0 };
     memcpy(h, "ANATRACE", 8);
     put16(h + 8, ANA_FORMAT_MAJOR);
     put16(h + 10, ANA_FORMAT_MINOR);
     put32(h + 12, ANA_HEADER_SIZE);
+    memcpy(h + 24, &trace_id, 8);
     struct iovec iov = { h, sizeof(h) };
     if (write_all(fd, &iov, 1) < 0) {
-        int e = errno;
-        ZSTD_freeCCtx(tw->cctx);
-        free(tw);
-        errno = e;
+        tw_free(tw);
         return NULL;
     }
     tw->bytes = sizeof(h);
     return tw;
 }
 
-ana_tw *ana_tw_open(const char *path, int level)
+ana_tw *ana_tw_open_fd(int fd, int level) { return ana_tw_open_fd_id(fd, level, 0); }
+
+static ana_tw *open_fd_or_close(int fd, int level, uint64_t trace_id)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return NULL;
-    ana_tw *tw = ana_tw_open_fd(fd, level);
+    ana_tw *tw = ana_tw_open_fd_id(fd, level, trace_id);
     if (!tw) {
         int e = errno;
         close(fd);
         errno = e;
     }
+    return tw;
+}
+
+ana_tw *ana_tw_open(const char *path, int level)
+{
+    return open_fd_or_close(open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), level, 0);
+}
+
+int ana_file_create(const char *path, char *why, size_t cap)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            return fd;
+        int e = errno;
+        struct stat sb;
+        if (e != EEXIST || lstat(path, &sb) < 0) {
+            if (e == EEXIST)
+                continue; /* removed meanwhile: try again */
+            snprintf(why, cap, "%s", strerror(e));
+            errno = e;
+            return -1;
+        }
+        if (S_ISLNK(sb.st_mode)) {
+            snprintf(why, cap, "it is a symbolic link, which is never followed; remove it or "
+                               "choose another output name");
+            errno = ELOOP;
+            return -1;
+        }
+        if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
+            snprintf(why, cap, "it exists and is not a regular file of this user; remove it or "
+                               "choose another output name");
+            errno = EEXIST;
+            return -1;
+        }
+        if (unlink(path) < 0 && errno != ENOENT) {
+            snprintf(why, cap, "cannot replace it: %s", strerror(errno));
+            return -1;
+        }
+    }
+    snprintf(why, cap, "it keeps reappearing; choose another output name");
+    errno = EEXIST;
+    return -1;
+}
+
+ana_tw *ana_tw_create(const char *path, int level, uint64_t trace_id, char *why, size_t cap)
+{
+    int fd = ana_file_create(path, why, cap);
+    ana_tw *tw = open_fd_or_close(fd, level, trace_id);
+    if (fd >= 0 && !tw)
+        snprintf(why, cap, "%s", strerror(errno));
+    return tw;
+}
+
+ana_tw *ana_tw_append_fd(int fd, int level, uint64_t bytes, uint64_t chunks)
+{
+    if (ftruncate(fd, (off_t)bytes) < 0 || lseek(fd, (off_t)bytes, SEEK_SET) < 0)
+        return NULL;
+    ana_tw *tw = tw_new(fd, level);
+    if (!tw)
+        return NULL;
+    tw->bytes = bytes;
+    tw->chunks = chunks;
     return tw;
 }
 
@@ -126,8 +207,15 @@ int ana_tw_chunk(ana_tw *tw, const void *raw, size_t n)
     put32(h + 8, (uint32_t)n);
     put32(h + 12, (uint32_t)tw->chunks);
     struct iovec iov[2] = { { h, sizeof(h) }, { tw->cbuf, c } };
-    if (write_all(tw->fd, iov, 2) < 0)
+    if (write_all(tw->fd, iov, 2) < 0) {
+        /* What went out of this chunk would read as a torn tail: take it back, so that a
+         * chunk written later (by `anatomist recover`) follows a whole one. */
+        int e = errno;
+        if (ftruncate(tw->fd, (off_t)tw->bytes) == 0)
+            lseek(tw->fd, (off_t)tw->bytes, SEEK_SET);
+        errno = e;
         return -1;
+    }
     tw->bytes += sizeof(h) + c;
     tw->chunks++;
     return 0;
@@ -141,9 +229,7 @@ int ana_tw_close(ana_tw *tw)
     if (!tw)
         return 0;
     int rc = close(tw->fd);
-    ZSTD_freeCCtx(tw->cctx);
-    free(tw->cbuf);
-    free(tw);
+    tw_free(tw);
     return rc;
 }
 

@@ -20,10 +20,25 @@ ana_tw *ana_tw_open(const char *path, int level);
 
 /* Same, on an already open descriptor, which the ana_tw takes ownership of. */
 ana_tw *ana_tw_open_fd(int fd, int level);
+/* Same, with the header's trace id (ties the trace to its live file, live.h). */
+ana_tw *ana_tw_open_fd_id(int fd, int level, uint64_t trace_id);
+
+/* Creates path for writing (read-write, mode 0644 less the umask) without ever following a
+ * symbolic link planted there: O_CREAT|O_EXCL|O_NOFOLLOW; a regular file of this user
+ * already there (an earlier run's) is removed first, anything else is refused. Returns the
+ * descriptor, or -1 with errno set and `why` saying what is wrong in words. */
+int ana_file_create(const char *path, char *why, size_t cap);
+
+/* ana_file_create, then the header with trace_id. NULL with errno and `why` on failure. */
+ana_tw *ana_tw_create(const char *path, int level, uint64_t trace_id, char *why, size_t cap);
+
+/* Continues a trace on fd after its first `bytes` bytes, which hold `chunks` whole chunks:
+ * anything past them (a torn tail) is cut off. NULL with errno set on failure. */
+ana_tw *ana_tw_append_fd(int fd, int level, uint64_t bytes, uint64_t chunks);
 
 /* Compresses raw[0..n) (a sequence of records that begins with a SEGMENT) into one chunk
- * and writes it. Returns 0, or -1 with errno set (the file is then left as it was, apart
- * from a possible torn tail). */
+ * and writes it. Returns 0, or -1 with errno set (the file is then cut back to its whole
+ * chunks; if even that fails, it may end in a torn tail). */
 int ana_tw_chunk(ana_tw *tw, const void *raw, size_t n);
 
 /* Bytes written so far (header included) and chunks written. */

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "varint.h"
@@ -38,19 +39,59 @@ static _Atomic uint64_t passes_started, passes_done;
 static uint8_t *chunk;
 static size_t chunk_len, chunk_cap;
 static int in_wseg, write_failed;
+static uint64_t defs_snap; /* the live definitions ring's head when the pass began */
 static uint64_t wseg_prev;
 static uint64_t end_reason = ANA_END_EXIT;
 static const char *end_detail = "exit";
+
+/* Chunk seq is in the trace: the ranges drained into it are no longer pending. */
+static void commit(uint64_t seq)
+{
+    for (ana_thread *t = ana_thread_list(); t; t = t->next) {
+        ana_live_slot *ls = t->ls;
+        if (!t->c_pending || atomic_load_explicit(&ls->pend_seq, memory_order_relaxed) != seq)
+            continue;
+        atomic_store_explicit(&ls->base_ns, ls->pend_base, memory_order_relaxed);
+        atomic_store_explicit(&ls->drop_rep, ls->pend_drop, memory_order_relaxed);
+        atomic_store_explicit(&ls->dropb_rep, ls->pend_dropb, memory_order_relaxed);
+        atomic_store_explicit(&ls->tail, ls->pend_tail, memory_order_release);
+        atomic_store_explicit(&ls->pend_seq, ANA_LIVE_NONE, memory_order_release);
+        t->c_pending = 0;
+    }
+}
+
+/* Writing failed: nothing more is written. What was not written stays in the live file,
+ * whose header now carries the END a reader gives the trace; without a live file the END
+ * goes into the trace if it still can. */
+static void write_failure(int e)
+{
+    char detail[200];
+    write_failed = 1;
+    snprintf(detail, sizeof(detail), "cannot write the trace: %s", strerror(e));
+    int live = ana_live_set_end(ANA_END_DISABLED, detail);
+    if (!live) {
+        uint8_t buf[512];
+        ana_record seg = { .kind = ANA_K_SEGMENT }, end = { .kind = ANA_K_END, .time_ns = ana_now_ns() };
+        seg.u.segment = (ana_rec_segment){ 0, end.time_ns };
+        end.u.end = (ana_rec_end){ ANA_END_DISABLED, { detail, (uint32_t)strlen(detail) } };
+        size_t n = ana_record_encode(buf, sizeof(buf), &seg, 0);
+        n += ana_record_encode(buf + n, sizeof(buf) - n, &end, end.time_ns);
+        ana_tw_chunk(tw, buf, n);
+    }
+    ana_disable("cannot write the trace %s: %s; profiling stopped, the program goes on%s%s%s",
+                trace_path, strerror(e), live ? "; the records not yet written are kept in " : "",
+                live ? trace_path : "", live ? ANA_LIVE_SUFFIX " (anatomist recover)" : "");
+}
 
 static void flush_chunk(void)
 {
     if (chunk_len == 0 || write_failed)
         goto out;
-    if (ana_tw_chunk(tw, chunk, chunk_len) < 0) {
-        write_failed = 1;
-        ana_disable("cannot write the trace %s: %s; profiling stopped, the program goes on",
-                    trace_path, strerror(errno));
-    }
+    uint64_t seq = ana_tw_chunks(tw);
+    if (ana_tw_chunk(tw, chunk, chunk_len) < 0)
+        write_failure(errno);
+    else
+        commit(seq);
 out:
     chunk_len = 0;
     in_wseg = 0;
@@ -136,27 +177,9 @@ static void name_thread(ana_thread *t)
     t->c_named = 1;
 }
 
-static void report_drops(ana_thread *t)
+/* Copies t's n bytes from tl into the chunk behind a SEGMENT; advances t's clock. */
+static void copy_ring(ana_thread *t, uint64_t tl, size_t n)
 {
-    uint64_t d = atomic_load(&t->dropped), db = atomic_load(&t->dropped_bytes);
-    if (d == t->c_dropped_reported)
-        return;
-    ana_record r = { .kind = ANA_K_DROPPED };
-    r.u.dropped = (ana_rec_dropped){ t->tid, d - t->c_dropped_reported, db - t->c_dropped_bytes_reported };
-    wrec(&r);
-    t->c_dropped_reported = d;
-    t->c_dropped_bytes_reported = db;
-}
-
-/* Copies t's records up to t->c_snap into the chunk and advances t's clock. */
-static void drain(ana_thread *t)
-{
-    uint64_t tl = atomic_load_explicit(&t->tail, memory_order_relaxed), h = t->c_snap;
-    if (h == tl)
-        return;
-    size_t n = (size_t)(h - tl);
-    if (!room(n + 32))
-        return;
     ana_record seg = { .kind = ANA_K_SEGMENT };
     seg.u.segment = (ana_rec_segment){ t->tid, t->c_prev_ns };
     chunk_len += ana_record_encode(chunk + chunk_len, chunk_cap - chunk_len, &seg, 0);
@@ -176,44 +199,85 @@ static void drain(ana_thread *t)
         at += hn + plen;
     }
     chunk_len += n;
-    atomic_store_explicit(&t->tail, h, memory_order_release);
-    atomic_store_explicit(&t->kicked, 0, memory_order_relaxed);
 }
 
+#define WREC_ROOM (ANA_RECORD_FIXED_MAX + 2 * 4096 + 64 * 1024)
+
+/* Copies t's records up to t->c_snap into the chunk behind its drops, advances t's clock,
+ * and notes in its slot what the chunk will hold once written (pending until then). */
+static void drain(ana_thread *t)
+{
+    ana_live_slot *ls = t->ls;
+    uint64_t tl = atomic_load_explicit(&ls->tail, memory_order_relaxed), h = t->c_snap;
+    uint64_t d = atomic_load(&ls->dropped), db = atomic_load(&ls->dropped_bytes);
+    if (h == tl && d == t->c_drop)
+        return;
+    size_t n = (size_t)(h - tl);
+    if (!room(n + 32 + WREC_ROOM))
+        return; /* (cannot happen: the chunk holds two rings) */
+    atomic_store_explicit(&ls->pend_seq, ANA_LIVE_NONE, memory_order_relaxed);
+    if (d != t->c_drop) {
+        ana_record r = { .kind = ANA_K_DROPPED };
+        r.u.dropped = (ana_rec_dropped){ t->tid, d - t->c_drop, db - t->c_dropb };
+        wrec(&r);
+        t->c_drop = d;
+        t->c_dropb = db;
+    }
+    if (n)
+        copy_ring(t, tl, n);
+    ls->pend_tail = h;
+    ls->pend_base = t->c_prev_ns;
+    ls->pend_drop = t->c_drop;
+    ls->pend_dropb = t->c_dropb;
+    atomic_store_explicit(&ls->pend_seq, ana_tw_chunks(tw), memory_order_release);
+    t->c_pending = 1;
+    atomic_store_explicit(&t->kicked, 0, memory_order_relaxed);
+}
 static void pass(int forced)
 {
     atomic_fetch_add(&passes_started, 1);
     ana_thread *list = ana_thread_list();
     for (ana_thread *t = list; t; t = t->next) {
         t->c_state = atomic_load_explicit(&t->state, memory_order_acquire);
-        t->c_snap = atomic_load_explicit(&t->head, memory_order_acquire);
+        t->c_snap = atomic_load_explicit(&t->ls->head, memory_order_acquire);
     }
+    defs_snap = ana_live_defs_snapshot(); /* after the heads: covers what they use */
     ana_modules_emit_new(on_module, NULL);
     ana_kernels_emit_new(on_kernel, NULL);
     ana_stacks_emit_new(on_stack, NULL);
     for (ana_thread *t = list; t; t = t->next) {
         if (t->c_state != ANA_T_LIVE && t->c_state != ANA_T_DEAD)
             continue;
-        if (!t->c_named && t->c_snap != atomic_load(&t->tail))
+        if (!t->c_named && t->c_snap != atomic_load(&t->ls->tail))
             name_thread(t);
-        report_drops(t);
         drain(t);
-        if (t->c_state == ANA_T_DEAD && atomic_load(&t->tail) == t->c_snap)
-            atomic_store_explicit(&t->state, ANA_T_FREE, memory_order_release);
     }
     ana_cupti_collect(forced || atomic_exchange(&force_req, 0), on_gpu, NULL);
     flush_chunk();
+    if (!write_failed) {
+        ana_live_defs_commit(defs_snap);
+        /* A thread that ended is free for reuse once all it wrote is in the trace. */
+        for (ana_thread *t = list; t; t = t->next)
+            if (t->c_state == ANA_T_DEAD && !t->c_pending &&
+                atomic_load(&t->ls->tail) == atomic_load(&t->ls->head))
+                atomic_store_explicit(&t->state, ANA_T_FREE, memory_order_release);
+    }
     atomic_fetch_add(&passes_done, 1);
 }
 
 static void finish(void)
 {
-    pass(1); /* every GPU record CUPTI still holds lands before END */
-    ana_record e = { .kind = ANA_K_END };
-    e.u.end = (ana_rec_end){ end_reason, { end_detail, (uint32_t)strlen(end_detail) } };
-    wrec(&e);
-    flush_chunk();
-    ana_tw_close(tw);
+    if (!write_failed) {
+        pass(1); /* every GPU record CUPTI still holds lands before END */
+        ana_record e = { .kind = ANA_K_END };
+        e.u.end = (ana_rec_end){ end_reason, { end_detail, (uint32_t)strlen(end_detail) } };
+        wrec(&e);
+        flush_chunk();
+    }
+    if (!write_failed && ana_tw_close(tw) == 0)
+        ana_live_finish(); /* the trace is whole: the live file goes */
+    else if (write_failed)
+        ana_tw_close(tw);
     tw = NULL;
 }
 
@@ -227,7 +291,7 @@ static void *run(void *arg)
         ts.tv_nsec %= 1000000000L;
         while (sem_clockwait(&wake, CLOCK_MONOTONIC, &ts) < 0 && errno == EINTR)
             ;
-        if (atomic_load(&stop_req))
+        if (atomic_load(&stop_req) || write_failed)
             break;
         pass(0);
     }
@@ -280,27 +344,58 @@ static void write_preamble(void)
     wrec(&r);
 }
 
-int ana_collector_start(const char *path)
+/* An id for the trace and its live file: random, never 0. */
+static uint64_t new_trace_id(void)
+{
+    uint64_t id = 0;
+    if (getrandom(&id, sizeof(id), GRND_NONBLOCK) != (ssize_t)sizeof(id))
+        id = ana_now_ns() ^ ((uint64_t)getpid() << 32);
+    return id ? id : 1;
+}
+
+/* Opens the trace and its live file and writes the first chunk: on the program's thread,
+ * so SIGXFSZ is held back (a file size limit fails the write instead of killing). */
+static int open_files(const char *path, char *why, size_t cap)
+{
+    ana_xfsz xf;
+    ana_xfsz_hold(&xf);
+    uint64_t id = new_trace_id();
+    tw = ana_tw_create(path, ana_cfg.zstd_level, id, why, cap);
+    if (tw) {
+        if (ana_cfg.live)
+            ana_live_open(path, id, ana_ring_size());
+        write_preamble();
+        ana_modules_emit_new(on_module, NULL);
+        /* A forked child's tables hold its parent's definitions: they go in first. */
+        ana_kernels_emit_new(on_kernel, NULL);
+        ana_stacks_emit_new(on_stack, NULL);
+        flush_chunk(); /* the header and the process record reach the disk at once */
+        if (write_failed)
+            snprintf(why, cap, "%s", "the first write failed");
+    }
+    ana_xfsz_release(&xf);
+    return tw && !write_failed ? 0 : -1;
+}
+
+int ana_collector_start(const char *path, char *why, size_t cap)
 {
     snprintf(trace_path, sizeof(trace_path), "%s", path);
     chunk_cap = ((size_t)ana_cfg.buffer_kb * 1024 * 2) + CHUNK_TARGET + (1u << 20);
     chunk = malloc(chunk_cap);
-    if (!chunk)
+    if (!chunk) {
+        snprintf(why, cap, "out of memory");
         return -1;
-    tw = ana_tw_open(path, ana_cfg.zstd_level);
-    if (!tw)
+    }
+    if (open_files(path, why, cap) < 0)
         return -1;
     sem_init(&wake, 0, 0);
-    write_preamble();
-    ana_modules_emit_new(on_module, NULL);
-    flush_chunk(); /* the header and the process record reach the disk at once */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the app's signals are not for our thread */
     int rc = pthread_create(&thr, NULL, run, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        errno = rc;
+        snprintf(why, cap, "cannot start the writer thread: %s", strerror(rc));
         return -1;
     }
     return 0;

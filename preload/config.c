@@ -45,6 +45,9 @@ static const ana_config_var VARS[] = {
       "program's NVTX injection library." },
     { "ANATOMIST_KERNEL_ARGS", ANA_CFG_BOOL, "1", 0, 1, OFF(kernel_args),
       "0 records no kernel parameter words: LAUNCH records carry no device pointers (ptrs)." },
+    { "ANATOMIST_LIVE", ANA_CFG_BOOL, "1", 0, 1, OFF(live),
+      "0 keeps the record rings in anonymous memory instead of the live file beside the "
+      "trace: a killed process then loses the records of its last flush interval." },
     { NULL, 0, NULL, 0, 0, 0, NULL },
 };
 

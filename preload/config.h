@@ -23,6 +23,7 @@ typedef struct ana_config {
     int driver_hooks; /* wrap driver entry points handed out by dlsym/cuGetProcAddress */
     int nvtx;         /* record NVTX ranges and names as the program's NVTX injection */
     int kernel_args;  /* LAUNCH records the parameter words that look like device pointers */
+    int live;         /* rings in the live file beside the trace (format/live.h) */
 } ana_config;
 
 enum ana_cfg_type { ANA_CFG_STR, ANA_CFG_BOOL, ANA_CFG_INT };

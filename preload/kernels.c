@@ -99,6 +99,9 @@ static uint32_t add_entry(uintptr_t host_fn, const char *name)
         if (host_fn)
             insert(fn_map, host_fn, id);
         atomic_store_explicit(&kcount, id + 1, memory_order_release);
+        ana_record def = { .kind = ANA_K_KERNEL }; /* for the live file (live.c) */
+        def.u.kernel = (ana_rec_kernel){ id, host_fn, { name, (uint32_t)(len > 8192 ? 8192 : len) } };
+        ana_live_def(&def);
     } else {
         id = 0;
     }

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "naming.h"
@@ -28,6 +29,7 @@ static _Atomic int session = S_OFF; /* until the constructor has run */
 static _Atomic int said_disabled;
 static _Atomic int warnings;
 static int forked_child;
+static int collector_up; /* the session was running when the profiler disabled itself */
 __thread int ana_tls_busy __attribute__((tls_model("initial-exec")));
 __thread uint32_t ana_tls_corr __attribute__((tls_model("initial-exec")));
 
@@ -57,13 +59,21 @@ void ana_warn(const char *fmt, ...)
     va_end(ap);
 }
 
+static char disabled_why[256] = "the profiler stopped";
+
 void ana_disable(const char *fmt, ...)
 {
+    int started = atomic_load(&session) == S_RUNNING;
     atomic_store(&ana_active, 0);
     atomic_store(&session, S_OFF);
     if (atomic_exchange(&said_disabled, 1))
         return;
     va_list ap;
+    va_start(ap, fmt);
+    if (started)
+        vsnprintf(disabled_why, sizeof(disabled_why), fmt, ap);
+    va_end(ap);
+    collector_up = started;
     va_start(ap, fmt);
     vsay(fmt, ap);
     va_end(ap);
@@ -76,18 +86,60 @@ static int is_root(void)
     return !forked_child;
 }
 
+/* Creates the directories of path that are missing (mode 0777 less the umask). */
+static int make_dirs(char *path)
+{
+    for (char *p = path + 1; (p = strchr(p, '/')) != NULL; p++) {
+        *p = 0;
+        int rc = mkdir(path, 0777);
+        int e = errno;
+        *p = '/';
+        if (rc < 0 && e != EEXIST) {
+            errno = e;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A program that execs another keeps its pid, so the new image expands the same name: when
+ * the trace there is still live under this pid, the new image's trace is NAME.1.anat
+ * (.2, ...) instead of replacing it. */
+static void after_exec_name(char *path, size_t cap)
+{
+    uint64_t pid;
+    if (ana_live_pid_of(path, &pid) < 0 || pid != (uint64_t)getpid())
+        return;
+    char base[1100], *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    const char *ext = dot && (!slash || dot > slash) ? dot : "";
+    snprintf(base, sizeof(base), "%.*s", (int)(strlen(path) - strlen(ext)), path);
+    for (int i = 1; i < 1000; i++) {
+        char cand[1200];
+        int n = snprintf(cand, sizeof(cand), "%s.%d%s", base, i, ext);
+        if (n > 0 && (size_t)n < cap && access(cand, F_OK) != 0) {
+            snprintf(path, cap, "%s", cand);
+            return;
+        }
+    }
+}
+
 static int start(void)
 {
-    char host[256] = "localhost", path[1100];
+    char host[256] = "localhost", path[1100], why[300];
     gethostname(host, sizeof(host) - 1);
     if (ana_output_expand(ana_cfg.output, host, (long)getpid(), ana_env_rank(), is_root(), path,
                           sizeof(path)) < 0) {
         ana_disable("output name from ANATOMIST_OUTPUT is too long; not profiling");
         return -1;
     }
-    if (ana_collector_start(path) < 0) {
-        ana_disable("cannot write the trace %s: %s; not profiling, the program goes on", path,
-                    strerror(errno));
+    if (make_dirs(path) < 0) {
+        ana_disable("cannot create the directory of the trace %s: %s; not profiling, the program "
+                    "goes on", path, strerror(errno));
+        return -1;
+    }
+    after_exec_name(path, sizeof(path));
+    if (ana_collector_start(path, why, sizeof(why)) < 0) {
+        ana_disable("cannot write the trace %s: %s; not profiling, the program goes on", path, why);
         return -1;
     }
     return 0;
@@ -146,7 +198,9 @@ void ana_leave(ana_call *c)
 static void atfork_child(void)
 {
     forked_child = 1;
+    collector_up = 0;
     ana_tls_busy = 0;
+    ana_live_atfork_child();
     ana_threads_atfork_child();
     ana_stacks_atfork_child();
     ana_kernels_atfork_child();
@@ -175,8 +229,13 @@ __attribute__((constructor)) static void ana_init(void)
 __attribute__((destructor)) static void ana_fini(void)
 {
     int s = atomic_load(&session);
-    if (s != S_RUNNING)
+    if (s != S_RUNNING) {
+        /* Stopped by an internal error while running: the trace ends saying why (after a
+         * write failure the writer has nothing more to write, and the live file says it). */
+        if (collector_up)
+            ana_collector_stop(ANA_END_DISABLED, disabled_why);
         return;
+    }
     ana_tls_busy = 1; /* CUDA calls made by other destructors after this are not recorded */
     atomic_store(&ana_active, 0);
     atomic_store(&session, S_OFF);

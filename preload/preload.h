@@ -8,12 +8,14 @@
 #ifndef ANA_PRELOAD_H
 #define ANA_PRELOAD_H
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
 #include "config.h"
+#include "live.h"
 #include "records.h"
 
 #define ANA_EXPORT __attribute__((visibility("default")))
@@ -42,34 +44,69 @@ int ana_session_ensure(void);
 /* The preload's own text range, so stacks can skip its frames. */
 extern uintptr_t ana_self_lo, ana_self_hi;
 
-/* ---- tbuf.c: per-thread rings ---- */
+/* ---- tbuf.c: per-thread rings ----
+ * A ring and its counters are a slot (format/live.h): in the live file when there is one,
+ * so that what a thread appended outlives the process. head, dropped and dropped_bytes are
+ * the thread's; tail (released only once the records are written into the trace) and the
+ * rest are the collector's. */
 typedef struct ana_thread {
-    _Atomic uint64_t head; /* bytes appended (producer-owned, released) */
-    _Atomic uint64_t tail; /* bytes consumed (collector-owned, released) */
+    ana_live_slot *ls;
     uint8_t *ring;
     uint64_t size;         /* power of two */
     uint64_t prev_ns;      /* producer: time of the last appended record */
-    _Atomic uint64_t dropped, dropped_bytes;
     _Atomic int state;     /* ANA_T_* */
     _Atomic int kicked;    /* the collector was woken for this ring filling up */
     uint64_t tid;
     /* collector-owned */
-    uint64_t c_prev_ns, c_dropped_reported, c_dropped_bytes_reported, c_snap;
-    int c_state;
-    int c_named;
+    uint64_t c_prev_ns, c_snap, c_drop, c_dropb;
+    int c_state, c_named, c_pending;
     struct ana_thread *next;
 } ana_thread;
 
 enum { ANA_T_FREE = 0, ANA_T_LIVE = 1, ANA_T_DEAD = 2, ANA_T_CLAIMING = 3 };
 
+/* Bytes of each thread's ring: ANATOMIST_BUFFER_KB rounded up to a power of two. */
+uint64_t ana_ring_size(void);
 /* The calling thread's buffer, registering it on first use; NULL if none can be had. */
 ana_thread *ana_thread_self(void);
 /* Encodes rec (rec->time_ns set by caller) into t's ring; counts a drop when full. */
 void ana_emit(ana_thread *t, const ana_record *rec);
 /* Head of the registry list (collector walks it; entries are never unlinked). */
 ana_thread *ana_thread_list(void);
-/* After fork in the child: forget the parent's buffered records and other threads. */
+/* After fork in the child: forget every buffer (the parent writes what they hold; slots in
+ * the parent's live file are not mapped in the child). */
 void ana_threads_atfork_child(void);
+
+/* ---- live.c: the live file beside the trace (format/live.h) ---- */
+/* Creates TRACE.live for the trace with this id; slots will hold rings of ring_size bytes.
+ * 0, or -1 (then rings live in anonymous memory; said once). */
+int ana_live_open(const char *trace_path, uint64_t trace_id, uint64_t ring_size);
+/* A slot with a ring of ring_size bytes after its header: in the live file when it can
+ * grow, else in anonymous memory. NULL only when no memory can be had. */
+ana_live_slot *ana_live_slot_new(uint64_t ring_size);
+/* Mirrors a STACK or KERNEL definition into the live file's definitions ring. */
+void ana_live_def(const ana_record *r);
+/* Collector: the ring's head now, and, once everything defined before it is in the trace,
+ * its commit. */
+uint64_t ana_live_defs_snapshot(void);
+void ana_live_defs_commit(uint64_t head);
+/* The END a reader must give the trace (writing it failed). 1 when there is a live file. */
+int ana_live_set_end(uint64_t reason, const char *detail);
+/* The trace ended cleanly: the live file goes. */
+void ana_live_finish(void);
+void ana_live_atfork_child(void);
+/* The pid in TRACE.live's header; -1 when there is none. */
+int ana_live_pid_of(const char *trace_path, uint64_t *pid);
+/* posix_fallocate that fails with EFBIG past RLIMIT_FSIZE instead of raising SIGXFSZ. */
+int ana_file_grow(int fd, uint64_t off, uint64_t len);
+/* Holds SIGXFSZ back on the calling thread around file writes made on a program's thread;
+ * release consumes a SIGXFSZ they raised (one the program had pending stays). errno kept. */
+typedef struct ana_xfsz {
+    sigset_t old;
+    int had;
+} ana_xfsz;
+void ana_xfsz_hold(ana_xfsz *x);
+void ana_xfsz_release(ana_xfsz *x);
 
 /* ---- stacks.c ---- */
 /* Loads the unwinder; returns 0 or -1 (stacks then stay off). */
@@ -103,7 +140,9 @@ void ana_modules_reset(void);
 void ana_modules_find_self(const void *addr, uintptr_t *lo, uintptr_t *hi);
 
 /* ---- collector.c ---- */
-int ana_collector_start(const char *path);
+/* Creates the trace (and its live file) and starts the writer thread. 0, or -1 with `why`
+ * saying in words what went wrong. */
+int ana_collector_start(const char *path, char *why, size_t cap);
 /* Wakes the collector and waits (at most timeout_ms) until everything appended so far by
  * this thread is written. */
 void ana_collector_flush_now(int timeout_ms);

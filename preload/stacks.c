@@ -6,7 +6,9 @@
  * filled, then the slot's key is published with a release store. Readers that meet a BUSY
  * slot probe on; at worst two ids get identical frames, which the format allows. Entries
  * are written out by the collector (ana_stacks_emit_new) before the records that use them
- * are drained, so a STACK record always precedes its uses in the file. */
+ * are drained, so a STACK record always precedes its uses in the file. Each new entry is
+ * also mirrored into the live file (ana_live_def) before its id is returned, so the
+ * records of a killed process find their stacks there. */
 #define _GNU_SOURCE
 #include "preload.h"
 
@@ -94,6 +96,11 @@ static uint32_t new_entry(const uint64_t *ip, uint32_t n)
     entries[id].off = off;
     entries[id].n = n;
     atomic_store_explicit(&entries[id].ready, 1, memory_order_release);
+    /* Mirrored after `ready`: the writer, which commits the mirror up to where it stood
+     * when a pass began, then finds every mirrored entry ready and writes it. */
+    ana_record def = { .kind = ANA_K_STACK };
+    def.u.stack = (ana_rec_stack){ id, { ip, n } };
+    ana_live_def(&def);
     return id;
 }
 

@@ -2,9 +2,11 @@
  *
  * Each ring has one producer (its thread) and one consumer (the collector): the producer
  * writes bytes and publishes them by a release store of `head`; the collector copies
- * [tail, head) and releases the space by storing `tail`. No locks, no malloc after a
- * thread's first record. Thread structs are never freed: a thread that exits is marked
- * DEAD, drained by the collector, then FREE for the next new thread to claim. */
+ * [tail, head) into a chunk and, once the chunk is written, releases the space by storing
+ * `tail`. Ring and counters are a slot of the live file (live.c), so a record is safe from
+ * the moment `head` covers it. No locks, no malloc after a thread's first record. Thread
+ * structs are never freed: a thread that exits is marked DEAD, drained by the collector,
+ * then FREE for the next new thread to claim. */
 #define _GNU_SOURCE
 #include "preload.h"
 
@@ -42,17 +44,26 @@ static ana_thread *claim_free(void)
     return NULL;
 }
 
-static ana_thread *create(void)
+uint64_t ana_ring_size(void)
 {
     uint64_t size = 1;
     while (size < (uint64_t)ana_cfg.buffer_kb * 1024)
         size <<= 1;
-    void *mem = mmap(NULL, sizeof(ana_thread) + size, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return size;
+}
+
+static ana_thread *create(void)
+{
+    uint64_t size = ana_ring_size();
+    void *mem = mmap(NULL, sizeof(ana_thread), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED)
         return NULL;
     ana_thread *t = mem;
-    t->ring = (uint8_t *)mem + sizeof(ana_thread);
+    if (!(t->ls = ana_live_slot_new(size))) {
+        munmap(mem, sizeof(ana_thread));
+        return NULL;
+    }
+    t->ring = (uint8_t *)t->ls + ANA_LIVE_SLOT_HEADER;
     t->size = size;
     atomic_store(&t->state, ANA_T_CLAIMING);
     ana_thread *head = atomic_load(&g_threads);
@@ -71,14 +82,22 @@ ana_thread *ana_thread_self(void)
     t = claim_free();
     if (!t && !(t = create()))
         return NULL;
-    /* A recycled buffer was drained by the collector before it became FREE. */
+    /* A recycled buffer was drained, written and committed before it became FREE: its
+     * tail equals its head and nothing is pending. Its next records start from time 0. */
+    ana_live_slot *ls = t->ls;
     t->tid = (uint64_t)syscall(SYS_gettid);
     t->prev_ns = 0;
     t->c_prev_ns = 0;
     t->c_named = 0;
-    t->c_dropped_reported = t->c_dropped_bytes_reported = 0;
-    atomic_store(&t->dropped, 0);
-    atomic_store(&t->dropped_bytes, 0);
+    t->c_drop = t->c_dropb = 0;
+    t->c_pending = 0;
+    atomic_store(&ls->pend_seq, ANA_LIVE_NONE);
+    atomic_store(&ls->base_ns, 0);
+    atomic_store(&ls->dropped, 0);
+    atomic_store(&ls->dropped_bytes, 0);
+    atomic_store(&ls->drop_rep, 0);
+    atomic_store(&ls->dropb_rep, 0);
+    atomic_store(&ls->tid, t->tid);
     /* The collector ignores CLAIMING buffers, so the resets above cannot race with it. */
     atomic_store_explicit(&t->state, ANA_T_LIVE, memory_order_release);
     tls_self = t;
@@ -92,18 +111,19 @@ void ana_emit(ana_thread *t, const ana_record *rec)
     size_t n = ana_record_encode(tmp, sizeof(tmp), rec, t->prev_ns);
     if (ANA_UNLIKELY(n == 0))
         return;
-    uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
-    uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+    ana_live_slot *ls = t->ls;
+    uint64_t head = atomic_load_explicit(&ls->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&ls->tail, memory_order_acquire);
     if (ANA_UNLIKELY(t->size - (head - tail) < n)) {
-        atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&t->dropped_bytes, n, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ls->dropped, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ls->dropped_bytes, n, memory_order_relaxed);
         return;
     }
     uint64_t pos = head & (t->size - 1);
     size_t first = n < t->size - pos ? n : (size_t)(t->size - pos);
     memcpy(t->ring + pos, tmp, first);
     memcpy(t->ring, tmp + first, n - first);
-    atomic_store_explicit(&t->head, head + n, memory_order_release);
+    atomic_store_explicit(&ls->head, head + n, memory_order_release);
     t->prev_ns = rec->time_ns;
     /* Half full: drain now rather than at the next flush tick, so bursts do not drop. */
     if (ANA_UNLIKELY(head + n - tail > t->size / 2) &&
@@ -115,20 +135,9 @@ void ana_emit(ana_thread *t, const ana_record *rec)
 
 void ana_threads_atfork_child(void)
 {
-    /* Records buffered before the fork belong to the parent, which writes them. Only the
-     * forking thread exists in the child; the others' buffers become free. */
-    for (ana_thread *t = ana_thread_list(); t; t = t->next) {
-        uint64_t h = atomic_load(&t->head);
-        atomic_store(&t->tail, h);
-        t->prev_ns = 0;
-        t->c_prev_ns = 0;
-        t->c_named = 0;
-        atomic_store(&t->dropped, 0);
-        atomic_store(&t->dropped_bytes, 0);
-        t->c_dropped_reported = t->c_dropped_bytes_reported = 0;
-        if (t != tls_self)
-            atomic_store(&t->state, ANA_T_FREE);
-        else
-            t->tid = (uint64_t)syscall(SYS_gettid);
-    }
+    /* Records buffered before the fork belong to the parent, which writes them; slots in
+     * its live file are not mapped here. Only the forking thread exists in the child, and
+     * it starts a new buffer (in the child's own live file) at its next record. */
+    atomic_store(&g_threads, NULL);
+    tls_self = NULL;
 }

@@ -1,14 +1,23 @@
-// alloc_loop — allocates device memory at a steady pace and reports each allocation with
-// its CLOCK_MONOTONIC time, then waits to be killed. Used by the crash-survival test: a
-// process killed with SIGKILL must leave a trace holding every allocation older than the
-// flush interval.
+// alloc_loop — allocates device memory at a steady pace and reports each allocation, once
+// cudaMalloc has returned, with its CLOCK_MONOTONIC time; after COUNT allocations it ends
+// the way DEATH says. Used by the crash-survival tests: however the process dies, its trace
+// must hold every allocation it reported.
 //
-//   alloc_loop [INTERVAL_MS [COUNT]]     defaults: 5 ms, 100000
+//   alloc_loop [INTERVAL_MS [COUNT [DEATH]]]     defaults: 5 ms, 100000, wait
+//
+// DEATH: wait (pause until killed), abort, segv (a null write), exit (_exit: no
+// destructors), throw (an uncaught C++ exception), oom-throw (allocate 1 MiB blocks until
+// cudaMalloc fails, report them, then throw as a framework does on out of memory).
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <stdexcept>
 #include <unistd.h>
 #include <cuda_runtime.h>
+
+static int *volatile segv_target = nullptr; // read at run time: a real null write
 
 static long long now_ns(void)
 {
@@ -33,8 +42,28 @@ int main(int argc, char **argv)
         fflush(stdout);
         usleep((useconds_t)interval_ms * 1000);
     }
+    const char *death = argc > 3 ? argv[3] : "wait";
+    if (!strcmp(death, "oom-throw")) {
+        for (int i = 0;; i++) {
+            void *p = NULL;
+            if (cudaMalloc(&p, 1 << 20) != cudaSuccess)
+                break;
+            printf("block %d\n", i);
+        }
+        printf("oom\n");
+        fflush(stdout);
+        throw std::runtime_error("CUDA out of memory");
+    }
     printf("done\n");
     fflush(stdout);
+    if (!strcmp(death, "abort"))
+        abort();
+    if (!strcmp(death, "segv"))
+        *segv_target = 1;
+    if (!strcmp(death, "exit"))
+        _exit(3);
+    if (!strcmp(death, "throw"))
+        throw std::runtime_error("an uncaught exception");
     for (;;)
         pause();
 }

@@ -7,7 +7,7 @@
 /* Reads t's ring the way the collector does: records from tail to head, dt-chained. */
 static int consume(ana_thread *t, uint64_t *prev_ns, uint64_t *sizes, int max)
 {
-    uint64_t tl = atomic_load(&t->tail), h = atomic_load(&t->head);
+    uint64_t tl = atomic_load(&t->ls->tail), h = atomic_load(&t->ls->head);
     uint8_t buf[1 << 17];
     size_t n = (size_t)(h - tl);
     cr_assert_leq(n, sizeof(buf));
@@ -28,7 +28,7 @@ static int consume(ana_thread *t, uint64_t *prev_ns, uint64_t *sizes, int max)
         count++;
         at += hn + plen;
     }
-    atomic_store(&t->tail, h);
+    atomic_store(&t->ls->tail, h);
     return count;
 }
 
@@ -45,11 +45,11 @@ Test(tbuf, records_round_trip_and_a_full_ring_counts_drops)
         ana_record r = { .kind = ANA_K_ALLOC, .time_ns = 1000000 + (uint64_t)i * 3 };
         r.u.alloc = (ana_rec_alloc){ .api = ANA_API_MALLOC, .ptr = 0x7f0000000000ull + (uint64_t)i * 4096,
                                      .size = (uint64_t)i, .stack = 5 };
-        uint64_t before = atomic_load(&t->head);
+        uint64_t before = atomic_load(&t->ls->head);
         ana_emit(t, &r);
-        appended += atomic_load(&t->head) != before;
+        appended += atomic_load(&t->ls->head) != before;
     }
-    uint64_t dropped = atomic_load(&t->dropped);
+    uint64_t dropped = atomic_load(&t->ls->dropped);
     cr_expect_eq(appended + (int)dropped, 8000);
     cr_expect_gt(dropped, 0, "64 KiB cannot hold 8000 records of ~14 bytes");
     int got = consume(t, &prev, sizes, 8192);
@@ -68,7 +68,7 @@ Test(tbuf, records_round_trip_and_a_full_ring_counts_drops)
             cr_assert_eq(sizes[999], 100000 + (uint64_t)i);
         }
     }
-    cr_expect_eq(atomic_load(&t->dropped), dropped, "no new drops while consumed in time");
+    cr_expect_eq(atomic_load(&t->ls->dropped), dropped, "no new drops while consumed in time");
 }
 
 static void *other(void *arg)

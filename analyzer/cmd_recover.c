@@ -1,0 +1,145 @@
+/* cmd_recover.c — `anatomist recover TRACE...`: the records a dead process left in its live
+ * file (format/live.h) written into its trace for good; and the same, done by `anatomist
+ * run` for the traces of a run whose processes did not finish them. */
+#define _GNU_SOURCE
+#include "cli.h"
+#include "live.h"
+#include "naming.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <glob.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char ana_recover_usage[] =
+    "Usage: anatomist recover [--quiet] TRACE...\n"
+    "\n"
+    "While a profiled process runs, the records it has not written into its trace yet are\n"
+    "kept in TRACE.live beside it, where the kernel keeps them even if the process is\n"
+    "killed (SIGKILL, the OOM killer), aborts, crashes or execs. Every command that reads a\n"
+    "trace already reads on into its live file; recover writes those records into the trace\n"
+    "for good, ends it with an END record saying it was recovered, and removes TRACE.live.\n"
+    "`anatomist run` does this itself for the traces of the processes it ran.\n"
+    "\n"
+    "A trace whose process finished it has nothing to recover (a leftover live file of its\n"
+    "own is removed). A torn last chunk is cut off before the recovered records are added.\n"
+    "\n"
+    "Options:\n"
+    "  -q, --quiet     print nothing on success\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "Examples:\n"
+    "  LD_PRELOAD=libanatomist.so ANATOMIST_OUTPUT=job.anat ./train   # killed\n"
+    "  anatomist recover job.anat\n"
+    "\n"
+    "Exit status: 0 success (also when there was nothing to recover), 2 usage error, or a\n"
+    "trace that is unreadable, corrupt or cannot be written.\n";
+
+/* 0 or 1 (nothing to do, recovered), -1 after saying why. */
+static int ana_recover_one(const char *path, const char *detail, int quiet)
+{
+    char msg[1024];
+    ana_live_recovery info;
+    int rc = ana_live_recover(path, detail, &info, msg, sizeof(msg));
+    if (rc < 0) {
+        fprintf(stderr, "anatomist: %s\n", msg);
+        return -1;
+    }
+    if (!quiet && rc == 1)
+        fprintf(stderr, "anatomist: %s: recovered %llu record%s of %llu thread%s from %s%s\n", path,
+                (unsigned long long)info.records, info.records == 1 ? "" : "s",
+                (unsigned long long)info.threads, info.threads == 1 ? "" : "s", path, ANA_LIVE_SUFFIX);
+    else if (!quiet)
+        fprintf(stderr, "anatomist: %s: nothing to recover\n", path);
+    return rc;
+}
+
+int ana_cmd_recover(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },
+        { 0, 0, 0, 0 },
+    };
+    int quiet = 0, c, bad = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
+        switch (c) {
+        case 'q': quiet = 1; break;
+        case 'h': fputs(ana_recover_usage, stdout); return ANA_EXIT_OK;
+        default: return ana_cli_bad_option("recover", argv, c);
+        }
+    }
+    if (optind >= argc)
+        return ana_cli_usage_error("recover", "name at least one trace");
+    for (int i = optind; i < argc; i++)
+        bad |= ana_recover_one(argv[i],
+                               "the process ended without finishing its trace; the rest was "
+                               "recovered from its live file by anatomist recover", quiet) < 0;
+    return bad ? ANA_EXIT_BAD : ANA_EXIT_OK;
+}
+
+/* How the run's own child ended, for the END record. */
+static void ana_recover_how(int status, uint64_t live_pid, long child, char *buf, size_t cap)
+{
+    if (live_pid != (uint64_t)child)
+        snprintf(buf, cap, "the process (pid %llu) ended without finishing its trace; the rest "
+                           "was recovered from its live file", (unsigned long long)live_pid);
+    else if (status > 128)
+        snprintf(buf, cap, "the process was killed by signal %d (SIG%s); the rest was recovered "
+                           "from its live file", status - 128, sigabbrev_np(status - 128)
+                           ? sigabbrev_np(status - 128) : "?");
+    else
+        snprintf(buf, cap, "the process exited with status %d without finishing its trace (exec, "
+                           "_exit, or a crash in its exit path); the rest was recovered from its "
+                           "live file", status);
+}
+
+void ana_recover_after_run(const char *pattern, long child, int status, time_t started, int quiet)
+{
+    char glob_pat[4200];
+    size_t n = 0;
+    for (const char *p = pattern; *p && n + 8 < sizeof(glob_pat); p++) {
+        if (p[0] == '%' && p[1] == '%')
+            glob_pat[n++] = *++p;
+        else if (p[0] == '%' && p[1]) {
+            glob_pat[n++] = '*';
+            p++;
+        } else
+            glob_pat[n++] = *p;
+    }
+    snprintf(glob_pat + n, sizeof(glob_pat) - n, "*%s", ANA_LIVE_SUFFIX); /* * : NAME.1.anat */
+    glob_t g;
+    if (glob(glob_pat, GLOB_NOSORT, NULL, &g) != 0)
+        return;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        char trace[4200], how[300];
+        struct stat st;
+        size_t len = strlen(g.gl_pathv[i]) - strlen(ANA_LIVE_SUFFIX);
+        snprintf(trace, sizeof(trace), "%.*s", (int)len, g.gl_pathv[i]);
+        if (stat(trace, &st) != 0 || st.st_mtime + 1 < started)
+            continue; /* not a trace of this run */
+        ana_live_recovery info = { 0 };
+        char msg[1024];
+        uint64_t live_pid = 0;
+        FILE *f = fopen(g.gl_pathv[i], "rb");
+        ana_live_header h;
+        if (f && fread(&h, sizeof(h), 1, f) == 1)
+            live_pid = h.pid;
+        if (f)
+            fclose(f);
+        ana_recover_how(status, live_pid, child, how, sizeof(how));
+        int rc = ana_live_recover(trace, how, &info, msg, sizeof(msg));
+        if (rc < 0)
+            fprintf(stderr, "anatomist: %s\n", msg);
+        else if (rc == 1 && !quiet)
+            fprintf(stderr, "anatomist: %s: %llu record%s not yet written when the process "
+                            "ended were recovered from %s%s\n", trace,
+                    (unsigned long long)info.records, info.records == 1 ? "" : "s",
+                    trace, ANA_LIVE_SUFFIX);
+    }
+    globfree(&g);
+}

@@ -1,0 +1,128 @@
+/* live.h — the live file: what a profiled process has not written to its trace yet, kept
+ * where the kernel keeps it after the process dies (docs/trace-format.md, "The live file").
+ *
+ * While a process runs, the preload keeps `T.live` beside its trace `T`. Each recording
+ * thread's ring of encoded records, and a ring that mirrors new STACK and KERNEL
+ * definitions, are pages of that file mapped MAP_SHARED: a record is in the file's page
+ * cache the moment its thread publishes it, so it outlives SIGKILL, the OOM killer, abort
+ * or a crash. The writer notes in the file how far each ring has been written into `T`.
+ * A reader of `T` that finds no END record reads on into `T.live` (ana_live_load); a clean
+ * end removes `T.live`; `anatomist recover` writes what it holds into `T` for good.
+ *
+ * Layout: a 4096-byte header, the definitions ring, then slots, each a 4096-byte slot
+ * header followed by its ring. All integers are little-endian (the writer is the traced
+ * host itself; readers on other byte orders refuse the file), at the offsets given. */
+#ifndef ANA_LIVE_H
+#define ANA_LIVE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ANA_LIVE_MAGIC "ANATLIVE"
+#define ANA_LIVE_SLOT_MAGIC "ANASLOT1"
+#define ANA_LIVE_VERSION 1
+#define ANA_LIVE_HEADER_SIZE 4096u
+#define ANA_LIVE_SLOT_HEADER 4096u
+#define ANA_LIVE_DEFS_SIZE (4u << 20)
+#define ANA_LIVE_NONE UINT64_MAX /* pend_seq: nothing pending */
+#define ANA_LIVE_SUFFIX ".live"
+
+typedef struct ana_live_header {
+    char magic[8];                /*   0 "ANATLIVE" */
+    uint32_t version;             /*   8 */
+    uint32_t header_size;         /*  12 4096 */
+    uint64_t trace_id;            /*  16 the trace header's id (offset 24 of the trace) */
+    uint64_t pid;                 /*  24 the process */
+    uint64_t defs_off;            /*  32 file offset of the definitions ring */
+    uint64_t defs_size;           /*  40 its size, a power of two */
+    uint64_t slots_off;           /*  48 file offset of slot 0 */
+    uint64_t slot_stride;         /*  56 bytes per slot: slot header + ring */
+    _Atomic uint64_t nslots;      /*  64 slots in use */
+    _Atomic uint64_t defs_head;   /*  72 bytes ever appended to the definitions ring */
+    _Atomic uint64_t defs_tail;   /*  80 definitions before this are in the trace */
+    _Atomic uint64_t defs_lost;   /*  88 definitions the ring had no room for */
+    _Atomic uint64_t end_reason;  /*  96 0, or the END reason the trace must end with */
+    char end_detail[256];         /* 104 its detail, NUL-terminated */
+} ana_live_header;
+
+/* One thread's ring. [tail, head) are records not known to be in the trace; a drained range
+ * [tail, pend_tail) is "pending" until the trace chunk pend_seq is known to be written. A
+ * reader takes the pending values when the trace holds chunk pend_seq, else the committed
+ * ones (tail, base_ns, drop_rep, dropb_rep). */
+typedef struct ana_live_slot {
+    char magic[8];                  /*   0 "ANASLOT1" */
+    uint64_t ring_size;             /*   8 a power of two */
+    _Atomic uint64_t tid;           /*  16 the thread now using the slot */
+    _Atomic uint64_t head;          /*  24 bytes appended */
+    _Atomic uint64_t tail;          /*  32 bytes written to the trace (free for the thread) */
+    _Atomic uint64_t base_ns;       /*  40 time of the last record before tail (0 at start) */
+    _Atomic uint64_t drop_rep;      /*  48 drops the trace reports */
+    _Atomic uint64_t dropb_rep;     /*  56 their bytes */
+    _Atomic uint64_t pend_seq;      /*  64 chunk holding the pending range, or ANA_LIVE_NONE */
+    _Atomic uint64_t pend_tail;     /*  72 */
+    _Atomic uint64_t pend_base;     /*  80 */
+    _Atomic uint64_t pend_drop;     /*  88 */
+    _Atomic uint64_t pend_dropb;    /*  96 */
+    _Atomic uint64_t dropped;       /* 104 records the thread could not append */
+    _Atomic uint64_t dropped_bytes; /* 112 */
+} ana_live_slot;
+
+_Static_assert(sizeof(ana_live_header) <= ANA_LIVE_HEADER_SIZE, "live header fits its page");
+_Static_assert(sizeof(ana_live_slot) <= ANA_LIVE_SLOT_HEADER, "slot header fits its page");
+
+/* ---- reading (live_read.c) ---- */
+
+/* Which STACK and KERNEL ids a trace already defines (ids below the bitmaps' bounds). */
+typedef struct ana_live_known {
+    uint8_t *stacks;   /* bitmap, ANA_LIVE_KNOWN_STACKS bits */
+    uint8_t *kernels;  /* bitmap, ANA_LIVE_KNOWN_KERNELS bits */
+} ana_live_known;
+#define ANA_LIVE_KNOWN_STACKS (1u << 21)
+#define ANA_LIVE_KNOWN_KERNELS (1u << 18)
+
+/* Marks id as defined (allocating the bitmaps on first use; ids out of range are ignored). */
+void ana_live_known_add(ana_live_known *k, uint32_t kind, uint64_t id);
+void ana_live_known_free(ana_live_known *k);
+
+/* What a live file gave. */
+typedef struct ana_live_result {
+    uint8_t *payload;        /* records, as in a chunk payload: segments, each opened by SEGMENT */
+    size_t len;
+    size_t *pieces;          /* end offsets of pieces of at most ANA_CHUNK_MAX - 64 bytes,
+                              * each beginning with a SEGMENT (one chunk each) */
+    size_t npieces;
+    uint64_t records;        /* records recovered (definitions included) */
+    uint64_t threads;        /* slots that held records */
+    uint64_t defs_lost;      /* definitions the process could not mirror (ids may be unknown) */
+    uint64_t bad_bytes;      /* bytes of slots that were inconsistent and skipped */
+    int has_end;             /* the payload ends with an END (the writer had stopped) */
+    uint64_t pid;
+    uint64_t last_ns;        /* the latest record time it holds */
+} ana_live_result;
+
+/* Reads `trace_path`.live, if there is one for this trace (trace_id matches): every record
+ * not among the trace's first `chunks` chunks. Returns 1 (res filled; free it with
+ * ana_live_result_free), 0 when there is no live file for this trace, -1 on a live file
+ * that cannot be used (msg says why). Bounded by the file's size; never trusts its fields. */
+int ana_live_load(const char *trace_path, uint64_t trace_id, uint64_t chunks,
+                  const ana_live_known *known, ana_live_result *res, char *msg, size_t cap);
+void ana_live_result_free(ana_live_result *res);
+
+/* ---- writing it into the trace (live_recover.c) ---- */
+
+typedef struct ana_live_recovery {
+    uint64_t records, threads, pid;
+    int wrote_end;           /* an END was added (else the live file held one) */
+} ana_live_recovery;
+
+/* Writes into trace_path the records its live file holds beyond the trace's whole chunks
+ * (a torn tail is cut off first), then an END with reason ANA_END_RECOVERED and `detail`
+ * (unless the live file ends with an END of its own), and removes the live file. A trace
+ * that already ends with END only loses a leftover live file of its own. Returns 1 when
+ * records were written, 0 when there was nothing to do, -1 with msg on failure (the trace
+ * is then as it was, apart from a torn tail). */
+int ana_live_recover(const char *trace_path, const char *detail, ana_live_recovery *info,
+                     char *msg, size_t cap);
+
+#endif

@@ -1,0 +1,107 @@
+/* live_recover.c — writing a live file's records into its trace for good (live.h). */
+#define _GNU_SOURCE
+#include "live.h"
+#include "reader.h"
+#include "records.h"
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Reads the whole trace (not its live file): how many whole chunks, where they end, which
+ * ids it defines, whether it has an END. 0, or -1 with msg. */
+static int scan(const char *path, ana_reader **rd, ana_reader_stats *st, char *msg, size_t cap)
+{
+    ana_error err;
+    ana_record rec;
+    int rc;
+    if (ana_reader_open(path, rd, &err) != 0) {
+        ana_error_format(&err, msg, cap);
+        return -1;
+    }
+    ana_reader_set_live(*rd, 0);
+    while ((rc = ana_reader_next(*rd, &rec, &err)) == 1)
+        ;
+    if (rc < 0) {
+        ana_error_format(&err, msg, cap);
+        ana_reader_close(*rd);
+        *rd = NULL;
+        return -1;
+    }
+    ana_reader_get_stats(*rd, st);
+    return 0;
+}
+
+static int write_end(ana_tw *tw, uint64_t t, const char *detail)
+{
+    uint8_t buf[1024];
+    ana_record seg = { .kind = ANA_K_SEGMENT }, end = { .kind = ANA_K_END, .time_ns = t };
+    seg.u.segment = (ana_rec_segment){ 0, t };
+    size_t dl = strnlen(detail, 512);
+    end.u.end = (ana_rec_end){ ANA_END_RECOVERED, { detail, (uint32_t)dl } };
+    size_t n = ana_record_encode(buf, sizeof(buf), &seg, 0);
+    n += ana_record_encode(buf + n, sizeof(buf) - n, &end, t);
+    return ana_tw_chunk(tw, buf, n);
+}
+
+static int append(const char *path, const ana_reader *rd, const ana_reader_stats *st,
+                  const ana_live_result *res, const char *detail, char *msg, size_t cap)
+{
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    ana_tw *tw = fd < 0 ? NULL : ana_tw_append_fd(fd, 3, ana_reader_good_end(rd), st->chunks);
+    if (!tw) {
+        snprintf(msg, cap, "%s: cannot write: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0, from = 0; i < res->npieces && rc == 0; from = res->pieces[i++])
+        rc = ana_tw_chunk(tw, res->payload + from, res->pieces[i] - from);
+    if (rc == 0 && !res->has_end)
+        rc = write_end(tw, res->last_ns, detail);
+    if (rc == 0 && fsync(fd) < 0)
+        rc = -1;
+    int e = errno;
+    if (ana_tw_close(tw) < 0 && rc == 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc < 0)
+        snprintf(msg, cap, "%s: cannot write: %s", path, strerror(e));
+    return rc;
+}
+
+int ana_live_recover(const char *trace_path, const char *detail, ana_live_recovery *info,
+                     char *msg, size_t cap)
+{
+    memset(info, 0, sizeof(*info));
+    ana_reader *rd;
+    ana_reader_stats st;
+    if (scan(trace_path, &rd, &st, msg, cap) < 0)
+        return -1;
+    char live[4096];
+    snprintf(live, sizeof(live), "%s%s", trace_path, ANA_LIVE_SUFFIX);
+    ana_live_result res;
+    int rc = ana_live_load(trace_path, st.trace_id, st.chunks, ana_reader_known(rd), &res, msg, cap);
+    if (rc == 1 && (st.ended == ANA_ENDED_EXIT || st.ended == ANA_ENDED_RECOVERED)) {
+        unlink(live); /* the trace ended after all: the live file is a leftover */
+        rc = 0;
+    } else if (rc == 1) {
+        info->records = res.records;
+        info->threads = res.threads;
+        info->pid = res.pid;
+        info->wrote_end = !res.has_end;
+        rc = append(trace_path, rd, &st, &res, detail, msg, cap);
+        if (rc == 0) {
+            unlink(live);
+            rc = 1;
+        }
+    }
+    ana_live_result_free(&res);
+    ana_reader_close(rd);
+    return rc;
+}

@@ -1,0 +1,233 @@
+/* live.c — the live file beside the trace (format/live.h; preload.h).
+ *
+ * The header, the definitions ring and each thread's slot are pages of `T.live` mapped
+ * MAP_SHARED, so what threads append outlives the process. Every byte of the file is
+ * allocated (posix_fallocate) before it is mapped: a full disk refuses the slot up front
+ * instead of raising SIGBUS in the program later, and a thread that gets no slot in the
+ * file records into anonymous memory (crash survival is then off for it; said once).
+ * The mappings are MADV_DONTFORK: a forked child never writes into its parent's file. */
+#define _GNU_SOURCE
+#include "preload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "writer.h"
+
+static int live_fd = -1;
+static ana_live_header *hdr;
+static uint8_t *defs;
+static char live_path[1100];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t enc[ANA_RECORD_FIXED_MAX + 16384]; /* under lock */
+static int said_full;
+
+void ana_xfsz_hold(ana_xfsz *x)
+{
+    int e = errno;
+    sigset_t xfsz, pend;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &x->old);
+    sigpending(&pend);
+    x->had = sigismember(&pend, SIGXFSZ);
+    errno = e;
+}
+
+void ana_xfsz_release(ana_xfsz *x)
+{
+    int e = errno;
+    sigset_t xfsz, pend;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    sigpending(&pend);
+    if (!x->had && sigismember(&pend, SIGXFSZ)) {
+        struct timespec zero = { 0, 0 };
+        sigtimedwait(&xfsz, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &x->old, NULL);
+    errno = e;
+}
+
+int ana_file_grow(int fd, uint64_t off, uint64_t len)
+{
+    ana_xfsz xf;
+    ana_xfsz_hold(&xf);
+    int rc = posix_fallocate(fd, (off_t)off, (off_t)len);
+    ana_xfsz_release(&xf);
+    errno = rc;
+    return rc ? -1 : 0;
+}
+
+static void *map_shared(uint64_t off, uint64_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, live_fd, (off_t)off);
+    if (p == MAP_FAILED)
+        return NULL;
+    madvise(p, len, MADV_DONTFORK);
+    return p;
+}
+
+int ana_live_open(const char *trace_path, uint64_t trace_id, uint64_t ring_size)
+{
+    char why[256];
+    snprintf(live_path, sizeof(live_path), "%s%s", trace_path, ANA_LIVE_SUFFIX);
+    live_fd = ana_file_create(live_path, why, sizeof(why));
+    uint64_t first = ANA_LIVE_HEADER_SIZE + ANA_LIVE_DEFS_SIZE;
+    if (live_fd < 0 || ana_file_grow(live_fd, 0, first) < 0 || !(hdr = map_shared(0, first))) {
+        if (live_fd >= 0) {
+            snprintf(why, sizeof(why), "%s", strerror(errno));
+            close(live_fd);
+            unlink(live_path);
+        }
+        live_fd = -1;
+        ana_warn("cannot keep records in %s (%s): a crash may lose the last %d ms of the trace",
+                 live_path, why, ana_cfg.flush_ms);
+        return -1;
+    }
+    defs = (uint8_t *)hdr + ANA_LIVE_HEADER_SIZE;
+    hdr->version = ANA_LIVE_VERSION;
+    hdr->header_size = ANA_LIVE_HEADER_SIZE;
+    hdr->trace_id = trace_id;
+    hdr->pid = (uint64_t)getpid();
+    hdr->defs_off = ANA_LIVE_HEADER_SIZE;
+    hdr->defs_size = ANA_LIVE_DEFS_SIZE;
+    hdr->slots_off = first;
+    hdr->slot_stride = ANA_LIVE_SLOT_HEADER + ring_size;
+    atomic_store_explicit((_Atomic uint64_t *)&hdr->nslots, 0, memory_order_relaxed);
+    memcpy(hdr->magic, ANA_LIVE_MAGIC, 8);
+    return 0;
+}
+
+static ana_live_slot *slot_init(void *mem, uint64_t ring_size)
+{
+    ana_live_slot *s = mem;
+    s->ring_size = ring_size;
+    atomic_store(&s->pend_seq, ANA_LIVE_NONE);
+    memcpy(s->magic, ANA_LIVE_SLOT_MAGIC, 8);
+    return s;
+}
+
+/* A slot in the file; NULL when the file cannot grow (or there is none). */
+static ana_live_slot *file_slot(uint64_t ring_size)
+{
+    if (live_fd < 0 || !hdr || hdr->slot_stride != ANA_LIVE_SLOT_HEADER + ring_size)
+        return NULL;
+    pthread_mutex_lock(&lock);
+    uint64_t i = atomic_load(&hdr->nslots), off = hdr->slots_off + i * hdr->slot_stride;
+    void *mem = NULL;
+    errno = EBADF;
+    if (live_fd >= 0 && ana_file_grow(live_fd, off, hdr->slot_stride) == 0)
+        mem = map_shared(off, hdr->slot_stride);
+    int e = errno;
+    if (mem) {
+        slot_init(mem, ring_size);
+        atomic_store_explicit(&hdr->nslots, i + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&lock);
+    if (!mem && !said_full) {
+        said_full = 1;
+        ana_warn("cannot grow %s (%s): threads that start recording from now on may lose "
+                 "their last records if the program is killed", live_path, strerror(e));
+    }
+    return mem;
+}
+
+ana_live_slot *ana_live_slot_new(uint64_t ring_size)
+{
+    ana_live_slot *s = file_slot(ring_size);
+    if (s)
+        return s;
+    void *mem = mmap(NULL, ANA_LIVE_SLOT_HEADER + ring_size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return mem == MAP_FAILED ? NULL : slot_init(mem, ring_size);
+}
+
+void ana_live_def(const ana_record *r)
+{
+    if (!hdr)
+        return;
+    pthread_mutex_lock(&lock);
+    ana_record rec = *r;
+    rec.time_ns = 0; /* definitions carry no time */
+    size_t n = ana_record_encode(enc, sizeof(enc), &rec, 0);
+    uint64_t head = atomic_load_explicit(&hdr->defs_head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&hdr->defs_tail, memory_order_acquire);
+    if (n == 0 || ANA_LIVE_DEFS_SIZE - (head - tail) < n) {
+        atomic_fetch_add(&hdr->defs_lost, 1);
+    } else {
+        uint64_t pos = head & (ANA_LIVE_DEFS_SIZE - 1);
+        size_t first = n < ANA_LIVE_DEFS_SIZE - pos ? n : (size_t)(ANA_LIVE_DEFS_SIZE - pos);
+        memcpy(defs + pos, enc, first);
+        memcpy(defs, enc + first, n - first);
+        atomic_store_explicit(&hdr->defs_head, head + n, memory_order_release);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+uint64_t ana_live_defs_snapshot(void)
+{
+    return hdr ? atomic_load_explicit(&hdr->defs_head, memory_order_acquire) : 0;
+}
+
+void ana_live_defs_commit(uint64_t head)
+{
+    if (hdr)
+        atomic_store_explicit(&hdr->defs_tail, head, memory_order_release);
+}
+
+int ana_live_set_end(uint64_t reason, const char *detail)
+{
+    if (!hdr)
+        return 0;
+    snprintf(hdr->end_detail, sizeof(hdr->end_detail), "%s", detail);
+    atomic_store(&hdr->end_reason, reason);
+    return 1;
+}
+
+void ana_live_finish(void)
+{
+    /* The mappings stay: a thread still appending after the END lands in pages that no
+     * file holds any more, harmlessly. */
+    pthread_mutex_lock(&lock);
+    if (live_fd >= 0) {
+        unlink(live_path);
+        close(live_fd);
+        live_fd = -1;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void ana_live_atfork_child(void)
+{
+    /* The parent's mappings are not in the child (MADV_DONTFORK); its descriptor is. */
+    if (live_fd >= 0)
+        close(live_fd);
+    live_fd = -1;
+    hdr = NULL;
+    defs = NULL;
+    said_full = 0;
+    pthread_mutex_init(&lock, NULL);
+}
+
+int ana_live_pid_of(const char *trace_path, uint64_t *pid)
+{
+    char path[1100];
+    snprintf(path, sizeof(path), "%s%s", trace_path, ANA_LIVE_SUFFIX);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ana_live_header h;
+    ssize_t n = pread(fd, &h, sizeof(h), 0);
+    close(fd);
+    if (n != (ssize_t)sizeof(h) || memcmp(h.magic, ANA_LIVE_MAGIC, 8) != 0)
+        return -1;
+    *pid = h.pid;
+    return 0;
+}
