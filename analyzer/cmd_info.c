@@ -15,7 +15,9 @@ static const char ana_info_usage[] =
     "\n"
     "Describes a trace file: format version, size and compression, the profiled process,\n"
     "how many records of each kind it holds, dropped records, time span, and how the trace\n"
-    "ended (exit: the process finished; truncated: it was killed between two writes; torn:\n"
+    "ended (exit: the process finished; recovered: it died first, and what it had not written\n"
+    "was read from its live file, TRACE.live; truncated: it ended without END and there is\n"
+    "no live file; torn:\n"
     "it died in the middle of a write, and the incomplete tail was discarded).\n"
     "\n"
     "Options:\n"
@@ -86,6 +88,10 @@ static void ana_info_json(const ana_trace *t)
         ana_json_null(&j);
     ana_json_kstr(&j, "end_detail", t->has_end ? t->end_detail : NULL);
     ana_json_ku64(&j, "torn_bytes", t->stats.torn_bytes);
+    ana_json_ku64(&j, "recovered_records", t->stats.recovered_records);
+    ana_json_ku64(&j, "recovered_threads", t->stats.recovered_threads);
+    ana_json_ku64(&j, "recovered_bad_bytes", t->stats.recovered_bad_bytes);
+    ana_json_kstr(&j, "live_error", t->stats.live_error[0] ? t->stats.live_error : NULL);
     ana_json_ku64(&j, "first_ns", t->has_time ? t->first_ns : 0);
     ana_json_ku64(&j, "last_ns", t->has_time ? t->last_ns : 0);
     ana_json_ku64(&j, "span_ns", t->has_time ? t->last_ns - t->first_ns : 0);
@@ -136,6 +142,11 @@ static void ana_info_text(const ana_trace *t)
                t->end_detail[0] ? ": " : "", t->end_detail);
     if (st->torn_bytes)
         printf(", %llu torn bytes discarded", (unsigned long long)st->torn_bytes);
+    if (st->recovered_records)
+        printf(", %llu records of %llu threads read from %s.live", (unsigned long long)st->recovered_records,
+               (unsigned long long)st->recovered_threads, t->path);
+    if (st->live_error[0])
+        printf("\nlive file    not read: %s", st->live_error);
     ana_fmt_ns(t->has_time ? t->last_ns - t->first_ns : 0, a, sizeof(a));
     printf("\ntime span    %s\n", a);
     ana_info_text_process(t);

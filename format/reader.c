@@ -36,7 +36,7 @@ static int fail(ana_error *err, const ana_reader *r, const char *path, uint64_t 
     if (!err)
         return -1;
     memset(err, 0, sizeof(*err));
-    snprintf(err->path, sizeof(err->path), "%s%s", r ? r->path : path,
+    snprintf(err->path, sizeof(err->path), "%.500s%s", r ? r->path : path,
              r && r->in_live ? ANA_LIVE_SUFFIX : "");
     err->offset = off;
     err->chunk_offset = chunk_off;
@@ -276,7 +276,10 @@ int ana_reader_next(ana_reader *r, ana_record *rec, ana_error *err)
             r->st.unknown_records++;
             continue;
         }
-        size_t need = plen * 9 + 64; /* worst case: one-byte frames become 8-byte addresses */
+        /* Worst case of the decoded size: each byte of an argv of empty strings becomes a
+         * 16-byte ana_str and a NUL (one-byte frames only become 8-byte addresses), plus
+         * the alignment of each array. */
+        size_t need = plen * 17 + 256;
         if (grow(&r->scratch.buf, &r->scratch.cap, need) < 0)
             return fail(err, r, NULL, r->chunk_off, r->chunk_off, at, kind, "out of memory");
         r->scratch.used = 0;

@@ -117,7 +117,7 @@ static void after_exec_name(char *path, size_t cap)
         char cand[1200];
         int n = snprintf(cand, sizeof(cand), "%s.%d%s", base, i, ext);
         if (n > 0 && (size_t)n < cap && access(cand, F_OK) != 0) {
-            snprintf(path, cap, "%s", cand);
+            memcpy(path, cand, (size_t)n + 1);
             return;
         }
     }
