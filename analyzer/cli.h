@@ -16,6 +16,9 @@ int ana_cmd_report(int argc, char **argv);
 int ana_cmd_classify(int argc, char **argv);
 int ana_cmd_oom(int argc, char **argv);
 int ana_cmd_recover(int argc, char **argv);
+/* When standard output is a terminal: control bytes in what is printed are shown as \xNN,
+ * never sent to the terminal (tty.c). */
+void ana_cli_tty_guard(void);
 /* After `anatomist run`'s child ended (status in the shell's convention): recovers the
  * traces of the run (named by pattern, written since `started`) that have a live file. */
 void ana_recover_after_run(const char *pattern, long child, int status, time_t started, int quiet);

@@ -192,8 +192,12 @@ A.hash = function (s) {
   for (var i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 0x01000193) >>> 0; }
   return h;
 };
+A.ownColor = function (k) {
+  return Object.prototype.hasOwnProperty.call(A.COLORS, k) ? A.COLORS[k] : undefined;
+};
 A.nameColor = function (name) {
-  var c = A.COLORS[name] || A.COLORS[name.replace(/^\[(.*)\]$/, "$1")];
+  /* own properties only: a frame named "constructor" or "__proto__" is a name like any */
+  var c = A.ownColor(name) || A.ownColor(name.replace(/^\[(.*)\]$/, "$1"));
   if (c) return c;
   var h = A.hash(name);
   return "hsl(" + (h % 50) + "," + (55 + (h >>> 8) % 30) + "%," + (58 + (h >>> 16) % 16) + "%)";

@@ -169,7 +169,7 @@
           base[i] += Number(p[2 + k]) || 0;
         });
         g.appendChild(A.svg("path", { "class": "cat-" + c, d: pts.length ? up + down + "Z" : "M0,0",
-          fill: A.COLORS[c] || A.nameColor(c), "data-category": c }));
+          fill: A.nameColor(c), "data-category": c }));
       });
       marker("peak-marker", "/memory/peak_bytes", Number(tl.peak_ns) || 0, ys(peak), "peak " + A.fmtBytes(peak));
       if (A.num(tl.oom_ns) && G("/oom"))
