@@ -24,7 +24,7 @@
 #define ANA_LIVE_VERSION 1
 #define ANA_LIVE_HEADER_SIZE 4096u
 #define ANA_LIVE_SLOT_HEADER 4096u
-#define ANA_LIVE_DEFS_SIZE (4u << 20)
+#define ANA_LIVE_DEFS_SIZE (1u << 20)
 #define ANA_LIVE_NONE UINT64_MAX /* pend_seq: nothing pending */
 #define ANA_LIVE_SUFFIX ".live"
 

@@ -5,7 +5,7 @@
 //
 //   alloc_loop [INTERVAL_MS [COUNT [DEATH]]]     defaults: 5 ms, 100000, wait
 //
-// DEATH: wait (pause until killed), abort, segv (a null write), exit (_exit: no
+// DEATH: wait (pause until killed), return (from main, status 0), abort, segv (a null write), exit (_exit: no
 // destructors), throw (an uncaught C++ exception), oom-throw (allocate 1 MiB blocks until
 // cudaMalloc fails, report them, then throw as a framework does on out of memory).
 #include <cstdio>
@@ -56,6 +56,8 @@ int main(int argc, char **argv)
     }
     printf("done\n");
     fflush(stdout);
+    if (!strcmp(death, "return"))
+        return 0;
     if (!strcmp(death, "abort"))
         abort();
     if (!strcmp(death, "segv"))
