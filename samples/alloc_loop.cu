@@ -6,7 +6,8 @@
 //   alloc_loop [INTERVAL_MS [COUNT [DEATH]]]     defaults: 5 ms, 100000, wait
 //
 // DEATH: wait (pause until killed), return (from main, status 0), abort, segv (a null write), exit (_exit: no
-// destructors), throw (an uncaught C++ exception), oom-throw (allocate 1 MiB blocks until
+// destructors), host-oom (touch host memory until the kernel's OOM killer ends it: run it
+// in a memory cgroup), throw (an uncaught C++ exception), oom-throw (allocate 1 MiB blocks until
 // cudaMalloc fails, report them, then throw as a framework does on out of memory).
 #include <cstdio>
 #include <cstdint>
@@ -64,6 +65,12 @@ int main(int argc, char **argv)
         *segv_target = 1;
     if (!strcmp(death, "exit"))
         _exit(3);
+    if (!strcmp(death, "host-oom"))
+        for (;;) {
+            char *p = (char *)malloc(16 << 20);
+            if (p)
+                memset(p, 1, 16 << 20);
+        }
     if (!strcmp(death, "throw"))
         throw std::runtime_error("an uncaught exception");
     for (;;)

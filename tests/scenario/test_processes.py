@@ -94,6 +94,40 @@ class CrashSurvival(unittest.TestCase):
     def test_uncaught_exception(self):
         self.die("throw", -signal.SIGABRT)
 
+    def test_host_oom_killer(self):
+        # The kernel's OOM killer, for real: the program runs in a memory cgroup of 96 MiB
+        # and touches host memory until the kernel kills it.
+        cg_root = "/sys/fs/cgroup/memory"
+        if not os.access(cg_root, os.W_OK):
+            self.skipTest("needs a writable cgroup v1 memory controller (%s)" % cg_root)
+        cg = os.path.join(cg_root, "anatomist-test-%d" % os.getpid())
+        os.mkdir(cg)
+        try:
+            for knob, value in (("memory.limit_in_bytes", 96 << 20), ("memory.swappiness", 0),
+                                ("memory.memsw.limit_in_bytes", 96 << 20)):
+                try:
+                    with open(os.path.join(cg, knob), "w") as f:
+                        f.write(str(value))
+                except OSError:
+                    pass  # no swap accounting: swappiness 0 keeps it from swapping
+
+            def enter():
+                with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                    f.write(str(os.getpid()))
+            trace = os.path.join(tmpdir(), "host-oom.anat")
+            p = subprocess.run([sample("alloc_loop"), "0", "250", "host-oom"], env=traced_env(trace),
+                               capture_output=True, text=True, timeout=120, preexec_fn=enter)
+            self.assertEqual(p.returncode, -signal.SIGKILL, p.stderr)
+            with open(os.path.join(cg, "memory.oom_control")) as f:
+                kills = dict(l.split() for l in f)
+            if "oom_kill" in kills:
+                self.assertGreaterEqual(int(kills["oom_kill"]), 1, "the OOM killer did it")
+            want = [int(l.split()[2]) for l in p.stdout.splitlines() if l.startswith("alloc ")]
+            self.assertEqual(len(want), 250)
+            self.assertEqual(mallocs(trace), (want, 0))
+        finally:
+            os.rmdir(cg)
+
     def test_uncaught_exception_after_cuda_out_of_memory(self):
         trace = os.path.join(tmpdir(), "oom.anat")
         env = traced_env(trace, ANATOMIST_SIM_MEMORY="24MiB")
