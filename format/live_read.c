@@ -5,6 +5,7 @@
  * skipped and counted, never trusted. */
 #define _GNU_SOURCE
 #include "live.h"
+#include "reader.h"
 #include "records.h"
 
 #include <errno.h>
@@ -143,28 +144,14 @@ static int put_rec(out *o, ana_record *rec, size_t var)
 
 /* ---- the file ---- */
 
-static int read_at(int fd, void *buf, size_t n, uint64_t off)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = pread(fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-    }
-    return 0;
-}
-
 /* Copies [from, to) of a ring of `size` bytes at file offset `off` into buf. */
 static int read_ring(int fd, uint64_t off, uint64_t size, uint64_t from, uint64_t to, uint8_t *buf)
 {
     uint64_t n = to - from, pos = from & (size - 1);
     uint64_t first = n < size - pos ? n : size - pos;
-    if (read_at(fd, buf, first, off + pos) < 0)
+    if (ana_pread_all(fd, buf, first, off + pos) < 0)
         return -1;
-    return n > first ? read_at(fd, buf + first, n - first, off) : 0;
+    return n > first ? ana_pread_all(fd, buf + first, n - first, off) : 0;
 }
 
 static int pow2(uint64_t v) { return v && !(v & (v - 1)); }
@@ -211,7 +198,7 @@ out:
 static void load_slot(int fd, uint64_t off, const ana_live_header *h, uint64_t chunks, out *o)
 {
     ana_live_slot s;
-    if (read_at(fd, &s, sizeof(s), off) < 0 || memcmp(s.magic, ANA_LIVE_SLOT_MAGIC, 8) != 0 ||
+    if (ana_pread_all(fd, &s, sizeof(s), off) < 0 || memcmp(s.magic, ANA_LIVE_SLOT_MAGIC, 8) != 0 ||
         !pow2(s.ring_size) || s.ring_size > RING_MAX ||
         s.ring_size + ANA_LIVE_SLOT_HEADER != h->slot_stride) {
         o->res->bad_bytes += h->slot_stride;
@@ -294,7 +281,7 @@ int ana_live_load(const char *trace_path, uint64_t trace_id, uint64_t chunks,
     if (rc <= 0)
         return rc;
     ana_live_header h;
-    if (fsize < ANA_LIVE_HEADER_SIZE || read_at(fd, &h, sizeof(h), 0) < 0 ||
+    if (fsize < ANA_LIVE_HEADER_SIZE || ana_pread_all(fd, &h, sizeof(h), 0) < 0 ||
         memcmp(h.magic, ANA_LIVE_MAGIC, 8) != 0 || h.header_size != ANA_LIVE_HEADER_SIZE) {
         close(fd);
         snprintf(msg, cap, "%s%s: not a live file of an Anatomist trace", trace_path, ANA_LIVE_SUFFIX);

@@ -78,7 +78,7 @@ const char *ana_ended_name(ana_ended e)
     }
 }
 
-static int read_at(int fd, void *buf, size_t n, uint64_t off)
+int ana_pread_all(int fd, void *buf, size_t n, uint64_t off)
 {
     size_t got = 0;
     while (got < n) {
@@ -108,7 +108,7 @@ int ana_reader_open(const char *path, ana_reader **out, ana_error *err)
         return fail(err, NULL, path, 0, 0, UINT64_MAX, 0, "not a regular file");
     }
     uint8_t h[ANA_HEADER_SIZE];
-    if ((uint64_t)sb.st_size < ANA_HEADER_SIZE || read_at(fd, h, sizeof(h), 0) < 0) {
+    if ((uint64_t)sb.st_size < ANA_HEADER_SIZE || ana_pread_all(fd, h, sizeof(h), 0) < 0) {
         close(fd);
         return fail(err, NULL, path, 0, 0, UINT64_MAX, 0,
                     "not an Anatomist trace: shorter than the %d-byte header", ANA_HEADER_SIZE);
@@ -214,7 +214,7 @@ static int load_chunk(ana_reader *r, ana_error *err)
     if (left == 0)
         return chunks_end(r, ANA_ENDED_TRUNCATED, 0);
     uint8_t h[ANA_CHUNK_HEADER_SIZE];
-    if (left < sizeof(h) || read_at(r->fd, h, sizeof(h), r->pos) < 0)
+    if (left < sizeof(h) || ana_pread_all(r->fd, h, sizeof(h), r->pos) < 0)
         return chunks_end(r, ANA_ENDED_TORN, left);
     uint32_t csize = get32(h + 4), rsize = get32(h + 8), seq = get32(h + 12);
     if (memcmp(h, "ACHK", 4) != 0)
@@ -230,7 +230,7 @@ static int load_chunk(ana_reader *r, ana_error *err)
         return chunks_end(r, ANA_ENDED_TORN, left);
     if (grow(&r->cbuf, &r->ccap, csize) < 0 || grow(&r->raw, &r->rcap, rsize) < 0)
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "out of memory");
-    if (read_at(r->fd, r->cbuf, csize, r->pos + sizeof(h)) < 0)
+    if (ana_pread_all(r->fd, r->cbuf, csize, r->pos + sizeof(h)) < 0)
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "read error: %s", strerror(errno));
     unsigned long long fcs = ZSTD_getFrameContentSize(r->cbuf, csize);
     if (fcs != rsize)
