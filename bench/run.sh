@@ -12,6 +12,8 @@
 #   d) the preload with its defaults: stacks on, CUPTI on
 #   e) as b) with ANATOMIST_KERNEL_ARGS=0: against b), what reading the parameter words of
 #      a launch costs (launch_args_ns: a kernel with 3 pointer parameters)
+#   f) as b) with ANATOMIST_LIVE=0: against b), what keeping the rings in the live file
+#      (a shared file mapping that survives a crash) costs instead of anonymous memory
 # all with LD_LIBRARY_PATH=BUILD_DIR/sim (the simulated libcudart, libcuda, libcupti,
 # libcublas). Prints
 # the medians over the rounds and the added ns per operation (against a) as a markdown
@@ -46,6 +48,8 @@ run() {
         c) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
         d) env+=(LD_PRELOAD="$preload" ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
         e) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_CUPTI=0 ANATOMIST_KERNEL_ARGS=0
+                 ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
+        f) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_CUPTI=0 ANATOMIST_LIVE=0
                  ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
     esac
     rm -rf "$out/traces" && mkdir "$out/traces"
@@ -85,12 +89,12 @@ median() {
 
 for ((r = 1; r <= rounds; r++)); do
     echo "round $r/$rounds" >&2
-    for mode in a b c d e; do run "$mode"; done
+    for mode in a b c d e f; do run "$mode"; done
 done
 
 cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 declare -A med
-for mode in a b c d e; do
+for mode in a b c d e f; do
     for i in 1 2 6 7 8; do med[$mode,$i]=$(median "$out/$mode.txt" $i); done
 done
 added() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%+.1f", x - y }'; }
@@ -108,7 +112,9 @@ done
 echo
 maxcol() { sort -g -k"$2" "$out/$1.txt" | tail -1 | awk -v c="$2" '{ print $c }'; }
 echo "Kernel parameter words: a launch with 3 pointer parameters costs ${med[a,8]} ns without the preload, ${med[e,8]} ns with ANATOMIST_KERNEL_ARGS=0 and ${med[b,8]} ns with ANATOMIST_KERNEL_ARGS=1 (stacks and CUPTI off): $(added "${med[b,8]}" "${med[e,8]}") ns for the words."
-echo "Records dropped (max over rounds): b $(maxcol b 3), c $(maxcol c 3), d $(maxcol d 3)."
+echo "Records dropped (max over rounds): b $(maxcol b 3), c $(maxcol c 3), d $(maxcol d 3), f (b without the live file) $(maxcol f 3)."
 echo "GPU activity records dropped (max): c $(maxcol c 4), d $(maxcol d 4); GPU kernel records per run (min..max): c $(sort -g -k5 "$out/c.txt" | head -1 | awk '{print $5}')..$(maxcol c 5), d $(sort -g -k5 "$out/d.txt" | head -1 | awk '{print $5}')..$(maxcol d 5)."
 echo "Machine: $(nproc) CPUs, ${cpu:-unknown CPU}; $(uname -sr); $(date -u '+%Y-%m-%d %H:%M UTC')."
 echo "Device: simulated (LD_LIBRARY_PATH=$sim); calls made ~30 frames deep; bench args: ${BENCH_ARGS:-defaults}."
+echo
+echo "Live file: with the rings in anonymous memory (ANATOMIST_LIVE=0) a cudaMalloc+cudaFree pair costs ${med[f,1]} ns and a launch ${med[f,2]} ns; in the live file (the default) ${med[b,1]} ns and ${med[b,2]} ns (stacks and CUPTI off): $(added "${med[b,1]}" "${med[f,1]}") and $(added "${med[b,2]}" "${med[f,2]}") ns."
