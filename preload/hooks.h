@@ -36,7 +36,7 @@ cudaError_t ana_missing(const char *name);
         ANA_REAL(name, params);               \
         ana_call c;                           \
         if (!ana_enter(&c))                   \
-            return real args;                 \
+            ANA_PASS(cudaError_t, real args); \
         ANA_CALLER(c);                        \
         cudaError_t r = real args;            \
         record;                               \

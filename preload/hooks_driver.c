@@ -35,7 +35,7 @@ CUresult ana_cu_get_proc_address_legacy(const char *symbol, void **pfn, int vers
             return (CUresult)ana_drv_missing(slot);                         \
         ana_call c;                                                         \
         if (!ana_drv_hooks_on() || !ana_enter(&c))                          \
-            return real args;                                               \
+            ANA_PASS(CUresult, real args);                                  \
         ANA_CALLER(c);                                                      \
         CUresult r = real args;                                             \
         record;                                                             \

@@ -58,7 +58,7 @@ LAUNCH_HOOK(__cudaLaunchKernel_ptsz, ANA_API_STUB_LAUNCH_KERNEL_PTSZ, STUB_PARAM
         ANA_REAL(name, (const cudaLaunchConfig_t *, const void *, void **));                   \
         ana_call c;                                                                            \
         if (!cfg || !ana_enter(&c))                                                            \
-            return real(cfg, f, a);                                                            \
+            ANA_PASS(cudaError_t, real(cfg, f, a));                                            \
         cudaError_t r = real(cfg, f, a);                                                       \
         ana_rec_launch_done(&c, api, r, ana_kernel_id_of_fn(f), cfg->gridDim, cfg->blockDim,   \
                             cfg->dynamicSmemBytes, ANA_U64(cfg->stream),                       \

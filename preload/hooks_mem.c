@@ -24,7 +24,7 @@ ANA_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t width, si
     ANA_REAL(cudaMallocPitch, (void **, size_t *, size_t, size_t));
     ana_call c;
     if (!ana_enter(&c))
-        return real(p, pitch, width, height);
+        ANA_PASS(cudaError_t, real(p, pitch, width, height));
     ANA_CALLER(c);
     cudaError_t r = real(p, pitch, width, height);
     ana_rec_alloc_done(&c, ANA_API_MALLOC_PITCH, r, ANA_OUT(r, p), ana_pitched_bytes(r, pitch, width, height),

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -102,14 +103,20 @@ static int make_dirs(char *path)
     return 0;
 }
 
-/* A program that execs another keeps its pid, so the new image expands the same name: when
- * the trace there is still live under this pid, the new image's trace is NAME.1.anat
- * (.2, ...) instead of replacing it. */
-static void after_exec_name(char *path, size_t cap)
+/* When TRACE.live says the trace at path is being written by a process that still runs:
+ * this process exec'd (same pid; its new image's trace becomes NAME.1.anat, .2, ...), or
+ * another process of the same program writes it (a child started with exec or posix_spawn
+ * under plain LD_PRELOAD: this one's becomes NAME-PID.anat, as a forked child's would). */
+static void avoid_live_trace(char *path, size_t cap, const char *host)
 {
     uint64_t pid;
-    if (ana_live_pid_of(path, &pid) < 0 || pid != (uint64_t)getpid())
+    if (ana_live_pid_of(path, &pid) < 0)
         return;
+    if (pid != (uint64_t)getpid()) {
+        if (kill((pid_t)pid, 0) == 0 || errno == EPERM)
+            ana_output_expand(ana_cfg.output, host, (long)getpid(), ana_env_rank(), 0, path, cap);
+        return;
+    }
     char base[1100], *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
     const char *ext = dot && (!slash || dot > slash) ? dot : "";
     snprintf(base, sizeof(base), "%.*s", (int)(strlen(path) - strlen(ext)), path);
@@ -137,7 +144,7 @@ static int start(void)
                     "goes on", path, strerror(errno));
         return -1;
     }
-    after_exec_name(path, sizeof(path));
+    avoid_live_trace(path, sizeof(path), host);
     if (ana_collector_start(path, why, sizeof(why)) < 0) {
         ana_disable("cannot write the trace %s: %s; not profiling, the program goes on", path, why);
         return -1;

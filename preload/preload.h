@@ -198,6 +198,18 @@ typedef struct ana_call {
 
 /* Returns 1 when this call is to be recorded (then ana_leave must follow). */
 int ana_enter(ana_call *c);
+
+/* Returns `call` (of type `type`), a call that is not recorded because it is nested in one
+ * that is (the runtime's own driver calls, or a signal handler's call that interrupted a
+ * hook), with the thread's correlation id kept: CUPTI's callback for the nested call must
+ * not leave its id for the interrupted call's record. */
+#define ANA_PASS(type, call)                \
+    do {                                    \
+        uint32_t ana_corr_ = ana_tls_corr;  \
+        type ana_r_ = call;                 \
+        ana_tls_corr = ana_corr_;           \
+        return ana_r_;                      \
+    } while (0)
 void ana_leave(ana_call *c);
 
 /* 1 while the calling thread is inside a bracket (between ana_enter and ana_leave); hidden,
