@@ -266,6 +266,11 @@ static void ana_run_child_env(const ana_run_opts *o, const ana_run_env *env)
         ana_run_torch_env(o);
     char pid[32];
     ana_run_prepend("LD_PRELOAD", env->preload);
+#ifdef ANA_SANITIZER_RUNTIME
+    /* A sanitizer build (cmake/AnaSanitize.cmake): the preload is instrumented, and
+     * AddressSanitizer's runtime must be the first library of the process, before it. */
+    ana_run_prepend("LD_PRELOAD", ANA_SANITIZER_RUNTIME);
+#endif
     if (o->sim)
         ana_run_prepend("LD_LIBRARY_PATH", env->simdir);
     setenv("ANATOMIST_OUTPUT", env->pattern, 1);

@@ -106,7 +106,7 @@ static int ana_diff_named_cmp(const void *a, const void *b)
 static size_t ana_diff_coalesce(ana_diff_named *v, size_t n)
 {
     size_t o = 0;
-    qsort(v, n, sizeof(*v), ana_diff_named_cmp);
+    ana_sort(v, n, sizeof(*v), ana_diff_named_cmp);
     for (size_t i = 0; i < n; i++) {
         if (o && strcmp(v[o - 1].name, v[i].name) == 0) {
             if (v[i].v > v[o - 1].v)
@@ -162,7 +162,7 @@ static ana_diff_item *ana_diff_merge(ana_diff_named *b, size_t nb, ana_diff_name
             k++;
         }
     }
-    qsort(out, o, sizeof(*out), ana_diff_item_cmp);
+    ana_sort(out, o, sizeof(*out), ana_diff_item_cmp);
     *n = o;
     return out;
 }

@@ -111,7 +111,7 @@ static uint32_t *ana_fb_name_ranks(const ana_flame *f)
     uint32_t *rank = ana_xcalloc(f->n_names + 1, sizeof(*rank));
     for (size_t i = 0; i < f->n_names; i++)
         v[i] = (ana_fb_name){ f->names[i], (uint32_t)i };
-    qsort(v, f->n_names, sizeof(*v), ana_fb_name_cmp);
+    ana_sort(v, f->n_names, sizeof(*v), ana_fb_name_cmp);
     for (size_t i = 0; i < f->n_names; i++)
         rank[v[i].id] = (uint32_t)i;
     free(v);
@@ -132,7 +132,7 @@ static uint64_t *ana_fb_children(const ana_flame *f, size_t **first_out)
     for (size_t i = 1; i < n; i++)
         kid[first[f->nodes[i].parent + 1]++] = (uint64_t)rank[f->nodes[i].name] << 32 | i;
     for (size_t p = 0; p < n; p++)
-        qsort(kid + first[p], first[p + 1] - first[p], sizeof(uint64_t), ana_fb_u64_cmp);
+        ana_sort(kid + first[p], first[p + 1] - first[p], sizeof(uint64_t), ana_fb_u64_cmp);
     free(rank);
     *first_out = first;
     return kid;

@@ -182,7 +182,7 @@ static void ana_gpu_sweep(const ana_trace *t, ana_gpu_result *g, ana_gpu_gaps *g
 /* Totals over the devices, and each stream's device span (both lists sorted by device). */
 static void ana_gpu_totals(ana_gpu_result *g)
 {
-    qsort(g->streams, g->n_streams, sizeof(*g->streams), ana_gpu_stream_cmp);
+    ana_sort(g->streams, g->n_streams, sizeof(*g->streams), ana_gpu_stream_cmp);
     for (size_t i = 0, s = 0; i < g->n_devices; i++) {
         const ana_gpu_device *d = &g->devices[i];
         if (!i || d->first_ns < g->first_ns)
@@ -219,7 +219,7 @@ static const ana_api_call *ana_gpu_call_before(const ana_trace *t, uint64_t time
 static void ana_gpu_keep_gaps(const ana_trace *t, ana_gpu_gaps *gaps, size_t max_gaps,
                               ana_gpu_result *g)
 {
-    qsort(gaps->v, gaps->n, sizeof(*gaps->v), ana_gpu_gap_cmp);
+    ana_sort(gaps->v, gaps->n, sizeof(*gaps->v), ana_gpu_gap_cmp);
     g->n_gaps = max_gaps && max_gaps < gaps->n ? max_gaps : gaps->n;
     g->gaps = gaps->v;
     for (size_t i = 0; i < g->n_gaps; i++) {
@@ -260,7 +260,7 @@ static void ana_gpu_knames(const ana_trace *t, ana_gpu_result *g)
     for (size_t i = 0; i < t->n_kernels; i++)
         if (t->kernels[i].gpu_count)
             v[n++] = &t->kernels[i];
-    qsort(v, n, sizeof(*v), ana_gpu_kidx_cmp);
+    ana_sort(v, n, sizeof(*v), ana_gpu_kidx_cmp);
     g->knames = ana_xcalloc(n + 1, sizeof(*g->knames));
     for (size_t i = 0; i < n; i++) {
         /* v is sorted by name: a new name starts a new group */
@@ -276,7 +276,7 @@ static void ana_gpu_knames(const ana_trace *t, ana_gpu_result *g)
             r->max_ns = v[i]->gpu_max_ns;
     }
     free(v);
-    qsort(g->knames, g->n_knames, sizeof(*g->knames), ana_gpu_kname_cmp);
+    ana_sort(g->knames, g->n_knames, sizeof(*g->knames), ana_gpu_kname_cmp);
 }
 
 /* The collector writes INFO "cupti" at every change of state: "on", "on (notes)", "on until

@@ -134,7 +134,7 @@ static void ana_lc_gemms(const ana_trace *t, const ana_u64map *map, const ana_ca
         lc->gemm_kernels += r->kernels;
         lc->gemm_timed_flops += r->timed_flops;
     }
-    qsort(lc->gemms, lc->n_gemms, sizeof(*lc->gemms), ana_lc_gemm_cmp);
+    ana_sort(lc->gemms, lc->n_gemms, sizeof(*lc->gemms), ana_lc_gemm_cmp);
     lc->fp32_peak = lc->tf32_peak = -1.0;
     for (size_t i = 0; i < lc->n_gemms; i++)
         ana_lc_gemm_findings(lc, t, &lc->gemms[i]);
@@ -173,7 +173,7 @@ static uint64_t *ana_lc_group_owner(const ana_libs *l)
     ana_group_end *ends = ana_xcalloc(l->n_group_ends + 1, sizeof(*ends));
     if (l->n_group_ends)
         memcpy(ends, l->group_ends, l->n_group_ends * sizeof(*ends));
-    qsort(ends, l->n_group_ends, sizeof(*ends), ana_lc_group_end_cmp);
+    ana_sort(ends, l->n_group_ends, sizeof(*ends), ana_lc_group_end_cmp);
     for (size_t i = 0; i < l->n_colls; i++) {
         const ana_coll_call *c = &l->colls[i];
         const ana_group_end *e =
@@ -280,7 +280,7 @@ static void ana_lc_coll_algos(const ana_trace *t, ana_libcalls *lc, const uint64
     for (size_t i = 0; i < l->n_colls; i++)
         if (owner[i] && row_of[i] != SIZE_MAX && !lc->colls[row_of[i]].kernel)
             p[n++] = (ana_lc_pending){ owner[i], row_of[i] };
-    qsort(p, n, sizeof(*p), ana_lc_pending_cmp);
+    ana_sort(p, n, sizeof(*p), ana_lc_pending_cmp);
     for (size_t i = 0; n && i < t->n_gpu; i++) {
         const ana_api_call *c;
         size_t lo = 0, hi = n;
@@ -338,7 +338,7 @@ static void ana_lc_colls(const ana_trace *t, const ana_u64map *map, const ana_ca
     ana_u64map_free(&idx);
     ana_u64map_free(&bytes);
     ana_u64map_free(&ops);
-    qsort(lc->colls, lc->n_colls, sizeof(*lc->colls), ana_lc_coll_cmp);
+    ana_sort(lc->colls, lc->n_colls, sizeof(*lc->colls), ana_lc_coll_cmp);
 }
 
 static void ana_lc_comms(const ana_trace *t, ana_libcalls *lc)

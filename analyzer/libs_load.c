@@ -231,5 +231,5 @@ static int ana_range_ev_cmp(const void *a, const void *b)
 
 void ana_libs_finish(ana_libs *l)
 {
-    qsort(l->ranges, l->n_ranges, sizeof(*l->ranges), ana_range_ev_cmp);
+    ana_sort(l->ranges, l->n_ranges, sizeof(*l->ranges), ana_range_ev_cmp);
 }

@@ -130,7 +130,7 @@ static void ana_mc_sweep_init(ana_mc_sweep *w, const ana_memcat *m, const ana_me
     }
     ana_mc_sort_lives = mem->lives;
     ana_mc_sort_allocs = m->allocs;
-    qsort(w->frees, w->n_frees, sizeof(size_t), ana_mc_free_cmp);
+    ana_sort(w->frees, w->n_frees, sizeof(size_t), ana_mc_free_cmp);
 }
 
 /* Brings the live set to time t: allocations made at or before t are live, those released

@@ -50,7 +50,7 @@ static int ana_mev_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-void ana_mem_sort(ana_mev *ev, size_t n) { qsort(ev, n, sizeof(*ev), ana_mev_cmp); }
+void ana_mem_sort(ana_mev *ev, size_t n) { ana_sort(ev, n, sizeof(*ev), ana_mev_cmp); }
 
 static void ana_mem_state_init(ana_mem_state *st, const ana_u64map *dup_corrs)
 {
@@ -305,7 +305,7 @@ static ana_mem_group *ana_mem_group_live(const ana_mem_state *st, size_t *n_out)
     }
     ana_u64map_free(&idx);
     if (n)
-        qsort(g, n, sizeof(*g), ana_mem_group_cmp);
+        ana_sort(g, n, sizeof(*g), ana_mem_group_cmp);
     *n_out = n;
     return g;
 }

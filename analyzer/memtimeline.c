@@ -30,7 +30,7 @@ static size_t ana_mt_all(const ana_memcat *m, const ana_mem_result *mem, const a
         if (l->f_idx != SIZE_MAX)
             d[nd++] = (ana_mt_delta){ l->f_idx, -(int64_t)l->size, m->allocs[a].cat };
     }
-    qsort(d, nd, sizeof(*d), ana_mt_cmp);
+    ana_sort(d, nd, sizeof(*d), ana_mt_cmp);
     ana_mem_point *p = nd ? ana_xcalloc(nd, sizeof(*p)) : NULL;
     ana_mem_point cur = { 0 };
     size_t np = 0;

@@ -49,7 +49,7 @@ static void ana_nv_index_build(const ana_trace *t, const uint64_t *gpu, int per_
     for (size_t i = 0; i < t->n_calls; i++)
         if (gpu[i])
             v[n++] = (ana_nv_call){ per_thread ? t->calls[i].tid : 0, t->calls[i].time_ns, gpu[i] };
-    qsort(v, n, sizeof(*v), ana_nv_call_cmp);
+    ana_sort(v, n, sizeof(*v), ana_nv_call_cmp);
     x->n = n;
     x->tid = ana_xcalloc(n + 1, sizeof(uint64_t));
     x->time = ana_xcalloc(n + 1, sizeof(uint64_t));
@@ -237,8 +237,8 @@ void ana_nvtx_analyze(const ana_trace *t, ana_nvtx *out)
     out->unclosed_starts = u.starts;
     ana_nv_index_free(&st.by_thread);
     ana_nv_index_free(&st.by_time);
-    qsort(st.rows.v, st.rows.n, sizeof(*st.rows.v), ana_nv_row_cmp);
-    qsort(marks.v, marks.n, sizeof(*marks.v), ana_nv_row_cmp);
+    ana_sort(st.rows.v, st.rows.n, sizeof(*st.rows.v), ana_nv_row_cmp);
+    ana_sort(marks.v, marks.n, sizeof(*marks.v), ana_nv_row_cmp);
     out->rows = st.rows.v;
     out->n_rows = st.rows.n;
     out->marks = marks.v;

@@ -176,7 +176,7 @@ size_t ana_oom_fits(const ana_oom_figures *g, ana_oom_fit out[ANA_OOM_MAX_FITS])
         ana_fit_add(out, &n, ANA_TECH_EXPANDABLE, (int64_t)g->request, g->need,
                     "the request (%s): free memory in pieces becomes one mapped range",
                     ana_fmt_bytes(g->request, a, sizeof(a)));
-    qsort(out, n, sizeof(*out), ana_fit_cmp);
+    ana_sort(out, n, sizeof(*out), ana_fit_cmp);
     return n;
 }
 
@@ -237,7 +237,7 @@ static void ana_oom_sites(const ana_memcat *m, const ana_mem_result *mem, size_t
     }
     o->n_sites = n;
     free(acc);
-    qsort(o->sites, n, sizeof(*o->sites), ana_oom_site_cmp);
+    ana_sort(o->sites, n, sizeof(*o->sites), ana_oom_site_cmp);
 }
 
 /* ------------------------------------------------------------------ steps and phases */

@@ -42,7 +42,7 @@ void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *
     for (size_t i = 0; i < t->n_kernels; i++)
         r->kernel_order[i] = i;
     ana_report_sort_trace = t;
-    qsort(r->kernel_order, t->n_kernels, sizeof(size_t), ana_report_kernel_cmp);
+    ana_sort(r->kernel_order, t->n_kernels, sizeof(size_t), ana_report_kernel_cmp);
     ana_report_sort_trace = NULL;
 }
 

@@ -33,7 +33,7 @@ static size_t *ana_rm_live(const ana_report *r, size_t idx, size_t *n_out)
         if (ana_memcat_live_at(m, &r->mem, a, idx))
             v[n++] = a;
     ana_rm_sort_report = r;
-    qsort(v, n, sizeof(*v), ana_rm_size_cmp);
+    ana_sort(v, n, sizeof(*v), ana_rm_size_cmp);
     ana_rm_sort_report = NULL;
     *n_out = n;
     return v;

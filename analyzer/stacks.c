@@ -28,7 +28,8 @@ void ana_stacks_add(ana_stacks *s, uint64_t id, const uint64_t *ip, size_t n)
     if (id == 0 || ana_u64map_get(&s->by_id, id, &idx))
         return;
     ANA_GROW(s->entries, s->cap_entries, s->n_entries + 1);
-    ANA_GROW(s->frames, s->cap_frames, s->n_frames + n);
+    /* + 1: frames is never NULL once a stack exists, even an empty one (s->frames + 0) */
+    ANA_GROW(s->frames, s->cap_frames, s->n_frames + n + 1);
     if (n)
         memcpy(s->frames + s->n_frames, ip, n * sizeof(uint64_t));
     struct ana_stack_entry *e = &s->entries[s->n_entries];
@@ -81,7 +82,7 @@ static int ana_stacks_cmp_id(const void *a, const void *b)
 
 void ana_stacks_resolve(ana_stacks *s)
 {
-    qsort(s->entries, s->n_entries, sizeof(s->entries[0]), ana_stacks_cmp_id);
+    ana_sort(s->entries, s->n_entries, sizeof(s->entries[0]), ana_stacks_cmp_id);
     ana_u64map_free(&s->by_id);
     ana_u64map_init(&s->by_id);
     for (size_t i = 0; i < s->n_entries; i++) {

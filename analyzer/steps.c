@@ -312,7 +312,7 @@ static void ana_st_nvtx_phases(ana_st *st)
         if (name < l->n_strs && phase_of[name] >= 0)
             v[n++] = &st->ranges[i];
     }
-    qsort(v, n, sizeof(*v), ana_st_range_depth_cmp);
+    ana_sort(v, n, sizeof(*v), ana_st_range_depth_cmp);
     for (size_t i = 0; i < n; i++) {
         size_t lo, hi;
         ana_st_window(st, v[i]->t0, v[i]->t1, &lo, &hi);
@@ -361,7 +361,7 @@ static uint64_t ana_st_span_end(const ana_st *st, size_t i, const uint64_t *done
 
 static void ana_st_assign(ana_st *st, ana_steps *out)
 {
-    qsort(st->steps, st->n_steps, sizeof(*st->steps), ana_st_step_cmp);
+    ana_sort(st->steps, st->n_steps, sizeof(*st->steps), ana_st_step_cmp);
     out->steps = ana_xcalloc(st->n_steps + 1, sizeof(*out->steps));
     out->n_steps = st->n_steps;
     uint64_t *done = st->method == ANA_STEPS_NVTX ? NULL : ana_st_done(st->t);
@@ -458,7 +458,7 @@ static uint64_t ana_st_median(const ana_steps *s)
     uint64_t *d = ana_xcalloc(s->n_steps, sizeof(uint64_t));
     for (size_t i = 0; i < s->n_steps; i++)
         d[i] = s->steps[i].end_ns - s->steps[i].start_ns;
-    qsort(d, s->n_steps, sizeof(uint64_t), ana_st_u64_cmp);
+    ana_sort(d, s->n_steps, sizeof(uint64_t), ana_st_u64_cmp);
     uint64_t m = d[(s->n_steps - 1) / 2];
     free(d);
     return m;

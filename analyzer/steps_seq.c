@@ -178,7 +178,7 @@ static void ana_st_period_try(const ana_st *st, const size_t *occ, size_t c, ana
     size_t *gaps = ana_xcalloc(c, sizeof(size_t)), j = 0, phi = 0;
     for (size_t i = 0; i + 1 < c; i++)
         gaps[i] = occ[i + 1] - occ[i];
-    qsort(gaps, c - 1, sizeof(size_t), ana_st_size_cmp);
+    ana_sort(gaps, c - 1, sizeof(size_t), ana_st_size_cmp);
     size_t p = gaps[(c - 2) / 2];
     free(gaps);
     for (size_t i = 0; i + 1 < c; i++)
@@ -242,7 +242,7 @@ int ana_st_period(ana_st *st, char *why, size_t cap)
     ana_st_pair *v = ana_xcalloc(st->n + 1, sizeof(*v));
     for (size_t i = 0; i < st->n; i++)
         v[i] = (ana_st_pair){ st->key[i], i };
-    qsort(v, st->n, sizeof(*v), ana_st_pair_cmp);
+    ana_sort(v, st->n, sizeof(*v), ana_st_pair_cmp);
     /* keys seen at least twice, rarest (then earliest) first */
     ana_st_keyrun *kr = ana_xcalloc(st->n + 1, sizeof(*kr));
     size_t nk = 0;
@@ -252,7 +252,7 @@ int ana_st_period(ana_st *st, char *why, size_t cap)
         if (e - i >= 2)
             kr[nk++] = (ana_st_keyrun){ e - i, v[i].i, i };
     }
-    qsort(kr, nk, sizeof(*kr), ana_st_keyrun_cmp);
+    ana_sort(kr, nk, sizeof(*kr), ana_st_keyrun_cmp);
     ana_st_cand best = { 0 };
     size_t *occ = ana_xcalloc(st->n + 1, sizeof(size_t));
     for (size_t i = 0; i < nk && i < ST_CANDIDATES; i++) {

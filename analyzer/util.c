@@ -66,6 +66,12 @@ void ana_grow(void **arr, size_t *cap, size_t need, size_t elem)
     *cap = ncap;
 }
 
+void ana_sort(void *base, size_t n, size_t elem, int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, elem, cmp);
+}
+
 const char *ana_fmt_bytes(uint64_t bytes, char *buf, size_t cap)
 {
     static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };

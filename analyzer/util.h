@@ -25,6 +25,9 @@ char *ana_xstrndup(const char *s, size_t n);
 /* Grows *arr (elements of elem bytes, capacity *cap) so that it holds at least need. */
 void ana_grow(void **arr, size_t *cap, size_t need, size_t elem);
 #define ANA_GROW(arr, cap, need) ana_grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
+/* qsort for the analyzer's growable arrays, which are NULL while empty: qsort's array must
+ * not be NULL even for zero elements (C11 7.22.5), so fewer than two are left alone. */
+void ana_sort(void *base, size_t n, size_t elem, int (*cmp)(const void *, const void *));
 
 /* "1.50 GiB", "512 B": binary units, three significant digits. */
 const char *ana_fmt_bytes(uint64_t bytes, char *buf, size_t cap); /* returns buf */

@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 
 static int *volatile segv_target = nullptr; // read at run time: a real null write
+char *volatile host_block;                    // host-oom: where each block is published
 
 static long long now_ns(void)
 {
@@ -67,9 +68,14 @@ int main(int argc, char **argv)
         _exit(3);
     if (!strcmp(death, "host-oom"))
         for (;;) {
+            // Each block is published through a volatile pointer: a block nobody could read
+            // may be elided with its memset, and a loop left without side effects may be
+            // assumed to end (the sanitizer build compiled it to a fall-through to pause()).
             char *p = (char *)malloc(16 << 20);
-            if (p)
+            if (p) {
                 memset(p, 1, 16 << 20);
+                host_block = p;
+            }
         }
     if (!strcmp(death, "throw"))
         throw std::runtime_error("an uncaught exception");

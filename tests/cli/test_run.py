@@ -17,6 +17,10 @@ from anacli import ANATOMIST, CliTest, main, run  # noqa: E402
 STAND_INS = ["/usr/lib/x86_64-linux-gnu/libdl.so.2", "/lib/x86_64-linux-gnu/libdl.so.2",
              "/usr/lib64/libdl.so.2", "/usr/lib/x86_64-linux-gnu/libzstd.so.1"]
 STAND_IN = next((p for p in STAND_INS if os.path.exists(p)), None)
+# A sanitizer build preloads AddressSanitizer's runtime ahead of the profiler
+# (cmake/AnaSanitize.cmake).
+RUNTIME = os.environ.get("ANA_SANITIZER_RUNTIME", "")
+FIRST = RUNTIME + ":" if RUNTIME else ""
 
 SHOW_ENV = ('for v in LD_PRELOAD LD_LIBRARY_PATH ANATOMIST_OUTPUT ANATOMIST_ROOT_PID '
             'ANATOMIST_SIM_MEMORY ANATOMIST_STACKS ANATOMIST_STACK_DEPTH ANATOMIST_FLUSH_MS '
@@ -49,7 +53,7 @@ class RunTest(CliTest):
 class Environment(RunTest):
     def test_defaults(self):
         env, p = self.run_env("-q")
-        self.assertEqual(env["LD_PRELOAD"], os.path.realpath(self.lib))
+        self.assertEqual(env["LD_PRELOAD"], FIRST + os.path.realpath(self.lib))
         self.assertEqual(env["LD_LIBRARY_PATH"], "unset")
         self.assertEqual(env["ANATOMIST_OUTPUT"], "anatomist-%p.anat")
         self.assertEqual(env["ANATOMIST_ROOT_PID"], env["PID"])
@@ -64,7 +68,7 @@ class Environment(RunTest):
                     ASAN_OPTIONS="verify_asan_link_order=0")
         env, _ = self.run_env("-q", "--sim-memory", "16GiB", "--no-stacks", "--stack-depth", "32",
                               "--flush-ms", "50", "--no-cupti", "-o", "t-%h-%p.anat", env=user)
-        self.assertEqual(env["LD_PRELOAD"], os.path.realpath(self.lib) + ":" + STAND_IN)
+        self.assertEqual(env["LD_PRELOAD"], FIRST + os.path.realpath(self.lib) + ":" + STAND_IN)
         self.assertEqual(env["LD_LIBRARY_PATH"],
                          os.path.realpath(os.path.join(self.prefix, "sim")) + ":/opt/x")
         self.assertEqual(env["ANATOMIST_SIM_MEMORY"], str(16 << 30))

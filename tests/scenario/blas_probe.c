@@ -145,6 +145,12 @@ static gemm_case make_case(const char *name, int ta, int tb, int64_t m, int64_t 
     return g;
 }
 
+/* The host copies only: the device matrices stay allocated, as the test expects. */
+static void case_free(gemm_case *g)
+{
+    free(g->a.h), free(g->b.h), free(g->c.h);
+}
+
 static void reference(gemm_case *g, double alpha, double beta, int relu)
 {
     for (int b = 0; b < g->batch; b++)
@@ -193,6 +199,7 @@ static void lt_matmul(cublasLtHandle_t lt, cudaStream_t stream, void *ws, size_t
     reference(&g, alpha, beta, 1);
     CHECK("cudaStreamSynchronize", cudaStreamSynchronize(stream));
     verify(g.name, &g.c);
+    case_free(&g);
     cublasLtMatrixLayoutDestroy(ad), cublasLtMatrixLayoutDestroy(bd), cublasLtMatrixLayoutDestroy(cd);
     cublasLtMatmulDescDestroy(desc);
 }
@@ -314,8 +321,10 @@ int main(void)
 
     CHECK("cudaStreamSynchronize", cudaStreamSynchronize(stream));
     gemm_case *all[] = { &s1, &d1, &s64, &e1, &e2, &sb, &xb, &pb, &xp };
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
         verify(all[i]->name, &all[i]->c);
+        case_free(all[i]);
+    }
     CHECK("cublasDestroy_v2", cublasDestroy(h));
     note("],\"math\":[");
     for (int i = 0; i < n; i++)

@@ -20,12 +20,28 @@ def sample(name):
     return os.path.join(BUILD, "samples", name)
 
 
+# A sanitizer build (cmake/AnaSanitize.cmake) names AddressSanitizer's runtime: it must be
+# the first library of every process that loads the instrumented preload or simulated
+# libraries, so clean_env preloads it ahead of anything else (a program built here links
+# it first anyway; python, a shell or an nvcc program built elsewhere do not).
+SANITIZER_RUNTIME = os.environ.get("ANA_SANITIZER_RUNTIME", "")
+
+
+def with_sanitizer(env):
+    """env with the sanitizer runtime first in LD_PRELOAD (a no-op in other builds)."""
+    if SANITIZER_RUNTIME:
+        pre = env.get("LD_PRELOAD")
+        env["LD_PRELOAD"] = SANITIZER_RUNTIME + (":" + pre if pre else "")
+    return env
+
+
 def clean_env(**extra):
-    """The environment without anything of ours, plus extra."""
+    """The environment without anything of ours, plus extra (and, in a sanitizer build,
+    the sanitizer runtime ahead of extra's LD_PRELOAD)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("ANATOMIST_") and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
     env.update(extra)
-    return env
+    return with_sanitizer(env)
 
 
 def run(cmd, env=None, timeout=120):

@@ -18,11 +18,11 @@ OPS = {"push": 1, "pop": 2, "start": 3, "end": 4, "mark": 5}
 
 
 def env_for(trace, preload=True, **extra):
+    if preload:
+        extra["LD_PRELOAD"] = PRELOAD
     env = clean_env(LD_LIBRARY_PATH=SIM_LIB, ANATOMIST_OUTPUT=trace, **extra)
     if "NVTX_INJECTION64_PATH" not in extra:
         env.pop("NVTX_INJECTION64_PATH", None)
-    if preload:
-        env["LD_PRELOAD"] = PRELOAD
     return env
 
 
