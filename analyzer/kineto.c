@@ -304,8 +304,8 @@ static void kin_on_op(kin *k, int range)
         ana_u64map_put(&k->t->call_ctx, (uint64_t)e->num[A_EXT], (uint64_t)ctx);
     if (range != KIN_R_NONE) {
         ANA_GROW(k->ranges, k->cap_ranges, k->n_ranges + 1);
-        k->ranges[k->n_ranges] = (kin_range){ (uint64_t)e->ts, (uint64_t)(e->ts + e->dur), e->tid,
-                                              ana_xstrdup(name), k->n_ranges, range };
+        uint64_t ts = (uint64_t)e->ts, end = ts + (uint64_t)e->dur; /* both >= 0: no overflow */
+        k->ranges[k->n_ranges] = (kin_range){ ts, end, e->tid, ana_xstrdup(name), k->n_ranges, range };
         k->n_ranges++;
         return;
     }

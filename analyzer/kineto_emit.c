@@ -176,7 +176,7 @@ static void kin_emit_memory(kin *k)
     int64_t first_total = -1, first_bytes = 0, max_total = -1, device = 0;
     ana_u64map_init(&live);
     ana_u64map_init(&by_size);
-    qsort(k->mems, k->n_mems, sizeof(*k->mems), kin_mem_cmp);
+    ana_sort(k->mems, k->n_mems, sizeof(*k->mems), kin_mem_cmp);
     for (size_t i = 0; i < k->n_mems; i++) {
         kin_mem *m = &k->mems[i];
         uint64_t size = m->bytes > 0 ? (uint64_t)m->bytes : (uint64_t)0 - (uint64_t)m->bytes, v;
@@ -269,7 +269,7 @@ static void kin_emit_ranges(kin *k)
 {
     uint64_t *stack = ana_xcalloc(k->n_ranges + 1, sizeof(uint64_t)), cut = 0, ops[2] = { 0, 0 };
     size_t depth = 0, ag[KIN_R_OPTIM + 1] = { 0 }; /* ranges of each kind on the stack */
-    qsort(k->ranges, k->n_ranges, sizeof(*k->ranges), kin_range_cmp);
+    ana_sort(k->ranges, k->n_ranges, sizeof(*k->ranges), kin_range_cmp);
     for (size_t i = 0; i <= k->n_ranges; i++) {
         kin_range *r = i < k->n_ranges ? &k->ranges[i] : NULL;
         while (depth && (!r || r->tid != k->ranges[stack[depth - 1]].tid ||

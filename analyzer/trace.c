@@ -63,14 +63,24 @@ static int ana_trace_is_cuda_lib(const char *path)
     return 0;
 }
 
+/* Modules are re-announced at every change of the loader's list: a map of their hash
+ * finds the earlier announcement without a scan (a hostile trace may hold millions). */
+static uint64_t ana_trace_module_hash(const ana_rec_module *m)
+{
+    uint64_t k[3] = { m->bias, m->lo, m->hi };
+    return ana_fnv1a(m->path.s, m->path.len, ana_fnv1a(k, sizeof(k), ANA_FNV1A_SEED));
+}
+
 static void ana_trace_on_module(ana_trace *t, const ana_rec_module *m)
 {
-    for (size_t i = 0; i < t->n_modules; i++) {
+    uint64_t h = ana_trace_module_hash(m), i;
+    if (ana_u64map_get(&t->module_idx, h, &i)) {
         const ana_trace_module *o = &t->modules[i];
         if (o->lo == m->lo && o->hi == m->hi && o->bias == m->bias &&
             strlen(o->path) == m->path.len && memcmp(o->path, m->path.s, m->path.len) == 0)
-            return; /* modules are re-announced at every change of the loader's list */
+            return;
     }
+    ana_u64map_put(&t->module_idx, h, t->n_modules);
     ANA_GROW(t->modules, t->cap_modules, t->n_modules + 1);
     ana_trace_module *d = &t->modules[t->n_modules++];
     d->bias = m->bias;
@@ -86,9 +96,9 @@ static void ana_trace_on_module(ana_trace *t, const ana_rec_module *m)
 
 static void ana_trace_on_device(ana_trace *t, const ana_rec_device *dv)
 {
-    for (size_t i = 0; i < t->n_devices; i++)
-        if (t->devices[i].ordinal == dv->ordinal)
-            return;
+    if (ana_u64map_get(&t->device_idx, (uint64_t)dv->ordinal, &(uint64_t){ 0 }))
+        return; /* the first DEVICE record of an ordinal describes it */
+    ana_u64map_put(&t->device_idx, (uint64_t)dv->ordinal, t->n_devices);
     ANA_GROW(t->devices, t->cap_devices, t->n_devices + 1);
     t->devices[t->n_devices++] = (ana_trace_device){
         .ordinal = dv->ordinal, .name = ana_str_dup(dv->name), .total_mem = dv->total_mem,
@@ -526,17 +536,96 @@ static int ana_trace_in_cuda_lib(uint64_t ip, void *arg)
     return m && m->cuda_lib;
 }
 
+/* A max-heap of module indices (the latest announcement on top). */
+static void ana_trace_heap_push(size_t *h, size_t *n, size_t v)
+{
+    size_t i = (*n)++;
+    for (; i && h[(i - 1) / 2] < v; i = (i - 1) / 2)
+        h[i] = h[(i - 1) / 2];
+    h[i] = v;
+}
+
+static void ana_trace_heap_pop(size_t *h, size_t *n)
+{
+    size_t v = h[--*n], i = 0, c;
+    while ((c = 2 * i + 1) < *n) {
+        if (c + 1 < *n && h[c + 1] > h[c])
+            c++;
+        if (h[c] <= v)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = v;
+}
+
+static int ana_trace_span_cmp(const void *a, const void *b)
+{
+    const ana_trace_span *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int ana_trace_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* t->spans by a sweep over every module's bounds: between two consecutive bounds the
+ * owner is the latest module open there (O(M log M); a scan per address would make a
+ * hostile trace of many modules and stacks quadratic). */
+static void ana_trace_index_modules(ana_trace *t)
+{
+    size_t n = t->n_modules, na = 0, nc = 0, k = 0, nh = 0;
+    ana_trace_span *iv = ana_xcalloc(n + 1, sizeof(*iv)); /* module i as [lo, hi, i] */
+    uint64_t *cs = ana_xcalloc(2 * n + 1, sizeof(*cs));
+    size_t *heap = ana_xcalloc(n + 1, sizeof(*heap));
+    for (size_t i = 0; i < n; i++) {
+        const ana_trace_module *m = &t->modules[i];
+        if (m->lo >= m->hi)
+            continue;
+        iv[na++] = (ana_trace_span){ m->lo, m->hi, i };
+        cs[nc++] = m->lo;
+        cs[nc++] = m->hi;
+    }
+    ana_sort(iv, na, sizeof(*iv), ana_trace_span_cmp);
+    ana_sort(cs, nc, sizeof(*cs), ana_trace_u64_cmp);
+    t->n_spans = 0;
+    for (size_t c = 0; c + 1 < nc; c++) {
+        if (cs[c] == cs[c + 1])
+            continue;
+        while (k < na && iv[k].lo <= cs[c])
+            ana_trace_heap_push(heap, &nh, iv[k++].module);
+        while (nh && t->modules[heap[0]].hi <= cs[c])
+            ana_trace_heap_pop(heap, &nh);
+        if (!nh)
+            continue;
+        ana_trace_span *last = t->n_spans ? &t->spans[t->n_spans - 1] : NULL;
+        if (last && last->module == heap[0] && last->hi == cs[c]) {
+            last->hi = cs[c + 1];
+            continue;
+        }
+        ANA_GROW(t->spans, t->cap_spans, t->n_spans + 1);
+        t->spans[t->n_spans++] = (ana_trace_span){ cs[c], cs[c + 1], heap[0] };
+    }
+    t->spans_for = n;
+    free(iv);
+    free(cs);
+    free(heap);
+}
+
 /* Stack ids are resolved only now: a segment may use an id that a later segment of
  * another thread defines (docs/trace-format.md, "Interning"). */
 void ana_trace_finish(ana_trace *t)
 {
+    ana_trace_index_modules(t);
     ana_stacks_trim_leading(&t->stacks, ana_trace_in_cuda_lib, t);
     ana_stacks_resolve(&t->stacks);
     for (size_t i = 0; i < t->n_mev; i++)
         t->mev[i].stack = ana_stacks_canon(&t->stacks, t->mev[i].stack);
     ana_mem_sort(t->mev, t->n_mev);
-    qsort(t->gpu, t->n_gpu, sizeof(*t->gpu), ana_gpu_act_cmp);
-    qsort(t->calls, t->n_calls, sizeof(*t->calls), ana_api_call_cmp);
+    ana_sort(t->gpu, t->n_gpu, sizeof(*t->gpu), ana_gpu_act_cmp);
+    ana_sort(t->calls, t->n_calls, sizeof(*t->calls), ana_api_call_cmp);
     for (size_t i = 0; i < t->n_calls; i++) {
         t->calls[i].stack = ana_stacks_canon(&t->stacks, t->calls[i].stack);
         if (t->calls[i].corr) /* ids are unique per process; the first call keeps one */
@@ -545,7 +634,7 @@ void ana_trace_finish(ana_trace *t)
     }
     ana_trace_name_launches(t);
     ana_libs_finish(&t->libs);
-    qsort(t->uses, t->n_uses, sizeof(*t->uses), ana_ptr_use_cmp);
+    ana_sort(t->uses, t->n_uses, sizeof(*t->uses), ana_ptr_use_cmp);
 }
 
 ana_trace *ana_trace_new(const char *path, unsigned flags)
@@ -555,6 +644,8 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     t->flags = flags;
     t->source = "anatomist";
     ana_u64map_init(&t->kernel_idx);
+    ana_u64map_init(&t->module_idx);
+    ana_u64map_init(&t->device_idx);
     ana_u64map_init(&t->call_by_corr);
     ana_u64map_init(&t->call_ctx);
     ana_stacks_init(&t->stacks);
@@ -653,6 +744,9 @@ void ana_trace_free(ana_trace *t)
     free(t->end_detail);
     free(t->path);
     ana_u64map_free(&t->kernel_idx);
+    ana_u64map_free(&t->module_idx);
+    ana_u64map_free(&t->device_idx);
+    free(t->spans);
     ana_stacks_free(&t->stacks);
     ana_libs_free(&t->libs);
     free(t);
@@ -673,6 +767,18 @@ const ana_trace_module *ana_trace_module_at(const ana_trace *t, uint64_t addr)
 {
     /* The latest announcement wins when ranges overlap (a library unloaded and another
      * loaded at the same place). */
+    if (t->n_modules && t->spans_for == t->n_modules) {
+        size_t lo = 0, hi = t->n_spans; /* the first span that starts after addr */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (t->spans[mid].lo <= addr)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        const ana_trace_span *sp = lo ? &t->spans[lo - 1] : NULL;
+        return sp && addr < sp->hi ? &t->modules[sp->module] : NULL;
+    }
     for (size_t i = t->n_modules; i-- > 0;)
         if (addr >= t->modules[i].lo && addr < t->modules[i].hi)
             return &t->modules[i];

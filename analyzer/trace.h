@@ -28,6 +28,13 @@ typedef struct ana_trace_module {
     int cuda_lib; /* libcupti, libcuda or libcudart: CUDA's own frames (trace.c) */
 } ana_trace_module;
 
+/* Addresses [lo, hi) whose module is modules[module] (the latest announcement covering
+ * them): disjoint and sorted, built by ana_trace_finish for ana_trace_module_at. */
+typedef struct ana_trace_span {
+    uint64_t lo, hi;
+    size_t module;
+} ana_trace_span;
+
 typedef struct ana_trace_device {
     int64_t ordinal;
     char *name;
@@ -130,6 +137,10 @@ typedef struct ana_trace {
     ana_trace_kernel *kernels;
     size_t n_kernels, cap_kernels;
     ana_u64map kernel_idx; /* kernel id -> index */
+    ana_u64map module_idx; /* hash of a module's range and path -> index (re-announcements) */
+    ana_u64map device_idx; /* device ordinal -> index */
+    ana_trace_span *spans; /* see ana_trace_span */
+    size_t n_spans, cap_spans, spans_for; /* spans_for: n_modules when they were built */
     ana_stacks stacks;
     ana_mev *mev;
     size_t n_mev, cap_mev;
