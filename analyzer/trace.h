@@ -191,6 +191,8 @@ const ana_trace_kernel *ana_trace_kernel_by_id(const ana_trace *t, uint64_t id);
 
 /* Module whose [lo, hi) holds addr, or NULL. */
 const ana_trace_module *ana_trace_module_at(const ana_trace *t, uint64_t addr);
+/* Builds t->spans from t->modules (trace_modules.c; ana_trace_finish calls it). */
+void ana_trace_index_modules(ana_trace *t);
 
 /* Memory class of an allocation api (device / pinned host / other). */
 int ana_trace_alloc_class(uint64_t api);
