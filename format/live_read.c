@@ -295,11 +295,14 @@ int ana_live_load(const char *trace_path, uint64_t trace_id, uint64_t chunks,
     res->pid = h.pid;
     res->defs_lost = h.defs_lost;
     load_defs(fd, &h, fsize, known, &o);
-    uint64_t nslots = h.nslots;
-    if (h.slot_stride > ANA_LIVE_SLOT_HEADER && h.slots_off >= ANA_LIVE_HEADER_SIZE && h.slots_off <= fsize &&
-        nslots > (fsize - h.slots_off) / h.slot_stride)
-        nslots = (fsize - h.slots_off) / h.slot_stride;
-    for (uint64_t i = 0; h.slot_stride > ANA_LIVE_SLOT_HEADER && h.slots_off <= fsize && i < nslots; i++)
+    /* Slots lie past the header, wholly inside the file: at most as many as fit. */
+    uint64_t nslots = 0;
+    if (h.slot_stride > ANA_LIVE_SLOT_HEADER && h.slots_off >= ANA_LIVE_HEADER_SIZE && h.slots_off <= fsize) {
+        nslots = h.nslots;
+        if (nslots > (fsize - h.slots_off) / h.slot_stride)
+            nslots = (fsize - h.slots_off) / h.slot_stride;
+    }
+    for (uint64_t i = 0; i < nslots; i++)
         load_slot(fd, h.slots_off + i * h.slot_stride, &h, chunks, &o);
     if (h.end_reason) {
         h.end_detail[sizeof(h.end_detail) - 1] = 0;
