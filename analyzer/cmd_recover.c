@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 
 static const char ana_recover_usage[] =
-    "Usage: anatomist recover [--quiet] TRACE...\n"
+    "Usage: anatomist recover [--quiet] [--force] TRACE...\n"
     "\n"
     "While a profiled process runs, the records it has not written into its trace yet are\n"
     "kept in TRACE.live beside it, where the kernel keeps them even if the process is\n"
@@ -26,9 +26,12 @@ static const char ana_recover_usage[] =
     "\n"
     "A trace whose process finished it has nothing to recover (a leftover live file of its\n"
     "own is removed). A torn last chunk is cut off before the recovered records are added.\n"
+    "A trace whose process is still running is left alone.\n"
     "\n"
     "Options:\n"
     "  -q, --quiet     print nothing on success\n"
+    "  -f, --force     recover even if a process with the live file's pid runs (the pid\n"
+    "                  was reused by another program)\n"
     "  -h, --help      show this help\n"
     "\n"
     "Examples:\n"
@@ -39,11 +42,11 @@ static const char ana_recover_usage[] =
     "trace that is unreadable, corrupt or cannot be written.\n";
 
 /* 0 or 1 (nothing to do, recovered), -1 after saying why. */
-static int ana_recover_one(const char *path, const char *detail, int quiet)
+static int ana_recover_one(const char *path, const char *detail, int quiet, int force)
 {
     char msg[1024];
     ana_live_recovery info;
-    int rc = ana_live_recover(path, detail, &info, msg, sizeof(msg));
+    int rc = ana_live_recover(path, detail, force, &info, msg, sizeof(msg));
     if (rc < 0) {
         fprintf(stderr, "anatomist: %s\n", msg);
         return -1;
@@ -61,14 +64,16 @@ int ana_cmd_recover(int argc, char **argv)
 {
     static const struct option opts[] = {
         { "quiet", no_argument, NULL, 'q' },
+        { "force", no_argument, NULL, 'f' },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
-    int quiet = 0, c, bad = 0;
+    int quiet = 0, force = 0, c, bad = 0;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hqf", opts, NULL)) != -1) {
         switch (c) {
         case 'q': quiet = 1; break;
+        case 'f': force = 1; break;
         case 'h': fputs(ana_recover_usage, stdout); return ANA_EXIT_OK;
         default: return ana_cli_bad_option("recover", argv, c);
         }
@@ -78,7 +83,7 @@ int ana_cmd_recover(int argc, char **argv)
     for (int i = optind; i < argc; i++)
         bad |= ana_recover_one(argv[i],
                                "the process ended without finishing its trace; the rest was "
-                               "recovered from its live file by anatomist recover", quiet) < 0;
+                               "recovered from its live file by anatomist recover", quiet, force) < 0;
     return bad ? ANA_EXIT_BAD : ANA_EXIT_OK;
 }
 
@@ -132,8 +137,8 @@ void ana_recover_after_run(const char *pattern, long child, int status, time_t s
         if (f)
             fclose(f);
         ana_recover_how(status, live_pid, child, how, sizeof(how));
-        int rc = ana_live_recover(trace, how, &info, msg, sizeof(msg));
-        if (rc < 0)
+        int rc = ana_live_recover(trace, how, 0, &info, msg, sizeof(msg));
+        if (rc == -1)
             fprintf(stderr, "anatomist: %s\n", msg);
         else if (rc == 1 && !quiet)
             fprintf(stderr, "anatomist: %s: %llu record%s not yet written when the process "

@@ -119,10 +119,12 @@ typedef struct ana_live_recovery {
 /* Writes into trace_path the records its live file holds beyond the trace's whole chunks
  * (a torn tail is cut off first), then an END with reason ANA_END_RECOVERED and `detail`
  * (unless the live file ends with an END of its own), and removes the live file. A trace
- * that already ends with END only loses a leftover live file of its own. Returns 1 when
- * records were written, 0 when there was nothing to do, -1 with msg on failure (the trace
- * is then as it was, apart from a torn tail). */
-int ana_live_recover(const char *trace_path, const char *detail, ana_live_recovery *info,
-                     char *msg, size_t cap);
+ * that already ends with END only loses a leftover live file of its own. Unless `force`,
+ * a live file whose process still runs (its pid answers kill 0) is left alone. Returns 1
+ * when records were written, 0 when there was nothing to do, -2 (msg says why) when the
+ * process still runs, -1 with msg on failure (the trace is then as it was, apart from a
+ * torn tail). */
+int ana_live_recover(const char *trace_path, const char *detail, int force,
+                     ana_live_recovery *info, char *msg, size_t cap);
 
 #endif

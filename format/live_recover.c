@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -75,8 +76,8 @@ static int append(const char *path, const ana_reader *rd, const ana_reader_stats
     return rc;
 }
 
-int ana_live_recover(const char *trace_path, const char *detail, ana_live_recovery *info,
-                     char *msg, size_t cap)
+int ana_live_recover(const char *trace_path, const char *detail, int force,
+                     ana_live_recovery *info, char *msg, size_t cap)
 {
     memset(info, 0, sizeof(*info));
     ana_reader *rd;
@@ -90,6 +91,12 @@ int ana_live_recover(const char *trace_path, const char *detail, ana_live_recove
     if (rc == 1 && (st.ended == ANA_ENDED_EXIT || st.ended == ANA_ENDED_RECOVERED)) {
         unlink(live); /* the trace ended after all: the live file is a leftover */
         rc = 0;
+    } else if (rc == 1 && !force && res.pid && (kill((pid_t)res.pid, 0) == 0 || errno == EPERM)) {
+        snprintf(msg, cap, "%s: the process that writes it (pid %llu) is still running; recover "
+                           "it once that process has ended (or --force if that pid is another "
+                           "process now)", trace_path, (unsigned long long)res.pid);
+        info->pid = res.pid;
+        rc = -2;
     } else if (rc == 1) {
         info->records = res.records;
         info->threads = res.threads;

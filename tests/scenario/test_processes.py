@@ -42,8 +42,16 @@ class CrashSurvival(unittest.TestCase):
             line = p.stdout.readline()
             if line.startswith("alloc "):
                 seen.append(int(line.split()[2]))
+        # While the process runs, recover leaves its trace alone.
+        before = open(trace, "rb").read()
+        r = anatomist("recover", trace)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("is still running", r.stderr)
+        self.assertEqual(open(trace, "rb").read(), before)
         p.send_signal(signal.SIGKILL)
         p.wait()
+        # What it printed before the kill (still in the pipe) was returned too.
+        seen += [int(l.split()[2]) for l in p.stdout.read().splitlines() if l.startswith("alloc ")]
         p.stdout.close()
         self.assertEqual(p.returncode, -signal.SIGKILL)
         self.assertGreaterEqual(len(seen), 300)
