@@ -218,6 +218,33 @@ class UnderValgrind(LedgerChecks):
         self.assert_mlp_whole(recs, ledger(p.stdout), "under valgrind")
         self.assertEqual(cupti_state(recs), "on")
 
+    def test_memcheck_the_analyzer(self):
+        # The analyzer reads what others wrote: memcheck on its commands over a real trace
+        # (a killed run's, read through its live file) finds no error and no definite
+        # leak, and the output is byte for byte that of the same command without valgrind.
+        if os.environ.get("ANA_SANITIZER_RUNTIME"):
+            self.skipTest("an AddressSanitizer build: valgrind cannot run its programs")
+        vg = shutil.which("valgrind") or "/usr/bin/valgrind"
+        need(vg, "valgrind")
+        ana = os.path.join(BUILD, "bin", "anatomist")
+        trace = os.path.join(tmpdir(), "oom.anat")
+        e = clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=PRELOAD, ANATOMIST_OUTPUT=trace,
+                      ANATOMIST_SIM_MEMORY="16MiB")
+        r = run([sample(MLP[0]), "--steps", "2", "--hidden", "256", "--grow-batch", "--kill-on-oom"],
+                env=e, timeout=300)
+        self.assertEqual(r.returncode, -9, r.stderr)
+        self.assertTrue(os.path.exists(trace + ".live"))
+        wrap = [vg, "-q", "--error-exitcode=99", "--leak-check=full",
+                "--errors-for-leak-kinds=definite", "--show-leak-kinds=definite"]
+        out = os.path.join(tmpdir(), "r.html")
+        for args in (["report", "--json", trace], ["oom", trace], ["html", "-o", out, trace],
+                     ["flame", "--metric", "peak-memory", "--format", "svg", trace]):
+            with self.subTest(command=args[0]):
+                want = run([ana, *args], env=clean_env())
+                got = run([*wrap, ana, *args], env=clean_env(), timeout=300)
+                self.assertEqual(got.returncode, 0, "memcheck:\n" + got.stderr[-6000:])
+                self.assertEqual(got.stdout, want.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()
