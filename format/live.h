@@ -44,6 +44,8 @@ typedef struct ana_live_header {
     _Atomic uint64_t defs_lost;   /*  88 definitions the ring had no room for */
     _Atomic uint64_t end_reason;  /*  96 0, or the END reason the trace must end with */
     char end_detail[256];         /* 104 its detail, NUL-terminated */
+    uint64_t created_ns;          /* 360 when the trace began (CLOCK_MONOTONIC): the time
+                                   * given to definitions read from the ring */
 } ana_live_header;
 
 /* One thread's ring. [tail, head) are records not known to be in the trace; a drained range

@@ -156,7 +156,8 @@ static int read_ring(int fd, uint64_t off, uint64_t size, uint64_t from, uint64_
 
 static int pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
-/* The definitions ring: STACK and KERNEL records (time 0) the trace does not define. */
+/* The definitions ring: STACK and KERNEL records (dt 0) the trace does not define, at the
+ * time the trace began. */
 static void load_defs(int fd, const ana_live_header *h, uint64_t fsize, const ana_live_known *known, out *o)
 {
     uint64_t head = h->defs_head, tail = h->defs_tail;
@@ -185,7 +186,7 @@ static void load_defs(int fd, const ana_live_header *h, uint64_t fsize, const an
             break;
         }
         uint64_t id = kind == ANA_K_STACK ? rec.u.stack.id : rec.u.kernel.id;
-        if (!known_has(known, kind, id) && put_raw(o, 0, 0, buf + at, hn + plen) < 0)
+        if (!known_has(known, kind, id) && put_raw(o, 0, h->created_ns, buf + at, hn + plen) < 0)
             break;
         at += hn + plen;
     }

@@ -100,6 +100,7 @@ int ana_live_open(const char *trace_path, uint64_t trace_id, uint64_t ring_size)
     hdr->defs_size = ANA_LIVE_DEFS_SIZE;
     hdr->slots_off = first;
     hdr->slot_stride = ANA_LIVE_SLOT_HEADER + ring_size;
+    hdr->created_ns = ana_now_ns();
     atomic_store_explicit((_Atomic uint64_t *)&hdr->nslots, 0, memory_order_relaxed);
     memcpy(hdr->magic, ANA_LIVE_MAGIC, 8);
     return 0;
