@@ -130,12 +130,7 @@ void ana_recover_after_run(const char *pattern, long child, int status, time_t s
         ana_live_recovery info = { 0 };
         char msg[1024];
         uint64_t live_pid = 0;
-        FILE *f = fopen(g.gl_pathv[i], "rb");
-        ana_live_header h;
-        if (f && fread(&h, sizeof(h), 1, f) == 1)
-            live_pid = h.pid;
-        if (f)
-            fclose(f);
+        ana_live_pid_of(trace, &live_pid);
         ana_recover_how(status, live_pid, child, how, sizeof(how));
         int rc = ana_live_recover(trace, how, 0, &info, msg, sizeof(msg));
         if (rc == -1)

@@ -111,6 +111,9 @@ int ana_live_load(const char *trace_path, uint64_t trace_id, uint64_t chunks,
                   const ana_live_known *known, ana_live_result *res, char *msg, size_t cap);
 void ana_live_result_free(ana_live_result *res);
 
+/* The pid in the header of trace_path's live file; -1 when there is none (or not one). */
+int ana_live_pid_of(const char *trace_path, uint64_t *pid);
+
 /* ---- writing it into the trace (live_recover.c) ---- */
 
 typedef struct ana_live_recovery {

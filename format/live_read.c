@@ -322,3 +322,19 @@ int ana_live_load(const char *trace_path, uint64_t trace_id, uint64_t chunks,
     }
     return 1;
 }
+
+int ana_live_pid_of(const char *trace_path, uint64_t *pid)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s%s", trace_path, ANA_LIVE_SUFFIX);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ana_live_header h;
+    int rc = ana_pread_all(fd, &h, sizeof(h), 0);
+    close(fd);
+    if (rc < 0 || memcmp(h.magic, ANA_LIVE_MAGIC, 8) != 0)
+        return -1;
+    *pid = h.pid;
+    return 0;
+}

@@ -36,18 +36,6 @@ static int scan(const char *path, ana_reader **rd, ana_reader_stats *st, char *m
     return 0;
 }
 
-static int write_end(ana_tw *tw, uint64_t t, const char *detail)
-{
-    uint8_t buf[1024];
-    ana_record seg = { .kind = ANA_K_SEGMENT }, end = { .kind = ANA_K_END, .time_ns = t };
-    seg.u.segment = (ana_rec_segment){ 0, t };
-    size_t dl = strnlen(detail, 512);
-    end.u.end = (ana_rec_end){ ANA_END_RECOVERED, { detail, (uint32_t)dl } };
-    size_t n = ana_record_encode(buf, sizeof(buf), &seg, 0);
-    n += ana_record_encode(buf + n, sizeof(buf) - n, &end, t);
-    return ana_tw_chunk(tw, buf, n);
-}
-
 static int append(const char *path, const ana_reader *rd, const ana_reader_stats *st,
                   const ana_live_result *res, const char *detail, char *msg, size_t cap)
 {
@@ -63,7 +51,7 @@ static int append(const char *path, const ana_reader *rd, const ana_reader_stats
     for (size_t i = 0, from = 0; i < res->npieces && rc == 0; from = res->pieces[i++])
         rc = ana_tw_chunk(tw, res->payload + from, res->pieces[i] - from);
     if (rc == 0 && !res->has_end)
-        rc = write_end(tw, res->last_ns, detail);
+        rc = ana_tw_end(tw, res->last_ns, ANA_END_RECOVERED, detail);
     if (rc == 0 && fsync(fd) < 0)
         rc = -1;
     int e = errno;

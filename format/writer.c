@@ -221,6 +221,17 @@ int ana_tw_chunk(ana_tw *tw, const void *raw, size_t n)
     return 0;
 }
 
+int ana_tw_end(ana_tw *tw, uint64_t time_ns, uint64_t reason, const char *detail)
+{
+    uint8_t buf[ANA_RECORD_FIXED_MAX + 600];
+    ana_record seg = { .kind = ANA_K_SEGMENT }, end = { .kind = ANA_K_END, .time_ns = time_ns };
+    seg.u.segment = (ana_rec_segment){ 0, time_ns };
+    end.u.end = (ana_rec_end){ reason, { detail, (uint32_t)strnlen(detail, 512) } };
+    size_t n = ana_record_encode(buf, sizeof(buf), &seg, 0);
+    n += ana_record_encode(buf + n, sizeof(buf) - n, &end, time_ns);
+    return ana_tw_chunk(tw, buf, n);
+}
+
 uint64_t ana_tw_bytes(const ana_tw *tw) { return tw->bytes; }
 uint64_t ana_tw_chunks(const ana_tw *tw) { return tw->chunks; }
 

@@ -41,6 +41,10 @@ ana_tw *ana_tw_append_fd(int fd, int level, uint64_t bytes, uint64_t chunks);
  * chunks; if even that fails, it may end in a torn tail). */
 int ana_tw_chunk(ana_tw *tw, const void *raw, size_t n);
 
+/* Writes a chunk holding only an END record (reason, detail of at most 512 bytes) at
+ * time_ns, in the process segment. 0, or -1 as ana_tw_chunk. */
+int ana_tw_end(ana_tw *tw, uint64_t time_ns, uint64_t reason, const char *detail);
+
 /* Bytes written so far (header included) and chunks written. */
 uint64_t ana_tw_bytes(const ana_tw *tw);
 uint64_t ana_tw_chunks(const ana_tw *tw);

@@ -69,15 +69,8 @@ static void write_failure(int e)
     write_failed = 1;
     snprintf(detail, sizeof(detail), "cannot write the trace: %s", strerror(e));
     int live = ana_live_set_end(ANA_END_DISABLED, detail);
-    if (!live) {
-        uint8_t buf[512];
-        ana_record seg = { .kind = ANA_K_SEGMENT }, end = { .kind = ANA_K_END, .time_ns = ana_now_ns() };
-        seg.u.segment = (ana_rec_segment){ 0, end.time_ns };
-        end.u.end = (ana_rec_end){ ANA_END_DISABLED, { detail, (uint32_t)strlen(detail) } };
-        size_t n = ana_record_encode(buf, sizeof(buf), &seg, 0);
-        n += ana_record_encode(buf + n, sizeof(buf) - n, &end, end.time_ns);
-        ana_tw_chunk(tw, buf, n);
-    }
+    if (!live)
+        ana_tw_end(tw, ana_now_ns(), ANA_END_DISABLED, detail);
     ana_disable("cannot write the trace %s: %s; profiling stopped, the program goes on%s%s%s",
                 trace_path, strerror(e), live ? "; the records not yet written are kept in " : "",
                 live ? trace_path : "", live ? ANA_LIVE_SUFFIX " (anatomist recover)" : "");
@@ -233,6 +226,7 @@ static void drain(ana_thread *t)
     t->c_pending = 1;
     atomic_store_explicit(&t->kicked, 0, memory_order_relaxed);
 }
+
 static void pass(int forced)
 {
     atomic_fetch_add(&passes_started, 1);

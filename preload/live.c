@@ -216,19 +216,3 @@ void ana_live_atfork_child(void)
     said_full = 0;
     pthread_mutex_init(&lock, NULL);
 }
-
-int ana_live_pid_of(const char *trace_path, uint64_t *pid)
-{
-    char path[1100];
-    snprintf(path, sizeof(path), "%s%s", trace_path, ANA_LIVE_SUFFIX);
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ana_live_header h;
-    ssize_t n = pread(fd, &h, sizeof(h), 0);
-    close(fd);
-    if (n != (ssize_t)sizeof(h) || memcmp(h.magic, ANA_LIVE_MAGIC, 8) != 0)
-        return -1;
-    *pid = h.pid;
-    return 0;
-}

@@ -95,8 +95,6 @@ int ana_live_set_end(uint64_t reason, const char *detail);
 /* The trace ended cleanly: the live file goes. */
 void ana_live_finish(void);
 void ana_live_atfork_child(void);
-/* The pid in TRACE.live's header; -1 when there is none. */
-int ana_live_pid_of(const char *trace_path, uint64_t *pid);
 /* posix_fallocate that fails with EFBIG past RLIMIT_FSIZE instead of raising SIGXFSZ. */
 int ana_file_grow(int fd, uint64_t off, uint64_t len);
 /* Holds SIGXFSZ back on the calling thread around file writes made on a program's thread;
