@@ -88,15 +88,22 @@ int ana_output_expand(const char *pattern, const char *host, long pid, long rank
     if (s.overflow)
         return -1;
     if (!has_pid && !is_root) {
-        /* Insert -PID before the extension of the last path component. */
-        char *slash = strrchr(out, '/');
-        char *dot = strrchr(slash ? slash + 1 : out, '.');
-        size_t at = dot && dot != (slash ? slash + 1 : out) ? (size_t)(dot - out) : s.len;
         int n = snprintf(num, sizeof(num), "-%ld", pid);
-        if (s.len + (size_t)n >= cap)
+        if (n < 0 || ana_name_insert(out, cap, num) < 0)
             return -1;
-        memmove(out + at + n, out + at, s.len - at + 1);
-        memcpy(out + at, num, (size_t)n);
     }
+    return 0;
+}
+
+int ana_name_insert(char *path, size_t cap, const char *text)
+{
+    size_t len = strlen(path), n = strlen(text);
+    char *slash = strrchr(path, '/');
+    char *dot = strrchr(slash ? slash + 1 : path, '.');
+    size_t at = dot && dot != (slash ? slash + 1 : path) ? (size_t)(dot - path) : len;
+    if (len + n >= cap)
+        return -1;
+    memmove(path + at + n, path + at, len - at + 1);
+    memcpy(path + at, text, n);
     return 0;
 }

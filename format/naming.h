@@ -17,6 +17,11 @@
 int ana_output_expand(const char *pattern, const char *host, long pid, long rank, int is_root,
                       char *out, size_t cap);
 
+/* Inserts text before the last extension of path's last component ("a/t.anat" + "-7" ->
+ * "a/t-7.anat"; a name without one, or whose only dot leads it, gets text at its end).
+ * Returns 0, or -1 (path unchanged) when the result does not fit in cap. */
+int ana_name_insert(char *path, size_t cap, const char *text);
+
 /* The rank of this process from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID (first
  * set wins), or -1. local_rank and world_size likewise (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
  * SLURM_LOCALID; WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS). */

@@ -117,14 +117,13 @@ static void avoid_live_trace(char *path, size_t cap, const char *host)
             ana_output_expand(ana_cfg.output, host, (long)getpid(), ana_env_rank(), 0, path, cap);
         return;
     }
-    char base[1100], *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
-    const char *ext = dot && (!slash || dot > slash) ? dot : "";
-    snprintf(base, sizeof(base), "%.*s", (int)(strlen(path) - strlen(ext)), path);
     for (int i = 1; i < 1000; i++) {
-        char cand[1200];
-        int n = snprintf(cand, sizeof(cand), "%s.%d%s", base, i, ext);
-        if (n > 0 && (size_t)n < cap && access(cand, F_OK) != 0) {
-            memcpy(path, cand, (size_t)n + 1);
+        char cand[1100], n[16];
+        snprintf(cand, sizeof(cand), "%s", path);
+        snprintf(n, sizeof(n), ".%d", i);
+        if (ana_name_insert(cand, sizeof(cand) < cap ? sizeof(cand) : cap, n) == 0 &&
+            access(cand, F_OK) != 0) {
+            memcpy(path, cand, strlen(cand) + 1);
             return;
         }
     }
