@@ -7,7 +7,7 @@ import json
 import os
 import unittest
 
-from common import BUILD, PRELOAD, SIM_LIB, clean_env, dump, ledger, of, run, sample, tmpdir
+from common import BUILD, PRELOAD, SANITIZER_RUNTIME, SIM_LIB, clean_env, dump, ledger, of, run, sample, tmpdir
 
 NO_CUPTI = os.path.join(BUILD, "tests", "libana_test_no_cupti.so")
 CUPTI_FIRST = os.path.join(BUILD, "tests", "scenario_cupti_first")
@@ -221,6 +221,11 @@ class OtherCuptiClients(unittest.TestCase):
             self.assertEqual(p.stderr.count("anatomist:"), 1, p.stderr)
 
 
+# GCC 12's AddressSanitizer allocator takes no lock around fork: a child forked while
+# another thread (here the simulated CUPTI's worker or the profiler's writer) is inside
+# malloc inherits that lock held and hangs at its first allocation (google/sanitizers#1814;
+# glibc's malloc is fork-safe). The other builds run this; the sanitizer build the rest.
+@unittest.skipIf(SANITIZER_RUNTIME, "fork of a multithreaded process hangs in this ASan runtime")
 class Fork(unittest.TestCase):
     def test_a_forked_child_records_api_calls_only(self):
         d = tmpdir()

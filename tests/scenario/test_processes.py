@@ -174,6 +174,11 @@ class CrashSurvival(unittest.TestCase):
         self.assertEqual(sizes, [], "with a 10 s flush interval nothing reached the trace")
 
 
+# GCC 12's AddressSanitizer allocator takes no lock around fork: a child forked while
+# another thread (here the simulated CUPTI's worker or the profiler's writer) is inside
+# malloc inherits that lock held and hangs at its first allocation (google/sanitizers#1814;
+# glibc's malloc is fork-safe). The other builds run this; the sanitizer build the rest.
+@unittest.skipIf(SANITIZER_RUNTIME, "fork of a multithreaded process hangs in this ASan runtime")
 class ForkedChildren(unittest.TestCase):
     def test_only_children_that_use_cuda_write_a_trace(self):
         d = tmpdir()
