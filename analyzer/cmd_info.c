@@ -72,6 +72,7 @@ static void ana_info_json(const ana_trace *t)
     ana_json_obj_begin(&j);
     ana_json_ku64(&j, "major", t->stats.major);
     ana_json_ku64(&j, "minor", t->stats.minor);
+    ana_json_ku64(&j, "time_resolution_ns", 1ull << t->stats.time_shift);
     ana_json_obj_end(&j);
     ana_json_ku64(&j, "file_bytes", t->stats.file_bytes);
     ana_json_ku64(&j, "chunks", t->stats.chunks);
@@ -130,7 +131,8 @@ static void ana_info_text(const ana_trace *t)
     if (strcmp(t->source, "kineto") == 0)
         printf("format       PyTorch profiler (Kineto) JSON, imported (docs/kineto-import.md)\n");
     else
-        printf("format       %u.%u\n", st->major, st->minor);
+        printf("format       %u.%u, times in ticks of %llu ns\n", st->major, st->minor,
+               1ull << st->time_shift);
     ana_fmt_bytes(st->file_bytes, a, sizeof(a));
     ana_fmt_bytes(st->raw_bytes, b, sizeof(b));
     printf("size         %s in %llu chunks (%llu bytes), %s of records (%llu bytes), "

@@ -402,3 +402,53 @@ int ana_record_peek_dt(const uint8_t *payload, size_t len, int64_t *dt)
     *dt = ana_unzigzag(v);
     return 1;
 }
+
+/* ---- time resolution (1.5) ---- */
+
+/* 1 + the offset of each kind's dur_ns in rec->u; 0 = the kind has no duration. */
+static const uint16_t DUR_AT[ANA_K_COUNT] = {
+    [ANA_K_ALLOC] = offsetof(ana_rec_alloc, dur_ns) + 1,
+    [ANA_K_FREE] = offsetof(ana_rec_free, dur_ns) + 1,
+    [ANA_K_LAUNCH] = offsetof(ana_rec_launch, dur_ns) + 1,
+    [ANA_K_MEMCPY] = offsetof(ana_rec_memcpy, dur_ns) + 1,
+    [ANA_K_MEMSET] = offsetof(ana_rec_memset, dur_ns) + 1,
+    [ANA_K_GPU_KERNEL] = offsetof(ana_rec_gpu_kernel, dur_ns) + 1,
+    [ANA_K_GPU_MEMCPY] = offsetof(ana_rec_gpu_memcpy, dur_ns) + 1,
+    [ANA_K_GPU_MEMSET] = offsetof(ana_rec_gpu_memset, dur_ns) + 1,
+    [ANA_K_VMM] = offsetof(ana_rec_vmm, dur_ns) + 1,
+    [ANA_K_GEMM] = offsetof(ana_rec_gemm, dur_ns) + 1,
+    [ANA_K_COLL] = offsetof(ana_rec_coll, dur_ns) + 1,
+    [ANA_K_COMM] = offsetof(ana_rec_comm, dur_ns) + 1,
+    [ANA_K_LIBCALL] = offsetof(ana_rec_libcall, dur_ns) + 1,
+};
+
+static uint64_t *dur_of(ana_record *rec)
+{
+    if (rec->kind >= ANA_K_COUNT || !DUR_AT[rec->kind])
+        return NULL;
+    return (uint64_t *)((uint8_t *)&rec->u + DUR_AT[rec->kind] - 1);
+}
+
+void ana_record_to_ticks(ana_record *rec, unsigned shift)
+{
+    if (!shift)
+        return;
+    rec->time_ns >>= shift;
+    if (rec->kind == ANA_K_SEGMENT)
+        rec->u.segment.base_ns >>= shift;
+    uint64_t *d = dur_of(rec);
+    if (d)
+        *d = (*d >> shift) + ((*d >> (shift - 1)) & 1);
+}
+
+void ana_record_from_ticks(ana_record *rec, unsigned shift)
+{
+    if (!shift)
+        return;
+    rec->time_ns <<= shift;
+    if (rec->kind == ANA_K_SEGMENT)
+        rec->u.segment.base_ns <<= shift;
+    uint64_t *d = dur_of(rec);
+    if (d)
+        *d <<= shift;
+}

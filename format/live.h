@@ -100,7 +100,7 @@ typedef struct ana_live_result {
     uint64_t bad_bytes;      /* bytes of slots that were inconsistent and skipped */
     int has_end;             /* the payload ends with an END (the writer had stopped) */
     uint64_t pid;
-    uint64_t last_ns;        /* the latest record time it holds */
+    uint64_t last_ns;        /* the latest record time it holds, in the trace's ticks (1.5) */
 } ana_live_result;
 
 /* Reads `trace_path`.live, if there is one for this trace (trace_id matches): every record

@@ -51,7 +51,7 @@ static int append(const char *path, const ana_reader *rd, const ana_reader_stats
     for (size_t i = 0, from = 0; i < res->npieces && rc == 0; from = res->pieces[i++])
         rc = ana_tw_chunk(tw, res->payload + from, res->pieces[i] - from);
     if (rc == 0 && !res->has_end)
-        rc = ana_tw_end(tw, res->last_ns, ANA_END_RECOVERED, detail);
+        rc = ana_tw_end(tw, res->last_ns << ana_tw_time_shift(tw), ANA_END_RECOVERED, detail);
     if (rc == 0 && fsync(fd) < 0)
         rc = -1;
     int e = errno;

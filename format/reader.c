@@ -144,6 +144,12 @@ int ana_reader_open(const char *path, ana_reader **out, ana_error *err)
     r->st.major = major;
     r->st.minor = minor;
     r->st.trace_id = get64(h + 24);
+    r->st.time_shift = (unsigned)(get64(h + 16) & ANA_FLAG_TIME_SHIFT_MASK);
+    if (r->st.time_shift > ANA_TIME_SHIFT_MAX) {
+        ana_reader_close(r);
+        return fail(err, NULL, path, 16, 0, UINT64_MAX, 0, "corrupt header (time shift %u)",
+                    (unsigned)(get64(h + 16) & ANA_FLAG_TIME_SHIFT_MASK));
+    }
     r->st.file_bytes = r->size;
     *out = r;
     return 0;
@@ -294,7 +300,8 @@ int ana_reader_next(ana_reader *r, ana_record *rec, ana_error *err)
             continue;
         }
         rec->tid = r->seg_tid;
-        r->prev_ns = rec->time_ns;
+        r->prev_ns = rec->time_ns; /* in ticks (1.5) */
+        ana_record_from_ticks(rec, r->st.time_shift);
         if (kind == ANA_K_STACK || kind == ANA_K_KERNEL)
             ana_live_known_add(&r->known, kind,
                                kind == ANA_K_STACK ? rec->u.stack.id : rec->u.kernel.id);

@@ -51,6 +51,8 @@ typedef struct ana_reader_stats {
     uint64_t unknown_records;  /* records of kinds this reader does not know, skipped */
     ana_ended ended;
     uint64_t trace_id;           /* the header's id (0 in traces before 1.4) */
+    unsigned time_shift;         /* (1.5) times were stored in ticks of 2^time_shift ns;
+                                  * records come out in ns (multiples of that tick) */
     uint64_t recovered_records;  /* records read from the live file (live.h) */
     uint64_t recovered_threads;  /* threads they came from */
     uint64_t recovered_bad_bytes; /* live-file bytes that did not add up, skipped */

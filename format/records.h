@@ -11,11 +11,15 @@
 #include <stdint.h>
 
 #define ANA_FORMAT_MAJOR 1
-#define ANA_FORMAT_MINOR 4
+#define ANA_FORMAT_MINOR 5
 #define ANA_HEADER_SIZE 32
 #define ANA_CHUNK_HEADER_SIZE 16
 #define ANA_CHUNK_MAX (64u << 20)
 #define ANA_MAX_FRAMES 256
+/* (1.5) Header flags bits 0..7: the time shift s. Every time and duration of the trace is
+ * in ticks of 2^s ns (0 = nanoseconds); readers give nanoseconds back. */
+#define ANA_FLAG_TIME_SHIFT_MASK 0xffull
+#define ANA_TIME_SHIFT_MAX 20
 
 enum ana_kind {
     ANA_K_SEGMENT = 1,
@@ -405,6 +409,13 @@ enum ana_decode_status { ANA_DEC_OK = 0, ANA_DEC_UNKNOWN_KIND = 1, ANA_DEC_MALFO
  * (= prev_ns + dt; for SEGMENT, base_ns). Does not touch rec->tid. */
 int ana_record_decode(uint32_t kind, const uint8_t *payload, size_t len, uint64_t prev_ns,
                       ana_record *rec, ana_scratch *scratch);
+
+/* (1.5) Time resolution. ana_record_to_ticks turns rec's time (time_ns; a SEGMENT's base_ns)
+ * and its duration field, if its kind has one, from nanoseconds into ticks of 2^shift ns:
+ * times rounded down, durations to the nearest tick. ana_record_from_ticks is the reverse
+ * (tick * 2^shift). Both do nothing for shift 0. */
+void ana_record_to_ticks(ana_record *rec, unsigned shift);
+void ana_record_from_ticks(ana_record *rec, unsigned shift);
 
 /* Reads only dt of a non-SEGMENT payload (the writer uses it to track a thread's clock).
  * Returns 1 on success. */

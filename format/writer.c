@@ -20,6 +20,7 @@ struct ana_tw {
     uint8_t *cbuf;
     size_t ccap;
     uint64_t bytes, chunks;
+    unsigned shift; /* (1.5) the header's time shift */
 };
 
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
@@ -177,8 +178,26 @@ ana_tw *ana_tw_append_fd(int fd, int level, uint64_t bytes, uint64_t chunks)
         return NULL;
     tw->bytes = bytes;
     tw->chunks = chunks;
+    uint8_t flags[8];
+    if (bytes >= ANA_HEADER_SIZE && pread(fd, flags, 8, 16) == 8)
+        tw->shift = flags[0] <= ANA_TIME_SHIFT_MAX ? flags[0] : 0;
     return tw;
 }
+
+int ana_tw_set_time_shift(ana_tw *tw, unsigned shift)
+{
+    if (shift > ANA_TIME_SHIFT_MAX || tw->chunks) {
+        errno = EINVAL;
+        return -1;
+    }
+    uint8_t flags[8] = { (uint8_t)shift };
+    if (pwrite(tw->fd, flags, 8, 16) != 8)
+        return -1;
+    tw->shift = shift;
+    return 0;
+}
+
+unsigned ana_tw_time_shift(const ana_tw *tw) { return tw->shift; }
 
 int ana_tw_chunk(ana_tw *tw, const void *raw, size_t n)
 {
@@ -224,6 +243,7 @@ int ana_tw_chunk(ana_tw *tw, const void *raw, size_t n)
 int ana_tw_end(ana_tw *tw, uint64_t time_ns, uint64_t reason, const char *detail)
 {
     uint8_t buf[ANA_RECORD_FIXED_MAX + 600];
+    time_ns >>= tw->shift;
     ana_record seg = { .kind = ANA_K_SEGMENT }, end = { .kind = ANA_K_END, .time_ns = time_ns };
     seg.u.segment = (ana_rec_segment){ 0, time_ns };
     end.u.end = (ana_rec_end){ reason, { detail, (uint32_t)strnlen(detail, 512) } };
@@ -282,8 +302,15 @@ static size_t var_bytes(const ana_record *rec)
     }
 }
 
-int ana_chunkbuf_add(ana_chunkbuf *cb, const struct ana_record *rec)
+int ana_chunkbuf_add(ana_chunkbuf *cb, const struct ana_record *rec_in)
 {
+    ana_record ticks;
+    const ana_record *rec = rec_in;
+    if (cb->shift) {
+        ticks = *rec_in;
+        ana_record_to_ticks(&ticks, cb->shift);
+        rec = &ticks;
+    }
     if (!cb->in_segment || cb->seg_tid != rec->tid) {
         ana_record seg = { .kind = ANA_K_SEGMENT, .tid = rec->tid };
         seg.u.segment.tid = rec->tid;

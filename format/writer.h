@@ -45,6 +45,13 @@ int ana_tw_chunk(ana_tw *tw, const void *raw, size_t n);
  * time_ns, in the process segment. 0, or -1 as ana_tw_chunk. */
 int ana_tw_end(ana_tw *tw, uint64_t time_ns, uint64_t reason, const char *detail);
 
+/* (1.5) Sets the header's time shift: the records of every chunk written after this hold
+ * times and durations in ticks of 2^shift ns (ana_record_to_ticks); ana_tw_end converts its
+ * time itself. Only before the first chunk; 0, or -1 with errno set. A trace continued with
+ * ana_tw_append_fd takes the shift from its header. */
+int ana_tw_set_time_shift(ana_tw *tw, unsigned shift);
+unsigned ana_tw_time_shift(const ana_tw *tw);
+
 /* Bytes written so far (header included) and chunks written. */
 uint64_t ana_tw_bytes(const ana_tw *tw);
 uint64_t ana_tw_chunks(const ana_tw *tw);
@@ -59,6 +66,7 @@ typedef struct ana_chunkbuf {
     size_t len, cap;
     uint64_t seg_tid, prev_ns;
     int in_segment;
+    unsigned shift; /* (1.5) records are added in ns and encoded in ticks of 2^shift ns */
 } ana_chunkbuf;
 
 /* Appends rec, opening a SEGMENT for rec->tid when the thread changes or the buffer is

@@ -103,6 +103,7 @@ static void wrec_at(ana_record *r)
 {
     if (!room(ANA_RECORD_FIXED_MAX + 2 * 4096 + 64 * 1024))
         return;
+    ana_record_to_ticks(r, ana_cfg.time_shift);
     if (!in_wseg) {
         ana_record seg = { .kind = ANA_K_SEGMENT };
         seg.u.segment = (ana_rec_segment){ 0, r->time_ns };
@@ -355,6 +356,11 @@ static int open_files(const char *path, char *why, size_t cap)
     ana_xfsz_hold(&xf);
     uint64_t id = new_trace_id();
     tw = ana_tw_create(path, ana_cfg.zstd_level, id, why, cap);
+    if (tw && ana_tw_set_time_shift(tw, ana_cfg.time_shift) < 0) {
+        snprintf(why, cap, "cannot write the header: %s", strerror(errno));
+        ana_tw_close(tw);
+        tw = NULL;
+    }
     if (tw) {
         if (ana_cfg.live)
             ana_live_open(path, id, ana_ring_size());

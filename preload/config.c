@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "naming.h"
+#include "records.h"
 
 #define OFF(m) offsetof(ana_config, m)
 
@@ -48,6 +49,9 @@ static const ana_config_var VARS[] = {
     { "ANATOMIST_LIVE", ANA_CFG_BOOL, "1", 0, 1, OFF(live),
       "0 keeps the record rings in anonymous memory instead of the live file beside the "
       "trace: a killed process then loses the records of its last flush interval." },
+    { "ANATOMIST_TIME_RESOLUTION", ANA_CFG_INT, "1", 1, 1L << ANA_TIME_SHIFT_MAX, OFF(time_res_ns),
+      "Tick of every time and duration in the trace, ns: a power of two. Coarser ticks make "
+      "traces smaller (times are most of their bytes); 1 keeps nanoseconds." },
     { NULL, 0, NULL, 0, 0, 0, NULL },
 };
 
@@ -90,6 +94,8 @@ static int store(ana_config *cfg, const ana_config_var *var, const char *text)
         long n;
         if (parse_int(text, var->min, var->max, &n) < 0)
             return -1;
+        if (var->off == OFF(time_res_ns) && (n & (n - 1)))
+            return -1; /* not a power of two */
         if (var->off == OFF(root_pid))
             *(long *)field = n;
         else
@@ -114,8 +120,9 @@ int ana_config_load(ana_config *cfg, const char *(*get)(const char *name),
             bad++;
             if (warn) {
                 if (v->type == ANA_CFG_INT)
-                    warn("ignoring %s=%s (expected an integer from %ld to %ld); using %s", v->name,
-                         text, v->min, v->max, v->def);
+                    warn("ignoring %s=%s (expected an integer from %ld to %ld%s); using %s", v->name,
+                         text, v->min, v->max,
+                         v->off == OFF(time_res_ns) ? " that is a power of two" : "", v->def);
                 else if (v->type == ANA_CFG_BOOL)
                     warn("ignoring %s=%s (expected 0 or 1); using %s", v->name, text, v->def);
                 else
@@ -125,5 +132,6 @@ int ana_config_load(ana_config *cfg, const char *(*get)(const char *name),
             store(cfg, v, v->def);
         }
     }
+    cfg->time_shift = (unsigned)__builtin_ctz((unsigned)cfg->time_res_ns);
     return bad;
 }

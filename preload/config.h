@@ -24,6 +24,8 @@ typedef struct ana_config {
     int nvtx;         /* record NVTX ranges and names as the program's NVTX injection */
     int kernel_args;  /* LAUNCH records the parameter words that look like device pointers */
     int live;         /* rings in the live file beside the trace (format/live.h) */
+    int time_res_ns;  /* tick of the trace's times, ns: a power of two (1.5) */
+    unsigned time_shift; /* log2(time_res_ns), derived */
 } ana_config;
 
 enum ana_cfg_type { ANA_CFG_STR, ANA_CFG_BOOL, ANA_CFG_INT };

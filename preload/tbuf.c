@@ -107,6 +107,12 @@ ana_thread *ana_thread_self(void)
 
 void ana_emit(ana_thread *t, const ana_record *rec)
 {
+    ana_record ticks;
+    if (ANA_UNLIKELY(ana_cfg.time_shift)) { /* ANATOMIST_TIME_RESOLUTION: times in ticks */
+        ticks = *rec;
+        ana_record_to_ticks(&ticks, ana_cfg.time_shift);
+        rec = &ticks;
+    }
     uint8_t tmp[ANA_RECORD_FIXED_MAX + 2048]; /* + a LAUNCH's 2 x 64 pointer words */
     size_t n = ana_record_encode(tmp, sizeof(tmp), rec, t->prev_ns);
     if (ANA_UNLIKELY(n == 0))
