@@ -130,9 +130,11 @@ static void ana_info_text(const ana_trace *t)
     printf("trace        %s\n", t->path);
     if (strcmp(t->source, "kineto") == 0)
         printf("format       PyTorch profiler (Kineto) JSON, imported (docs/kineto-import.md)\n");
-    else
+    else if (st->time_shift)
         printf("format       %u.%u, times in ticks of %llu ns\n", st->major, st->minor,
                1ull << st->time_shift);
+    else
+        printf("format       %u.%u\n", st->major, st->minor);
     ana_fmt_bytes(st->file_bytes, a, sizeof(a));
     ana_fmt_bytes(st->raw_bytes, b, sizeof(b));
     printf("size         %s in %llu chunks (%llu bytes), %s of records (%llu bytes), "
