@@ -8,7 +8,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (PRELOAD, SIM_LIB, clean_env, dump, info_json, ledger, of, run, sample,  # noqa: E402
+from common import (PRELOAD, SIM_LIB, anatomist, clean_env, dump, info_json, ledger, of, run, sample,  # noqa: E402
                     tmpdir)
 
 MLP = sample("train_mlp")
@@ -43,7 +43,10 @@ class TimeResolution(unittest.TestCase):
     def test_header_says_the_tick(self):
         self.assertEqual(info_json(self.coarse)["format"]["time_resolution_ns"], TICK)
         self.assertEqual(info_json(self.fine)["format"]["time_resolution_ns"], 1)
-        self.assertEqual(info_json(self.coarse)["format"]["minor"] >= 5, True)
+        self.assertGreaterEqual(info_json(self.coarse)["format"]["minor"], 5)
+        text = anatomist("info", self.coarse).stdout
+        self.assertIn(f"times in ticks of {TICK} ns", text)
+        self.assertNotIn("ticks", anatomist("info", self.fine).stdout)
 
     def test_times_are_whole_ticks(self):
         timed = [r for r in self.rc if "time" in r]
