@@ -6,16 +6,20 @@
 #include "diff.h"
 #include "flame.h"
 #include "html.h"
+#include "ranks_diff.h"
 #include "report.h"
 #include "util.h"
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char ana_diff_usage[] =
     "Usage: anatomist diff BASE HEAD [--format markdown|json|html|folded] [--metric M]\n"
     "                      [-o FILE] [--top N] [--fail-on SPEC] [--no-symbols]\n"
+    "       anatomist diff --base B [--base B...] --head H [--head H...] [--format\n"
+    "                      markdown|json] [-o FILE] [--fail-on SPEC]   (two jobs)\n"
     "\n"
     "What changed from the run traced in BASE to the run traced in HEAD (docs/diff.md):\n"
     "  * headline figures: median step time, peak memory, GPU busy, idle and total time,\n"
@@ -28,6 +32,14 @@ static const char ana_diff_usage[] =
     "    allocation sites (call stacks by function name) whose bytes at the peak changed\n"
     "    most;\n"
     "  * a one-line verdict. Every figure is the one `anatomist report --json` prints.\n"
+    "\n"
+    "Two jobs of many ranks (docs/ranks.md): BASE and HEAD directories of traces (every\n"
+    "*.anat inside), or each side given as a list with --base and --head (traces,\n"
+    "directories, or `report --json` documents of the ranks): the merged figures of each\n"
+    "job side by side (step time: the median of the ranks' median step times; peak\n"
+    "memory: the largest rank's; GPU time: sums over ranks), work and collective time per\n"
+    "step, each rank's median step time, and both jobs' stragglers. Markdown or json\n"
+    "(schema anatomist.ranks-diff/1); --fail-on takes the same keys.\n"
     "\n"
     "Options:\n"
     "  --format F      markdown (default: a pull-request comment under 60 KB), json\n"
@@ -44,6 +56,8 @@ static const char ana_diff_usage[] =
     "                  (KEY OP VALUE, OP one of > >= < <=; VALUE +5% a relative change,\n"
     "                  +100MiB / -2ms a change, 70GiB unsigned: HEAD's own value)\n"
     "  --no-symbols    do not open the programs' ELF files: sites show module+offset\n"
+    "  --base P, --head P  a job's traces, directories or report JSON documents (repeat\n"
+    "                  for each file); with them, no BASE HEAD operands\n"
     "  -h, --help      show this help\n"
     "\n"
     "Metric keys: step-time, peak-memory, gpu-busy, gpu-idle, gpu-time, memory-at-end,\n"
@@ -56,12 +70,14 @@ static const char ana_diff_usage[] =
     "  anatomist diff main.anat pr.anat --fail-on 'peak-memory>+5%,step-time>+3%'\n"
     "  anatomist diff main.anat pr.anat --format html -o diff.html\n"
     "  anatomist diff main.anat pr.anat --format folded | flamegraph.pl > diff.svg\n"
+    "  anatomist diff traces-main/ traces-pr/ --fail-on 'step-time>+3%'\n"
+    "  anatomist diff --base r0.json --base r1.json --head pr/r0.json --head pr/r1.json\n"
     "\n"
     "Exit status: 0 success, 1 a --fail-on threshold was crossed (the output is still\n"
     "written), 2 usage error or unreadable/corrupt trace.\n";
 
 enum { ANA_DIFF_OPT_TOP = 256, ANA_DIFF_OPT_FORMAT, ANA_DIFF_OPT_FAIL_ON,
-       ANA_DIFF_OPT_NO_SYMBOLS, ANA_DIFF_OPT_METRIC };
+       ANA_DIFF_OPT_NO_SYMBOLS, ANA_DIFF_OPT_METRIC, ANA_DIFF_OPT_BASE, ANA_DIFF_OPT_HEAD };
 enum { ANA_DIFF_MD, ANA_DIFF_JSON, ANA_DIFF_HTML, ANA_DIFF_FOLDED };
 
 typedef struct ana_diff_args {
@@ -72,7 +88,38 @@ typedef struct ana_diff_args {
     int symbols;
     ana_diff_limit lim[ANA_DIFF_MAX_LIMITS];
     size_t n_lim;
+    char **sets[2]; /* --base, --head: a job each (ranks.h) */
+    size_t n_set[2], cap_set[2];
+    int jobs;       /* compare two jobs */
 } ana_diff_args;
+
+static void ana_diff_add_set(ana_diff_args *a, int side, char *path)
+{
+    ANA_GROW(a->sets[side], a->cap_set[side], a->n_set[side] + 1);
+    a->sets[side][a->n_set[side]++] = path;
+}
+
+/* Two jobs: --base/--head lists, or BASE and HEAD of which one is a directory or JSON. */
+static int ana_diff_jobs(int argc, char **argv, ana_diff_args *a)
+{
+    int n = argc - optind;
+    if (a->n_set[0] || a->n_set[1]) {
+        if (n || !a->n_set[0] || !a->n_set[1])
+            return ana_cli_usage_error("diff", "--base and --head go together and replace "
+                                       "the BASE HEAD operands");
+    } else if (n == 2 && ana_ranks_wanted(argv + optind, 1) + ana_ranks_wanted(argv + optind + 1, 1)) {
+        ana_diff_add_set(a, 0, argv[optind]);
+        ana_diff_add_set(a, 1, argv[optind + 1]);
+    } else {
+        return -2; /* two traces */
+    }
+    a->jobs = 1;
+    if (a->format != ANA_DIFF_MD && a->format != ANA_DIFF_JSON)
+        return ana_cli_usage_error("diff", "two jobs are compared in markdown or json");
+    if (a->metric >= 0)
+        return ana_cli_usage_error("diff", "--metric is for --format folded of two traces");
+    return ANA_EXIT_OK;
+}
 
 static int ana_diff_format(const char *s)
 {
@@ -104,6 +151,8 @@ static int ana_diff_parse(int argc, char **argv, ana_diff_args *a)
         { "fail-on", required_argument, NULL, ANA_DIFF_OPT_FAIL_ON },
         { "no-symbols", no_argument, NULL, ANA_DIFF_OPT_NO_SYMBOLS },
         { "metric", required_argument, NULL, ANA_DIFF_OPT_METRIC },
+        { "base", required_argument, NULL, ANA_DIFF_OPT_BASE },
+        { "head", required_argument, NULL, ANA_DIFF_OPT_HEAD },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -130,10 +179,15 @@ static int ana_diff_parse(int argc, char **argv, ana_diff_args *a)
             if (ana_diff_fail_on(a, optarg) != ANA_EXIT_OK)
                 return ANA_EXIT_BAD;
             break;
+        case ANA_DIFF_OPT_BASE: ana_diff_add_set(a, 0, optarg); break;
+        case ANA_DIFF_OPT_HEAD: ana_diff_add_set(a, 1, optarg); break;
         case 'h': fputs(ana_diff_usage, stdout); return -1;
         default: return ana_cli_bad_option("diff", argv, c);
         }
     }
+    int jobs = ana_diff_jobs(argc, argv, a);
+    if (jobs != -2)
+        return jobs;
     if (argc - optind != 2)
         return ana_cli_usage_error("diff", "diff wants two traces, BASE and HEAD (%d given)",
                                    argc - optind);
@@ -178,11 +232,52 @@ static int ana_diff_emit(FILE *f, void *ctx)
     return ferror(f) ? -1 : 0;
 }
 
+typedef struct ana_diff_jobs_out {
+    const ana_ranks_diff *x;
+    int json;
+} ana_diff_jobs_out;
+
+static int ana_diff_jobs_emit(FILE *f, void *ctx)
+{
+    const ana_diff_jobs_out *o = ctx;
+    if (o->json)
+        ana_ranks_diff_write_json(o->x, f);
+    else
+        ana_ranks_diff_write_markdown(o->x, f);
+    return ferror(f) ? -1 : 0;
+}
+
+/* Two jobs of many ranks (ranks_diff.h). */
+static int ana_diff_run_jobs(const ana_diff_args *a)
+{
+    ana_ranks rb, rh;
+    if (ana_ranks_load("diff", a->sets[0], a->n_set[0], &rb) != 0)
+        return ANA_EXIT_BAD;
+    if (ana_ranks_load("diff", a->sets[1], a->n_set[1], &rh) != 0) {
+        ana_ranks_free(&rb);
+        return ANA_EXIT_BAD;
+    }
+    ana_ranks_diff *x = ana_ranks_diff_new(&rb, &rh);
+    size_t crossed = ana_ranks_diff_check(x, a->lim, a->n_lim, stderr);
+    ana_diff_jobs_out o = { x, a->format == ANA_DIFF_JSON };
+    int rc = ana_cli_write_output("diff", a->output, ana_diff_jobs_emit, NULL, &o);
+    if (rc == ANA_EXIT_OK && crossed)
+        rc = ANA_EXIT_FAIL;
+    ana_ranks_diff_free(x);
+    ana_ranks_free(&rh);
+    ana_ranks_free(&rb);
+    return rc;
+}
+
 int ana_cmd_diff(int argc, char **argv)
 {
     ana_diff_args a = { .format = ANA_DIFF_MD, .metric = -1, .top = 10, .symbols = 1 };
     int rc = ana_diff_parse(argc, argv, &a);
-    if (rc != ANA_EXIT_OK)
+    if (rc == ANA_EXIT_OK && a.jobs)
+        rc = ana_diff_run_jobs(&a);
+    free(a.sets[0]);
+    free(a.sets[1]);
+    if (rc != ANA_EXIT_OK || a.jobs)
         return rc < 0 ? ANA_EXIT_OK : rc; /* -1: --help */
     ana_trace *tb = ana_cli_load(argv[optind], ANA_LOAD_ALL);
     ana_trace *th = tb ? ana_cli_load(argv[optind + 1], ANA_LOAD_ALL) : NULL;

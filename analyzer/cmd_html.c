@@ -2,6 +2,7 @@
  * one self-contained interactive page (html.h, docs/html.md). */
 #include "cli.h"
 #include "html.h"
+#include "ranks.h"
 #include "report.h"
 #include "util.h"
 
@@ -12,6 +13,7 @@
 
 static const char ana_html_usage[] =
     "Usage: anatomist html TRACE [-o FILE] [--top N] [--no-symbols]\n"
+    "       anatomist html DIR|TRACE...|REPORT.json... [-o FILE] [--top N]   (a job's ranks)\n"
     "\n"
     "Writes the report of a trace (an .anat file or a PyTorch profiler JSON trace) as one\n"
     "self-contained HTML page that works offline (no network, no CDN: styles, scripts and\n"
@@ -26,6 +28,10 @@ static const char ana_html_usage[] =
     "  * the GEMM, NCCL and kernel tables, memory by category, the OOM post-mortem and the\n"
     "    advice.\n"
     "Every figure on the page is the same figure as in `anatomist report --json`.\n"
+    "Given a job's ranks (a directory of traces, several traces, or their `report --json`\n"
+    "documents; docs/ranks.md): the job page, with the time anatomy summed over the ranks,\n"
+    "memory, the per-rank table, the stragglers and the collective skew (default output:\n"
+    "DIR.html for a directory; -o is needed for a list).\n"
     "\n"
     "Options:\n"
     "  -o, --output FILE  where to write the page; - for standard output\n"
@@ -63,6 +69,46 @@ static int ana_html_stream(FILE *f, void *r)
     return ana_html_write_report(r, f);
 }
 
+typedef struct ana_html_job {
+    const ana_ranks *rs;
+    size_t top;
+} ana_html_job;
+
+static int ana_html_ranks_stream(FILE *f, void *ctx)
+{
+    const ana_html_job *job = ctx;
+    return ana_html_write_ranks(job->rs, job->top, f);
+}
+
+/* The job page of several ranks; the default page of a directory is DIR.html. */
+static int ana_html_ranks(char **paths, size_t n, const char *output, size_t top)
+{
+    char *def = NULL;
+    if (!output && n == 1) {
+        size_t len = strlen(paths[0]);
+        while (len > 1 && paths[0][len - 1] == '/')
+            len--;
+        def = ana_xmalloc(len + sizeof(".html"));
+        memcpy(def, paths[0], len);
+        memcpy(def + len, ".html", sizeof(".html"));
+    } else if (!output || !*output) {
+        return ana_cli_usage_error("html", "html: name the job's page with -o FILE");
+    }
+    ana_ranks rs;
+    if (ana_ranks_load("html", paths, n, &rs) != 0) {
+        free(def);
+        return ANA_EXIT_BAD;
+    }
+    const char *dst = output ? output : def;
+    ana_html_job job = { &rs, top };
+    int rc = ana_cli_write_output("html", dst, ana_html_ranks_stream, NULL, &job);
+    if (rc == ANA_EXIT_OK && strcmp(dst, "-") != 0)
+        fprintf(stderr, "anatomist: html: wrote %s\n", dst);
+    ana_ranks_free(&rs);
+    free(def);
+    return rc;
+}
+
 int ana_cmd_html(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -88,6 +134,8 @@ int ana_cmd_html(int argc, char **argv)
         default: return ana_cli_bad_option("html", argv, c);
         }
     }
+    if (ana_ranks_wanted(argv + optind, (size_t)(argc - optind)))
+        return ana_html_ranks(argv + optind, (size_t)(argc - optind), output, ro.top);
     const char *path = ana_cli_one_trace("html", argc, argv);
     if (!path)
         return ANA_EXIT_BAD;

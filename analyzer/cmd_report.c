@@ -1,5 +1,8 @@
-/* cmd_report.c — `anatomist report TRACE [--json] [--top N] [--min-gap TIME] [--no-symbols]`. */
+/* cmd_report.c — `anatomist report TRACE [--json] [--top N] [--min-gap TIME] [--no-symbols]`;
+ * with several traces, a directory or `report --json` documents, the job report of
+ * ranks.h. */
 #include "cli.h"
+#include "ranks.h"
 #include "report.h"
 #include "util.h"
 
@@ -10,6 +13,7 @@
 static const char ana_report_usage[] =
     "Usage: anatomist report TRACE [--json] [--top N] [--min-gap TIME] [--at WHEN]\n"
     "                        [--no-symbols]\n"
+    "       anatomist report TRACE|DIR|REPORT.json... [--json] [--top N]   (a job's ranks)\n"
     "\n"
     "Reports what a trace says about the program:\n"
     "  * the program, process, devices, duration and how the trace ended;\n"
@@ -31,6 +35,18 @@ static const char ana_report_usage[] =
     "    nccl-tests defines them) and communicators; NVTX ranges with host and GPU time;\n"
     "    device memory by library at the peak and at the end, and by NVTX memory region.\n"
     "\n"
+    "Many ranks (docs/ranks.md): given several traces of one job (one per process), a\n"
+    "directory of them (every *.anat inside; a trace without a rank, like a launcher's, is\n"
+    "left out), or the `report --json` documents of its ranks analysed elsewhere (*.json):\n"
+    "the time anatomy summed over the ranks, each rank's memory peak and the largest, a\n"
+    "table per rank (host, pid, steps, mean/median step time, work and collective time per\n"
+    "step, GPU busy, peak memory, records), the stragglers (a rank whose median step time\n"
+    "or work per step is more than max(10%, 3 robust deviations, 5% of the job's step time)\n"
+    "above the other ranks' median, or whose collective time is that much below it: the\n"
+    "others wait for it) with why each was flagged, and the collective skew (collectives\n"
+    "matched by communicator and sequence number: spread of arrivals, who came last).\n"
+    "JSON: schema anatomist.ranks/1. Traces of different jobs are refused.\n"
+    "\n"
     "Options:\n"
     "  --json          print JSON (schema anatomist.report/1, see docs/report-schema.md)\n"
     "  --top N         rows per ranked list (sites, leaks, failures, kernels in text,\n"
@@ -47,10 +63,28 @@ static const char ana_report_usage[] =
     "  anatomist report anatomist-1234.anat\n"
     "  anatomist report --top 3 anatomist-1234.anat\n"
     "  anatomist report --json anatomist-1234.anat > report.json\n"
+    "  anatomist report traces/                    (every rank of a job)\n"
+    "  anatomist report --json rank0.json rank1.json rank2.json rank3.json\n"
     "\n"
     "Exit status: 0 success, 2 usage error or unreadable/corrupt trace.\n";
 
 enum { ANA_OPT_TOP = 256, ANA_OPT_JSON, ANA_OPT_NO_SYMBOLS, ANA_OPT_MIN_GAP, ANA_OPT_AT };
+
+/* The job report of several ranks (ranks.h). */
+static int ana_report_ranks(char **paths, size_t n, const ana_report_opts *ro, int json)
+{
+    ana_ranks rs;
+    if (ro->at_spec)
+        return ana_cli_usage_error("report", "report: --at is for one trace, not a job's ranks");
+    if (ana_ranks_load("report", paths, n, &rs) != 0)
+        return ANA_EXIT_BAD;
+    if (json)
+        ana_ranks_write_json(&rs, ro->top, stdout);
+    else
+        ana_ranks_write_text(&rs, ro->top, stdout);
+    ana_ranks_free(&rs);
+    return ANA_EXIT_OK;
+}
 
 int ana_cmd_report(int argc, char **argv)
 {
@@ -84,6 +118,8 @@ int ana_cmd_report(int argc, char **argv)
         default: return ana_cli_bad_option("report", argv, c);
         }
     }
+    if (ana_ranks_wanted(argv + optind, (size_t)(argc - optind)))
+        return ana_report_ranks(argv + optind, (size_t)(argc - optind), &ro, json);
     const char *path = ana_cli_one_trace("report", argc, argv);
     if (!path)
         return ANA_EXIT_BAD;

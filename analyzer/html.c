@@ -9,6 +9,7 @@
 
 #include "diff.h"
 #include "flame.h"
+#include "ranks.h"
 #include "report.h"
 #include "util.h"
 
@@ -21,6 +22,7 @@
 static const char *const ana_html_report_js[] = { "common.js", "flame.js", "report.js", NULL };
 static const char *const ana_html_diff_js[] = { "common.js", "flame.js", "diff.js", NULL };
 static const char *const ana_html_flame_js[] = { "common.js", "flame.js", "flamepage.js", NULL };
+static const char *const ana_html_ranks_js[] = { "common.js", "ranks.js", NULL };
 
 /* Writes JSON text without the writer's indentation (whitespace outside strings), with
  * "</" as "<\/" and "<!" as "\u003c!": in a <script> element "</" would end it and "<!--"
@@ -225,4 +227,14 @@ int ana_html_write_flame(const ana_flame *f, const char *title, const char *trac
     ana_json_kstr(&b.j, "title", title);
     ana_json_kstr(&b.j, "trace", trace);
     return ana_html_buf_page(&b, ana_html_flame_js, out);
+}
+
+int ana_html_write_ranks(const struct ana_ranks *rs, size_t top, FILE *out)
+{
+    ana_html_buf b;
+    if (ana_html_buf_open(&b, "ranks") != 0)
+        return -1;
+    ana_json_key(&b.j, "ranks");
+    ana_ranks_write_json_value(rs, top, &b.j);
+    return ana_html_buf_page(&b, ana_html_ranks_js, out);
 }

@@ -21,6 +21,7 @@
 struct ana_report;
 struct ana_diff;
 struct ana_flame;
+struct ana_ranks;
 
 /* 0, or -1 when writing failed (errno set). */
 int ana_html_write_report(const struct ana_report *r, FILE *out);
@@ -36,5 +37,9 @@ int ana_html_write_flame(const struct ana_flame *f, const char *title, const cha
  * time (cmake/embed.cmake; generated viewer_assets.c), NUL-terminated, size in *size; NULL
  * for a name not embedded. */
 const char *ana_html_asset(const char *name, size_t *size);
+
+/* The job page of many ranks (ranks.h, docs/ranks.md): data {"kind":"ranks","ranks":<the
+ * `report --json` job document>}, drawn by viewer/ranks.js; top as --top. */
+int ana_html_write_ranks(const struct ana_ranks *rs, size_t top, FILE *out);
 
 #endif

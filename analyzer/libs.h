@@ -44,6 +44,7 @@ typedef struct ana_gemm_call {
 
 typedef struct ana_coll_call {
     uint64_t time_ns, tid, call, comm, bytes;
+    uint64_t seq, dur_ns; /* per-communicator sequence number; host time in the call */
     uint32_t group; /* ncclGroupStart depth at the call (clamped) */
     uint16_t api;
     uint8_t dtype; /* ncclDataType_t, clamped to 255 */

@@ -124,7 +124,8 @@ static void ana_libs_on_coll(ana_libs *l, const ana_record *r)
     ANA_GROW(l->colls, l->cap_colls, l->n_colls + 1);
     l->colls[l->n_colls++] = (ana_coll_call){
         .time_ns = r->time_ns, .tid = r->tid, .call = c->call, .comm = c->comm,
-        .bytes = c->bytes, .group = (uint32_t)(c->group < UINT32_MAX ? c->group : UINT32_MAX),
+        .bytes = c->bytes, .seq = c->seq, .dur_ns = c->dur_ns,
+        .group = (uint32_t)(c->group < UINT32_MAX ? c->group : UINT32_MAX),
         .api = ana_libs_u16(c->api), .dtype = ana_libs_u8(c->dtype),
     };
 }

@@ -3,6 +3,7 @@
 #include "report.h"
 
 #include "cuda_errors.h"
+#include "ranks.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -254,5 +255,6 @@ void ana_report_write_json_value(const ana_report *r, ana_json *j)
     ana_rj_copies(j, r->t);
     ana_report_gpu_json(r, j);
     ana_report_libs_json(r, j);
+    ana_report_rank_json(r, j); /* ranks.h: the summary a job report merges */
     ana_json_obj_end(j);
 }

@@ -2,6 +2,7 @@
 // profiling target for collectives, one trace per rank.
 //
 // Usage: ddp_allreduce [--ranks N] [--steps S] [--elems E] [--check]
+//                      [--slow-rank R --slow-us U]
 //
 // Without RANK in the environment the program is the launcher: it makes an NCCL unique
 // id, starts N fresh copies of itself (posix_spawn of /proc/self/exe: CUDA does not
@@ -22,6 +23,12 @@
 // ncclCommSplit (color = rank % 2) with an allreduce on the sub-communicator. Each rank
 // prints its ledger: the collectives it issued (op, communicator, count, datatype, bytes
 // = count x datatype size, root or peer, calls), groups, copies and launches.
+//
+// --slow-rank R --slow-us U makes rank R a straggler on purpose: every step it spins on
+// the host for U microseconds (busy work, as a slow data loader or a slower CPU would)
+// just before its all-reduce, so the other ranks wait for it inside their collectives.
+// The ledger says which rank was slow and by how much ("slow_rank", "slow_us": -1 and 0
+// when none was asked for, "extra_us": what this rank spun per step).
 //
 // --check also verifies the compute kernel's output; on the simulated device, which does
 // not run kernels, it fails by design. NCCL refuses two ranks of one communicator on the
@@ -60,7 +67,8 @@ extern char **environ;
 #define NRING 512     // send/recv
 #define NSPLIT 1024   // allreduce on the split communicator
 
-static int RANKS = 2, STEPS = 3, CHECK = 0;
+static int RANKS = 2, STEPS = 3, CHECK = 0, SLOW_RANK = -1;
+static long SLOW_US = 0;
 static size_t ELEMS = (size_t)1 << 20;
 static int rank_, world, local_rank;
 
@@ -119,6 +127,19 @@ static void count_op(const char *op, const char *comm, size_t count, const char 
     ledger.ops[ledger.nops++].calls = 1;
 }
 
+// Microseconds of extra host work this rank does per step (--slow-rank, --slow-us).
+static long extra_us(void) { return rank_ == SLOW_RANK ? SLOW_US : 0; }
+
+// Busy host work for us microseconds: a rank that computes longer, not one that sleeps.
+static void spin_us(long us)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    while ((now.tv_sec - t0.tv_sec) * 1000000L + (now.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
+
 static char out[8192];
 static size_t outlen;
 static void put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -138,8 +159,8 @@ static void print_ledger(void)
 {
     outlen = 0;
     put("ledger {\"rank\":%d,\"world_size\":%d,\"local_rank\":%d,\"steps\":%d,\"elems\":%zu,"
-        "\"collectives\":[",
-        rank_, world, local_rank, STEPS, ELEMS);
+        "\"slow_rank\":%d,\"slow_us\":%ld,\"extra_us\":%ld,\"collectives\":[",
+        rank_, world, local_rank, STEPS, ELEMS, SLOW_RANK, SLOW_US, extra_us());
     for (int i = 0; i < ledger.nops; i++)
         put("%s{%s,\"calls\":%ld}", i ? "," : "", ledger.ops[i].json, ledger.ops[i].calls);
     put("],\"calls\":%ld,\"bytes\":%zu,\"groups\":%ld,\"split\":{\"color\":%d,\"size\":%d},"
@@ -288,6 +309,7 @@ static int run_rank(void)
                                                                                 NPARAMS, rank_);
         CUDA_CHECK(cudaGetLastError());
         ledger.launches++;
+        if (extra_us() > 0) spin_us(extra_us());
         NCCL_CHECK(ncclAllReduce(d_grad, d_grad, E, ncclFloat, ncclSum, comm, stream));
         count_op("ncclAllReduce", "world", E, "ncclSum", -1, -1);
         NCCL_CHECK(ncclAllGather(d_ag_send, d_ag_recv, NGATHER, ncclFloat, comm, stream));
@@ -453,12 +475,12 @@ static int launch(char **argv)
 
 // ---------------------------------------------------------------- main
 
-static long parse_num(const char *flag, const char *s, long max)
+static long parse_num(const char *flag, const char *s, long max, long min = 1)
 {
     char *end;
     long v = s ? strtol(s, &end, 10) : 0;
-    if (!s || *end || v <= 0 || v > max)
-        fatal("ddp_allreduce: %s needs an integer in [1, %ld]", flag, max);
+    if (!s || *end || v < min || v > max)
+        fatal("ddp_allreduce: %s needs an integer in [%ld, %ld]", flag, min, max);
     return v;
 }
 
@@ -478,8 +500,13 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--ranks")) RANKS = (int)parse_num(a, v, MAX_RANKS), i++;
         else if (!strcmp(a, "--steps")) STEPS = (int)parse_num(a, v, 1 << 20), i++;
         else if (!strcmp(a, "--elems")) ELEMS = (size_t)parse_num(a, v, 1L << 30), i++;
-        else fatal("usage: ddp_allreduce [--ranks N] [--steps S] [--elems E] [--check]");
+        else if (!strcmp(a, "--slow-rank")) SLOW_RANK = (int)parse_num(a, v, MAX_RANKS, 0), i++;
+        else if (!strcmp(a, "--slow-us")) SLOW_US = parse_num(a, v, 60L * 1000000), i++;
+        else fatal("usage: ddp_allreduce [--ranks N] [--steps S] [--elems E] [--check] "
+                   "[--slow-rank R --slow-us U]");
     }
+    if ((SLOW_RANK >= 0) != (SLOW_US > 0) || SLOW_RANK >= RANKS)
+        fatal("ddp_allreduce: --slow-rank R (a rank below --ranks) and --slow-us U go together");
     if (!getenv("RANK"))
         return launch(argv);
     rank_ = env_int("RANK");

@@ -22,7 +22,10 @@ class BadFiles(CliTest):
             self.assertIn("No such file", p.stderr)
 
     def test_directory(self):
+        # a directory is a job's traces (docs/ranks.md): this one holds none
         p = self.fails(2, "report", self.tmp)
+        self.assertIn(self.tmp + " holds no traces", p.stderr)
+        p = self.fails(2, "info", self.tmp)
         self.assertIn("is a directory", p.stderr)
 
     def test_not_a_trace(self):

@@ -68,7 +68,9 @@ class UsageErrors(CliTest):
 
     def test_two_traces(self):
         self.check(["info", "a.anat", "b.anat"], "'b.anat' is extra")
-        self.check(["report", "a.anat", "b.anat"], "'b.anat' is extra")
+        # report takes several traces (the ranks of one job, docs/ranks.md): each must open
+        p = self.fails(2, "report", "a.anat", "b.anat")
+        self.assertIn("cannot open a.anat", p.stderr)
 
     def test_unknown_options(self):
         self.check(["info", "--bogus", "x.anat"], "unknown option '--bogus'")
