@@ -222,9 +222,8 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
 
     for (size_t i = 0; i < t->n_gpu; i++) {
         const ana_gpu_act *act = &t->gpu[i];
-        uint64_t ci;
-        int issued = act->corr && ana_u64map_get(&t->call_by_corr, act->corr, &ci);
-        int ctx = ana_anat_ctx_of(t, &cx, act, issued ? &t->calls[ci] : NULL);
+        const ana_api_call *issued = ana_trace_call_by_corr(t, act->corr);
+        int ctx = ana_anat_ctx_of(t, &cx, act, issued);
         size_t kidx;
         ana_classification c = ana_anat_classify(&cc, act, ctx, &kidx);
         a->total.ns[c.cls] += act->dur_ns;
@@ -244,8 +243,8 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
         int32_t step = -1;
         int phase = ANA_PHASE_UNDECIDED;
         if (issued) {
-            step = a->steps.call_step[ci];
-            phase = a->steps.call_phase[ci];
+            step = a->steps.call_step[issued - t->calls];
+            phase = a->steps.call_phase[issued - t->calls];
         }
         if (step < 0) {
             a->outside_ns += act->dur_ns;

@@ -48,7 +48,7 @@ static void ana_gpu_add(ana_gpu_sum *s, const ana_gpu_act *a)
 static void ana_gpu_classify(const ana_trace *t, ana_gpu_result *g, const ana_gpu_act *a,
                              uint8_t *has_gpu)
 {
-    uint64_t k;
+    const ana_api_call *c;
     if (a->type == ANA_GPU_KERNEL) {
         ana_gpu_add(&g->kernels, a);
     } else if (a->type == ANA_GPU_MEMSET) {
@@ -61,9 +61,9 @@ static void ana_gpu_classify(const ana_trace *t, ana_gpu_result *g, const ana_gp
     }
     if (!a->corr) {
         g->no_corr++;
-    } else if (ana_u64map_get(&t->call_by_corr, a->corr, &k)) {
+    } else if ((c = ana_trace_call_by_corr(t, a->corr))) {
         g->correlated++;
-        has_gpu[k] = 1;
+        has_gpu[c - t->calls] = 1;
     } else {
         g->uncorrelated++;
     }

@@ -18,6 +18,13 @@
 
 /* ------------------------------------------------------------------ steps and phases */
 
+/* The step the last search of this thread found: uses come in time order, so the next one
+ * mostly lies in it or the step after (a hint only narrows the search; any is safe). */
+static _Thread_local struct {
+    const ana_steps *s;
+    size_t at;
+} ana_mc_step_hint;
+
 /* memcat_int.h */
 int32_t ana_mc_step_of(const ana_steps *s, uint64_t time_ns)
 {
@@ -25,7 +32,12 @@ int32_t ana_mc_step_of(const ana_steps *s, uint64_t time_ns)
         return -1;
     if (time_ns < s->steps[0].start_ns)
         return -1;
-    size_t lo = 0, hi = s->n_steps; /* last step with start <= time */
+    size_t lo = 0, hi = s->n_steps, h = ana_mc_step_hint.at; /* last step with start <= time */
+    if (ana_mc_step_hint.s == s && h < hi && s->steps[h].start_ns <= time_ns) {
+        if (h + 1 == hi || s->steps[h + 1].start_ns > time_ns)
+            hi = h + 1;
+        lo = h + 1 < hi ? h + 1 : h;
+    }
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
         if (s->steps[mid].start_ns <= time_ns)
@@ -33,6 +45,8 @@ int32_t ana_mc_step_of(const ana_steps *s, uint64_t time_ns)
         else
             hi = mid;
     }
+    ana_mc_step_hint.s = s;
+    ana_mc_step_hint.at = lo;
     if (time_ns < s->steps[lo].end_ns)
         return (int32_t)lo;
     return lo + 1 == s->n_steps ? (int32_t)s->n_steps : -2; /* between steps */
@@ -218,7 +232,7 @@ static int ana_mc_training(const ana_trace *t, const ana_steps *s)
  * GEMM or a copy that reads the allocation means its contents mattered before training
  * began; a kernel parameter does not count, as it may as well be a fill of zeros. */
 static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training, ana_mc_alloc *a,
-                            const ana_ptr_use *u)
+                            const ana_ptr_use *u, int8_t *is16)
 {
     a->uses++;
     a->flags |= ANA_MCF_TOUCHED;
@@ -247,7 +261,10 @@ static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training
         e = ana_mc_type_bytes(u->arg);
     else if (u->kind == ANA_USE_KERNEL) {
         const ana_trace_kernel *k = ana_trace_kernel_by_id(t, u->arg);
-        e = k && ana_mc_name_is_16bit(k->name) ? 2 : 0;
+        int8_t *memo = k ? &is16[k - t->kernels] : NULL; /* names are tested once each */
+        if (memo && *memo < 0)
+            *memo = (int8_t)ana_mc_name_is_16bit(k->name);
+        e = memo && *memo ? 2 : 0;
     }
     if (e && (a->elem == 0 || e < a->elem))
         a->elem = e;
@@ -258,6 +275,8 @@ static void ana_mc_place_uses(const ana_trace *t, const ana_mem_result *mem, con
 {
     ana_mc_sweep w;
     int training = ana_mc_training(t, s);
+    int8_t *is16 = ana_xmalloc(t->n_kernels + 1);
+    memset(is16, -1, t->n_kernels + 1);
     ana_mc_sweep_init(&w, m, mem);
     for (size_t i = 0; i < t->n_uses; i++) {
         const ana_ptr_use *u = &t->uses[i];
@@ -268,10 +287,11 @@ static void ana_mc_place_uses(const ana_trace *t, const ana_mem_result *mem, con
             continue;
         }
         m->uses_mapped++;
-        ana_mc_note_use(t, s, training, &m->allocs[a], u);
+        ana_mc_note_use(t, s, training, &m->allocs[a], u, is16);
         if (u->kind == ANA_USE_KERNEL || u->kind == ANA_USE_GEMM_IN || u->kind == ANA_USE_GEMM_OUT)
             m->evidence = 1;
     }
+    free(is16);
     ana_mc_sweep_free(&w);
 }
 

@@ -155,7 +155,8 @@ static void ana_trace_use(ana_trace *t, const ana_record *r, uint8_t kind, uint6
     if ((t->flags & ANA_LOAD_SUMMARY) || ptr == 0)
         return;
     ANA_GROW(t->uses, t->cap_uses, t->n_uses + 1);
-    t->uses[t->n_uses] = (ana_ptr_use){ r->time_ns, ptr, r->tid, arg, (uint32_t)t->n_uses, kind };
+    t->uses[t->n_uses] = (ana_ptr_use){ .time_ns = r->time_ns, .ptr = ptr, .arg = arg,
+                                        .seq = (uint32_t)t->n_uses, .kind = kind };
     t->n_uses++;
 }
 
@@ -508,11 +509,10 @@ static void ana_trace_name_launches(ana_trace *t)
 {
     for (size_t i = 0; i < t->n_gpu; i++) {
         const ana_gpu_act *a = &t->gpu[i];
-        uint64_t ci;
-        if (a->type != ANA_GPU_KERNEL || !a->arg || !a->corr ||
-            !ana_u64map_get(&t->call_by_corr, a->corr, &ci))
+        const ana_api_call *cc;
+        if (a->type != ANA_GPU_KERNEL || !a->arg || !(cc = ana_trace_call_by_corr(t, a->corr)))
             continue;
-        ana_api_call *c = &t->calls[ci];
+        ana_api_call *c = &t->calls[cc - t->calls];
         if (c->kind != ANA_K_LAUNCH || c->arg != 0 || ana_api_is_graph_launch(c->api))
             continue;
         ana_trace_kernel *k = ana_trace_kernel_get(t, a->arg); /* may grow the table */
@@ -548,12 +548,9 @@ void ana_trace_finish(ana_trace *t)
     ana_mem_sort(t->mev, t->n_mev);
     ana_sort(t->gpu, t->n_gpu, sizeof(*t->gpu), ana_gpu_act_cmp);
     ana_sort(t->calls, t->n_calls, sizeof(*t->calls), ana_api_call_cmp);
-    for (size_t i = 0; i < t->n_calls; i++) {
+    for (size_t i = 0; i < t->n_calls; i++)
         t->calls[i].stack = ana_stacks_canon(&t->stacks, t->calls[i].stack);
-        if (t->calls[i].corr) /* ids are unique per process; the first call keeps one */
-            if (!ana_u64map_get(&t->call_by_corr, t->calls[i].corr, &(uint64_t){ 0 }))
-                ana_u64map_put(&t->call_by_corr, t->calls[i].corr, i);
-    }
+    ana_trace_index_calls(t);
     ana_trace_name_launches(t);
     ana_libs_finish(&t->libs);
     ana_sort(t->uses, t->n_uses, sizeof(*t->uses), ana_ptr_use_cmp);
@@ -568,7 +565,7 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     ana_u64map_init(&t->kernel_idx);
     ana_u64map_init(&t->module_idx);
     ana_u64map_init(&t->device_idx);
-    ana_u64map_init(&t->call_by_corr);
+    ana_u64map_init(&t->corr_map);
     ana_u64map_init(&t->call_ctx);
     ana_stacks_init(&t->stacks);
     ana_libs_init(&t->libs);
@@ -661,7 +658,8 @@ void ana_trace_free(ana_trace *t)
     free(t->gpu);
     free(t->calls);
     free(t->uses);
-    ana_u64map_free(&t->call_by_corr);
+    ana_u64map_free(&t->corr_map);
+    free(t->corr_idx);
     ana_u64map_free(&t->call_ctx);
     free(t->end_detail);
     free(t->path);
@@ -672,43 +670,4 @@ void ana_trace_free(ana_trace *t)
     ana_stacks_free(&t->stacks);
     ana_libs_free(&t->libs);
     free(t);
-}
-
-uint64_t ana_trace_rel_ns(const ana_trace *t, uint64_t time_ns)
-{
-    return t->has_time && time_ns > t->first_ns ? time_ns - t->first_ns : 0;
-}
-
-const ana_trace_kernel *ana_trace_kernel_by_id(const ana_trace *t, uint64_t id)
-{
-    uint64_t k;
-    return ana_u64map_get(&t->kernel_idx, id, &k) ? &t->kernels[k] : NULL;
-}
-
-const char *ana_trace_info(const ana_trace *t, const char *key)
-{
-    for (size_t i = t->n_info; i-- > 0;)
-        if (strcmp(t->info[i].key, key) == 0)
-            return t->info[i].value;
-    return NULL;
-}
-
-size_t ana_trace_call_bound(const ana_trace *t, uint64_t time_ns, int after)
-{
-    size_t lo = 0, hi = t->n_calls;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        uint64_t x = t->calls[mid].time_ns;
-        if (after ? x <= time_ns : x < time_ns)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-const ana_api_call *ana_trace_call_by_corr(const ana_trace *t, uint64_t corr)
-{
-    uint64_t i;
-    return corr && ana_u64map_get(&t->call_by_corr, corr, &i) ? &t->calls[i] : NULL;
 }

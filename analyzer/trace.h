@@ -87,8 +87,8 @@ enum ana_use_kind {
     ANA_USE_SET = 7,       /* memset target */
     ANA_USE_COLL = 8,      /* an NCCL send or receive buffer */
 };
-typedef struct ana_ptr_use {
-    uint64_t time_ns, ptr, tid;
+typedef struct ana_ptr_use { /* 32 bytes: a trace holds about one per record */
+    uint64_t time_ns, ptr;
     uint64_t arg;  /* KERNEL: KERNEL id; GEMM_IN/OUT: the operand's cudaDataType; COPY: kind */
     uint32_t seq;  /* order of addition, breaks ties in time */
     uint8_t kind;  /* enum ana_use_kind */
@@ -155,7 +155,12 @@ typedef struct ana_trace {
     size_t n_gpu, cap_gpu;
     ana_api_call *calls;      /* sorted by time */
     size_t n_calls, cap_calls;
-    ana_u64map call_by_corr;  /* corr (≠ 0) -> index into calls */
+    /* corr (≠ 0) -> index into calls (ana_trace_call_by_corr): correlation ids count up
+     * in a process, so a dense array corr_idx[corr - corr_lo] (UINT32_MAX = none) of
+     * corr_n entries holds them; ids too sparse for it go in corr_map instead. */
+    uint32_t *corr_idx;
+    uint64_t corr_lo, corr_n;
+    ana_u64map corr_map;
     uint64_t gpu_dropped_records, gpu_dropped_by_reason[3]; /* GPU_DROPPED: [0] other reasons */
     ana_libs libs; /* library calls and NVTX (empty in summary mode) */
     const char *source; /* "anatomist" (a .anat trace) or "kineto" (imported, kineto.h) */
@@ -193,6 +198,8 @@ const ana_trace_kernel *ana_trace_kernel_by_id(const ana_trace *t, uint64_t id);
 const ana_trace_module *ana_trace_module_at(const ana_trace *t, uint64_t addr);
 /* Builds t->spans from t->modules (trace_modules.c; ana_trace_finish calls it). */
 void ana_trace_index_modules(ana_trace *t);
+/* Builds the corr -> call index of t->calls, sorted (trace_index.c; ana_trace_finish). */
+void ana_trace_index_calls(ana_trace *t);
 
 /* Memory class of an allocation api (device / pinned host / other). */
 int ana_trace_alloc_class(uint64_t api);

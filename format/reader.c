@@ -1,6 +1,7 @@
 /* reader.c — streaming reader implementing the "Reader rules" of docs/trace-format.md. */
 #define _GNU_SOURCE
 #include "reader.h"
+#include "decode_fast.h"
 #include "live.h"
 #include "varint.h"
 
@@ -289,7 +290,7 @@ int ana_reader_next(ana_reader *r, ana_record *rec, ana_error *err)
         if (grow(&r->scratch.buf, &r->scratch.cap, need) < 0)
             return fail(err, r, NULL, r->chunk_off, r->chunk_off, at, kind, "out of memory");
         r->scratch.used = 0;
-        int d = ana_record_decode(kind, payload, plen, r->prev_ns, rec, &r->scratch);
+        int d = ana_record_decode_fast(kind, payload, plen, r->prev_ns, rec, &r->scratch);
         if (d != ANA_DEC_OK)
             return fail(err, r, NULL, r->chunk_off, r->chunk_off, at, kind,
                         d == ANA_DEC_NOMEM ? "out of memory" : "malformed record payload");

@@ -1,0 +1,124 @@
+/* The model's lookups against linear scans: ana_trace_call_bound (which gallops from where
+ * the last search ended) for times asked in order and at random, ana_trace_call_by_corr
+ * with dense and sparse correlation ids, and ana_sort (insertion sort while an array is
+ * nearly in order, qsort past that) against a plain stable sort. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace.h"
+#include "util.h"
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next64(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* n LAUNCH records at times drawn from [0, span) (ties likely when span is small), corr
+ * ids from [1, corr_span) or 0. */
+static ana_trace *build(size_t n, uint64_t span, uint64_t corr_span)
+{
+    ana_trace *t = ana_trace_new("mem", ANA_LOAD_ALL);
+    for (size_t i = 0; i < n; i++) {
+        ana_record r = { .kind = ANA_K_LAUNCH, .tid = 1 + next64() % 3,
+                         .time_ns = 1000 + next64() % span };
+        r.u.launch.kernel = 1 + next64() % 5;
+        r.u.launch.corr = (next64() & 7) ? 1 + next64() % corr_span : 0;
+        ana_trace_add(t, &r);
+    }
+    ana_trace_finish(t);
+    return t;
+}
+
+static size_t bound_scan(const ana_trace *t, uint64_t time, int after)
+{
+    size_t i = 0;
+    while (i < t->n_calls && (after ? t->calls[i].time_ns <= time : t->calls[i].time_ns < time))
+        i++;
+    return i;
+}
+
+static const ana_api_call *corr_scan(const ana_trace *t, uint64_t corr)
+{
+    for (size_t i = 0; corr && i < t->n_calls; i++)
+        if (t->calls[i].corr == corr)
+            return &t->calls[i];
+    return NULL;
+}
+
+static void check(const ana_trace *t, uint64_t span, uint64_t corr_span)
+{
+    for (int round = 0; round < 2; round++) {
+        uint64_t time = 900;
+        for (int q = 0; q < 3000; q++) {
+            /* in order (round 0: small steps, sometimes back) or anywhere (round 1) */
+            time = round == 0 ? time + next64() % 7 - (next64() % 5 == 0 ? 9 : 0)
+                              : 900 + next64() % (span + 200);
+            int after = (int)(next64() & 1);
+            cr_assert_eq(ana_trace_call_bound(t, time, after), bound_scan(t, time, after),
+                         "time %llu after %d", (unsigned long long)time, after);
+        }
+    }
+    for (uint64_t c = 0; c < corr_span + 5; c++)
+        cr_assert_eq(ana_trace_call_by_corr(t, c), corr_scan(t, c), "corr %llu",
+                     (unsigned long long)c);
+    cr_assert_null(ana_trace_call_by_corr(t, UINT64_MAX));
+}
+
+Test(trace_index, call_bound_and_corr)
+{
+    uint64_t shapes[][3] = { { 2000, 1500, 2500 }, { 2000, 100000, 1u << 30 }, { 1, 10, 3 },
+                             { 0, 10, 3 }, { 500, 20, 100 } };
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        ana_trace *t = build(shapes[i][0], shapes[i][1], shapes[i][2]);
+        check(t, shapes[i][1], shapes[i][2] > 10000 ? 10000 : shapes[i][2]);
+        ana_trace_free(t);
+    }
+}
+
+typedef struct item {
+    uint32_t key, order;
+} item;
+
+static int item_cmp(const void *a, const void *b)
+{
+    const item *x = a, *y = b;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static int item_stable_cmp(const void *a, const void *b)
+{
+    const item *x = a, *y = b;
+    int c = item_cmp(a, b);
+    return c ? c : (x->order < y->order ? -1 : x->order > y->order);
+}
+
+Test(trace_index, sort_is_a_stable_sort)
+{
+    static item v[5000], w[5000];
+    for (int round = 0; round < 200; round++) {
+        size_t n = next64() % 5000;
+        uint64_t swaps = round % 4 == 0 ? n * 2 : next64() % 40; /* shuffled, or nearly sorted */
+        for (size_t i = 0; i < n; i++)
+            v[i] = (item){ (uint32_t)(i / 3), (uint32_t)i };
+        for (uint64_t s = 0; s < swaps && n > 1; s++) {
+            size_t a = next64() % n, b = round % 2 ? (a + 1 + next64() % 5) % n : next64() % n;
+            item x = v[a];
+            v[a] = v[b];
+            v[b] = x;
+        }
+        for (size_t i = 0; i < n; i++)
+            v[i].order = (uint32_t)i; /* stable: equal keys keep this order */
+        memcpy(w, v, n * sizeof(*v));
+        ana_sort(v, n, sizeof(*v), item_cmp);
+        if (n > 1)
+            qsort(w, n, sizeof(*w), item_stable_cmp);
+        for (size_t i = 0; i < n; i++) /* qsort's own order of equal keys is its business */
+            cr_assert(round % 4 == 0 ? v[i].key == w[i].key : !memcmp(&v[i], &w[i], sizeof(*v)),
+                      "round %d, item %zu of %zu", round, i, n);
+    }
+}
