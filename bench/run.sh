@@ -14,6 +14,8 @@
 #      a launch costs (launch_args_ns: a kernel with 3 pointer parameters)
 #   f) as b) with ANATOMIST_LIVE=0: against b), what keeping the rings in the live file
 #      (a shared file mapping that survives a crash) costs instead of anonymous memory
+#   g) only when BASE_PRELOAD names another libanatomist.so (an earlier build's): as b)
+#      with that preload, to compare a change with what it replaces in the same run
 # all with LD_LIBRARY_PATH=BUILD_DIR/sim (the simulated libcudart, libcuda, libcupti,
 # libcublas). Prints
 # the medians over the rounds and the added ns per operation (against a) as a markdown
@@ -34,6 +36,11 @@ preload=$build/lib/libanatomist.so
 [[ -x $bench ]] || die "$bench not found: build the bench_hooks target (needs nvcc)"
 [[ -e $sim/libcudart.so.13 ]] || die "$sim/libcudart.so.13 not found: build with -DANA_BUILD_SIM=ON"
 [[ -e $preload ]] || die "$preload not found: build the preload (libanatomist.so) first"
+modes="a b c d e f"
+if [[ -n ${BASE_PRELOAD:-} ]]; then
+    [[ -e $BASE_PRELOAD ]] || die "BASE_PRELOAD=$BASE_PRELOAD not found"
+    modes+=" g"
+fi
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/anatomist-bench.XXXXXX")
 trap 'rm -rf "$out"' EXIT
@@ -50,6 +57,8 @@ run() {
         e) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_CUPTI=0 ANATOMIST_KERNEL_ARGS=0
                  ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
         f) env+=(LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_CUPTI=0 ANATOMIST_LIVE=0
+                 ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
+        g) env+=(LD_PRELOAD="$BASE_PRELOAD" ANATOMIST_STACKS=0 ANATOMIST_CUPTI=0
                  ANATOMIST_OUTPUT="$out/traces/t.anat") ;;
     esac
     rm -rf "$out/traces" && mkdir "$out/traces"
@@ -89,12 +98,12 @@ median() {
 
 for ((r = 1; r <= rounds; r++)); do
     echo "round $r/$rounds" >&2
-    for mode in a b c d e f; do run "$mode"; done
+    for mode in $modes; do run "$mode"; done
 done
 
 cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 declare -A med
-for mode in a b c d e f; do
+for mode in $modes; do
     for i in 1 2 6 7 8; do med[$mode,$i]=$(median "$out/$mode.txt" $i); done
 done
 added() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%+.1f", x - y }'; }
@@ -118,3 +127,7 @@ echo "Machine: $(nproc) CPUs, ${cpu:-unknown CPU}; $(uname -sr); $(date -u '+%Y-
 echo "Device: simulated (LD_LIBRARY_PATH=$sim); calls made ~30 frames deep; bench args: ${BENCH_ARGS:-defaults}."
 echo
 echo "Live file: with the rings in anonymous memory (ANATOMIST_LIVE=0) a cudaMalloc+cudaFree pair costs ${med[f,1]} ns and a launch ${med[f,2]} ns; in the live file (the default) ${med[b,1]} ns and ${med[b,2]} ns (stacks and CUPTI off): $(added "${med[b,1]}" "${med[f,1]}") and $(added "${med[b,2]}" "${med[f,2]}") ns."
+if [[ -n ${BASE_PRELOAD:-} ]]; then
+    echo
+    echo "Against BASE_PRELOAD=$BASE_PRELOAD (stacks and CUPTI off, same rounds): a cudaMalloc+cudaFree pair ${med[g,1]} -> ${med[b,1]} ns, a launch ${med[g,2]} -> ${med[b,2]} ns, a launch with 3 pointer parameters ${med[g,8]} -> ${med[b,8]} ns, a cuBLAS GEMM ${med[g,6]} -> ${med[b,6]} ns, an NVTX push+pop ${med[g,7]} -> ${med[b,7]} ns."
+fi

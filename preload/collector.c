@@ -304,6 +304,7 @@ static void write_preamble(void)
     uint32_t argc = 0;
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     ssize_t len = fd >= 0 ? read(fd, cmd, sizeof(cmd) - 1) : 0;
+        ana_clock_refresh(); /* here rather than in a hook when the time line expires */
     if (fd >= 0)
         close(fd);
     for (ssize_t i = 0; i < len && argc < 256;) {

@@ -52,6 +52,9 @@ static const ana_config_var VARS[] = {
     { "ANATOMIST_TIME_RESOLUTION", ANA_CFG_INT, "1", 1, 1L << ANA_TIME_SHIFT_MAX, OFF(time_res_ns),
       "Tick of every time and duration in the trace, ns: a power of two. Coarser ticks make "
       "traces smaller (times are most of their bytes); 1 keeps nanoseconds." },
+    { "ANATOMIST_TSC", ANA_CFG_BOOL, "1", 0, 1, OFF(tsc),
+      "0 reads every record's time with clock_gettime instead of the CPU's time-stamp counter "
+      "(used where it is invariant, mapped onto CLOCK_MONOTONIC)." },
     { NULL, 0, NULL, 0, 0, 0, NULL },
 };
 

@@ -25,6 +25,7 @@ typedef struct ana_config {
     int kernel_args;  /* LAUNCH records the parameter words that look like device pointers */
     int live;         /* rings in the live file beside the trace (format/live.h) */
     int time_res_ns;  /* tick of the trace's times, ns: a power of two (1.5) */
+    int tsc;          /* record times from the TSC where it is invariant (clock.c) */
     unsigned time_shift; /* log2(time_res_ns), derived */
 } ana_config;
 

@@ -26,8 +26,16 @@ static void measure(ana_call *c)
     c->saved_errno = errno;
     c->dur = ana_now_ns() - c->t0;
     c->corr = ana_tls_corr;
-    c->stack = ana_stack_capture();
+    c->stack = ana_cfg.stacks ? ana_stack_capture() : 0;
 }
+
+/* A record of `kind` at the call's start. Only the header is set: the builder fills its
+ * kind's member of `u` (zeroing the whole union would cost more than the encoding). */
+#define CALL_RECORD(rec, kind_, c) \
+    ana_record rec;                \
+    rec.kind = (kind_);            \
+    rec.tid = 0;                   \
+    rec.time_ns = (c)->t0
 
 /* The library of an allocation, free or VMM record: the thread's library context
  * (ana_tls_lib, which the other records carry as it is), else the library the caller's
@@ -98,7 +106,7 @@ void ana_rec_alloc_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t
                         uint64_t stream, uint64_t flags)
 {
     measure(c);
-    ana_record rec = { .kind = ANA_K_ALLOC, .time_ns = c->t0 };
+    CALL_RECORD(rec, ANA_K_ALLOC, c);
     rec.u.alloc = (ana_rec_alloc){ api, r, ptr, size, device, stream, c->stack, c->dur, flags, c->corr,
                                    (uint64_t)c->via, alloc_lib_of(c), ana_tls_libcall };
     ana_emit(c->t, &rec);
@@ -115,7 +123,7 @@ void ana_rec_alloc_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t
 void ana_rec_free_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t stream)
 {
     measure(c);
-    ana_record rec = { .kind = ANA_K_FREE, .time_ns = c->t0 };
+    CALL_RECORD(rec, ANA_K_FREE, c);
     rec.u.free = (ana_rec_free){ api, r, ptr, ana_current_device(), stream, c->stack, c->dur, c->corr,
                                  (uint64_t)c->via, alloc_lib_of(c), ana_tls_libcall };
     finish(c, &rec);
@@ -127,7 +135,7 @@ void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3
     measure(c);
     uint64_t ptrs[ANA_KARGS_MAX], at[ANA_KARGS_MAX];
     uint32_t n = ana_kargs_collect(la, ptrs, at);
-    ana_record rec = { .kind = ANA_K_LAUNCH, .time_ns = c->t0 };
+    CALL_RECORD(rec, ANA_K_LAUNCH, c);
     rec.u.launch = (ana_rec_launch){ api, r, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                      shmem, stream, c->stack, c->dur, c->corr, (uint64_t)c->via,
                                      ana_tls_lib, ana_tls_libcall, { ptrs, n }, { at, n } };
@@ -138,7 +146,7 @@ void ana_rec_memcpy_done(ana_call *c, uint32_t api, int r, uint64_t dst, uint64_
                          uint64_t dir, uint64_t stream)
 {
     measure(c);
-    ana_record rec = { .kind = ANA_K_MEMCPY, .time_ns = c->t0 };
+    CALL_RECORD(rec, ANA_K_MEMCPY, c);
     rec.u.memcpy = (ana_rec_memcpy){ api, r, dst, src, bytes, dir, stream, c->stack, c->dur, c->corr,
                                      (uint64_t)c->via, ana_tls_lib, ana_tls_libcall };
     finish(c, &rec);
@@ -148,7 +156,7 @@ void ana_rec_memset_done(ana_call *c, uint32_t api, int r, uint64_t ptr, int64_t
                          uint64_t stream)
 {
     measure(c);
-    ana_record rec = { .kind = ANA_K_MEMSET, .time_ns = c->t0 };
+    CALL_RECORD(rec, ANA_K_MEMSET, c);
     rec.u.memset = (ana_rec_memset){ api, r, ptr, value, bytes, stream, c->stack, c->dur, c->corr,
                                      (uint64_t)c->via, ana_tls_lib, ana_tls_libcall };
     finish(c, &rec);
@@ -160,7 +168,7 @@ void ana_rec_vmm_done(ana_call *c, uint32_t api, int r, uint64_t va, uint64_t si
     measure(c);
     if (r == 0 && api == ANA_API_CU_MEM_MAP)
         ana_kargs_note_range(va, size);
-    ana_record rec = { .kind = ANA_K_VMM, .time_ns = c->t0 };
+    CALL_RECORD(rec, ANA_K_VMM, c);
     rec.u.vmm = (ana_rec_vmm){ api, r, va, size, handle, offset, device, flags, c->stack, c->dur, c->corr,
                                (uint64_t)c->via, alloc_lib_of(c), ana_tls_libcall };
     finish(c, &rec);

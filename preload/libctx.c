@@ -94,10 +94,33 @@ static uint32_t lib_of_path(const char *path)
     return ANA_LIB_NONE;
 }
 
+/* The thread's recent answers, direct-mapped by address: a loop allocating and freeing
+ * asks for the same few call sites over and over. */
+#define PC_TLS 8u
+static __thread struct { uintptr_t pc; uint32_t lib; } tls_pcs[PC_TLS] __attribute__((tls_model("initial-exec")));
+
+static uint32_t lib_of_pc_shared(uintptr_t pc);
+
 uint32_t ana_lib_of_pc(uintptr_t pc)
 {
     if (!pc)
         return ANA_LIB_NONE;
+    uint32_t i = (uint32_t)(pc ^ (pc >> 7)) & (PC_TLS - 1);
+    if (ANA_LIKELY(tls_pcs[i].pc == pc))
+        return tls_pcs[i].lib;
+    uint32_t lib = lib_of_pc_shared(pc);
+    /* A signal handler's hook on this thread must never pair one address with another's
+     * answer. */
+    tls_pcs[i].pc = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    tls_pcs[i].lib = lib;
+    atomic_signal_fence(memory_order_seq_cst);
+    tls_pcs[i].pc = pc;
+    return lib;
+}
+
+static uint32_t lib_of_pc_shared(uintptr_t pc)
+{
     uint32_t h = (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 52) & (PC_SLOTS - 1);
     for (uint32_t i = 0; i < 8; i++) {
         uint32_t s = (h + i) & (PC_SLOTS - 1);

@@ -176,9 +176,11 @@ int ana_session_ensure(void)
     return atomic_load(&session) == S_RUNNING;
 }
 
-int ana_enter(ana_call *c)
+/* ana_enter's first call on a thread, or while the session is not running: starting the
+ * session or the thread's buffer may set errno, which the program must not see. */
+static __attribute__((noinline)) int enter_slow(ana_call *c)
 {
-    if (ana_tls_busy || atomic_load_explicit(&session, memory_order_relaxed) == S_OFF)
+    if (atomic_load_explicit(&session, memory_order_relaxed) == S_OFF)
         return 0;
     int e = errno;
     ana_tls_busy = 1;
@@ -188,6 +190,21 @@ int ana_enter(ana_call *c)
         return 0;
     }
     errno = e;
+    return 1;
+}
+
+int ana_enter(ana_call *c)
+{
+    if (ANA_UNLIKELY(ana_tls_busy))
+        return 0;
+    /* The usual case touches neither errno nor anything shared but `session`. */
+    ana_thread *t = ana_tls_self;
+    if (ANA_LIKELY(t != NULL && atomic_load_explicit(&session, memory_order_relaxed) == S_RUNNING)) {
+        ana_tls_busy = 1;
+        c->t = t;
+    } else if (!enter_slow(c)) {
+        return 0;
+    }
     ana_tls_corr = 0;
     c->via = ANA_VIA_HOOK;
     c->caller = 0;
@@ -206,6 +223,7 @@ static void atfork_child(void)
     forked_child = 1;
     collector_up = 0;
     ana_tls_busy = 0;
+    ana_clock_atfork_child();
     ana_live_atfork_child();
     ana_threads_atfork_child();
     ana_stacks_atfork_child();
@@ -225,6 +243,7 @@ __attribute__((constructor)) static void ana_init(void)
     if (ana_cfg.disable)
         return;
     ana_modules_find_self((const void *)ana_init, &ana_self_lo, &ana_self_hi);
+    ana_clock_refresh(); /* whether the TSC can be used: learnt here, not in the first hook */
     if (ana_cfg.stacks && ana_stacks_init() < 0)
         ana_warn("call stacks are off: libunwind.so.8 could not be loaded (install libunwind8)");
     ana_nvtx_setup();

@@ -139,7 +139,10 @@ static void put_range(uint64_t op, uint64_t domain, uint64_t id, uint64_t catego
     ana_call c;
     if (!ana_nvtx_rec_begin(&c))
         return;
-    ana_record r = { .kind = ANA_K_RANGE, .time_ns = c.t0 };
+    ana_record r; /* only the header and the range: zeroing the whole union costs more */
+    r.kind = ANA_K_RANGE;
+    r.tid = 0;
+    r.time_ns = c.t0;
     r.u.range = (ana_rec_range){ op, domain, id, category, color, { t ? t->s : "", t ? t->len : 0 } };
     ana_emit(c.t, &r);
     ana_leave(&c);

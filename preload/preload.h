@@ -23,11 +23,42 @@
 #define ANA_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ANA_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/* ---- clock.c: the time of every record, CLOCK_MONOTONIC nanoseconds ----
+ * Where the TSC is invariant, a reading is the TSC mapped onto CLOCK_MONOTONIC by the line
+ * below (within ~1 us of clock_gettime; a thread's readings never go backwards); else a
+ * clock_gettime call. Any thread, any time, hot path: no lock, no write, no libm. */
+#define ANA_CLOCK_SHIFT 32
+typedef struct ana_clock_line {
+    _Atomic uint32_t seq;      /* seqlock: odd while the line is being redrawn */
+    _Atomic uint64_t base_tsc, base_ns, mult;
+    _Atomic uint64_t limit;    /* ticks past base_tsc the line is drawn for; 0 = no line */
+} ana_clock_line;
+extern ana_clock_line ana_clk ANA_HIDDEN;
+/* Every reading the line cannot give (none yet, expired, no TSC). */
+uint64_t ana_clock_slow(void);
+/* Redraws the line when half its interval has gone (the collector, at each pass), so that
+ * the hooks rarely find it expired; on the first call, sees whether the TSC can be used. */
+void ana_clock_refresh(void);
+/* 1 when readings come from the TSC (0 before the first millisecond of calibration). */
+int ana_clock_uses_tsc(void);
+/* Tests: readings come from clock_gettime from now on. */
+void ana_clock_force_syscall(void);
+void ana_clock_atfork_child(void);
+
 static inline uint64_t ana_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+#if defined(__x86_64__)
+    uint32_t s = atomic_load_explicit(&ana_clk.seq, memory_order_acquire);
+    uint64_t d = __builtin_ia32_rdtsc() - atomic_load_explicit(&ana_clk.base_tsc, memory_order_relaxed);
+    uint64_t ns = atomic_load_explicit(&ana_clk.base_ns, memory_order_relaxed) +
+                  (uint64_t)(((unsigned __int128)d * atomic_load_explicit(&ana_clk.mult, memory_order_relaxed)) >>
+                             ANA_CLOCK_SHIFT);
+    uint64_t limit = atomic_load_explicit(&ana_clk.limit, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (ANA_LIKELY(d < limit && atomic_load_explicit(&ana_clk.seq, memory_order_relaxed) == s && !(s & 1)))
+        return ns;
+#endif
+    return ana_clock_slow();
 }
 
 /* ---- lifecycle.c ---- */
@@ -69,6 +100,8 @@ enum { ANA_T_FREE = 0, ANA_T_LIVE = 1, ANA_T_DEAD = 2, ANA_T_CLAIMING = 3 };
 uint64_t ana_ring_size(void);
 /* The calling thread's buffer, registering it on first use; NULL if none can be had. */
 ana_thread *ana_thread_self(void);
+/* The calling thread's buffer once registered, else NULL (what ana_thread_self reads first). */
+extern __thread ana_thread *ana_tls_self ANA_HIDDEN __attribute__((tls_model("initial-exec")));
 /* Encodes rec (rec->time_ns set by caller) into t's ring; counts a drop when full. */
 void ana_emit(ana_thread *t, const ana_record *rec);
 /* Head of the registry list (collector walks it; entries are never unlinked). */

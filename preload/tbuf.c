@@ -10,6 +10,8 @@
 #define _GNU_SOURCE
 #include "preload.h"
 
+#include "encode_fast.h"
+
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,15 +19,15 @@
 #include <unistd.h>
 
 static _Atomic(ana_thread *) g_threads;
-static __thread ana_thread *tls_self __attribute__((tls_model("initial-exec")));
+__thread ana_thread *ana_tls_self __attribute__((tls_model("initial-exec")));
 static pthread_key_t g_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 
 static void on_thread_exit(void *p)
 {
     ana_thread *t = p;
-    if (tls_self == t)
-        tls_self = NULL;
+    if (ana_tls_self == t)
+        ana_tls_self = NULL;
     atomic_store_explicit(&t->state, ANA_T_DEAD, memory_order_release);
 }
 
@@ -75,7 +77,7 @@ static ana_thread *create(void)
 
 ana_thread *ana_thread_self(void)
 {
-    ana_thread *t = tls_self;
+    ana_thread *t = ana_tls_self;
     if (ANA_LIKELY(t != NULL))
         return t;
     pthread_once(&g_key_once, make_key);
@@ -100,37 +102,48 @@ ana_thread *ana_thread_self(void)
     atomic_store(&ls->tid, t->tid);
     /* The collector ignores CLAIMING buffers, so the resets above cannot race with it. */
     atomic_store_explicit(&t->state, ANA_T_LIVE, memory_order_release);
-    tls_self = t;
+    ana_tls_self = t;
     pthread_setspecific(g_key, t);
     return t;
 }
 
-void ana_emit(ana_thread *t, const ana_record *rec)
+/* Encodes into tmp and copies into the ring, wrapping; 0 when the record cannot be encoded
+ * or does not fit (then counted as dropped). */
+static size_t emit_copy(ana_thread *t, const ana_record *rec, uint64_t head, uint64_t tail)
 {
-    ana_record ticks;
-    if (ANA_UNLIKELY(ana_cfg.time_shift)) { /* ANATOMIST_TIME_RESOLUTION: times in ticks */
-        ticks = *rec;
-        ana_record_to_ticks(&ticks, ana_cfg.time_shift);
-        rec = &ticks;
-    }
     uint8_t tmp[ANA_RECORD_FIXED_MAX + 2048]; /* + a LAUNCH's 2 x 64 pointer words */
-    size_t n = ana_record_encode(tmp, sizeof(tmp), rec, t->prev_ns);
+    size_t n = ana_record_encode_fast(tmp, sizeof(tmp), rec, t->prev_ns, ana_cfg.time_shift);
     if (ANA_UNLIKELY(n == 0))
-        return;
-    ana_live_slot *ls = t->ls;
-    uint64_t head = atomic_load_explicit(&ls->head, memory_order_relaxed);
-    uint64_t tail = atomic_load_explicit(&ls->tail, memory_order_acquire);
+        return 0;
     if (ANA_UNLIKELY(t->size - (head - tail) < n)) {
-        atomic_fetch_add_explicit(&ls->dropped, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&ls->dropped_bytes, n, memory_order_relaxed);
-        return;
+        atomic_fetch_add_explicit(&t->ls->dropped, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->ls->dropped_bytes, n, memory_order_relaxed);
+        return 0;
     }
     uint64_t pos = head & (t->size - 1);
     size_t first = n < t->size - pos ? n : (size_t)(t->size - pos);
     memcpy(t->ring + pos, tmp, first);
     memcpy(t->ring, tmp + first, n - first);
+    return n;
+}
+
+void ana_emit(ana_thread *t, const ana_record *rec)
+{
+    ana_live_slot *ls = t->ls;
+    uint64_t head = atomic_load_explicit(&ls->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&ls->tail, memory_order_acquire);
+    uint64_t pos = head & (t->size - 1);
+    /* The usual case: room for the record's worst case, contiguous: encode in place (the
+     * bytes past head are the producer's until head covers them). */
+    size_t max = ana_record_encode_max(rec), n;
+    if (ANA_LIKELY(max && t->size - (head - tail) >= max && t->size - pos >= max))
+        n = ana_record_encode_room(t->ring + pos, rec, t->prev_ns, ana_cfg.time_shift);
+    else
+        n = emit_copy(t, rec, head, tail);
+    if (ANA_UNLIKELY(n == 0))
+        return;
     atomic_store_explicit(&ls->head, head + n, memory_order_release);
-    t->prev_ns = rec->time_ns;
+    t->prev_ns = rec->time_ns >> ana_cfg.time_shift; /* in ticks (ANATOMIST_TIME_RESOLUTION) */
     /* Half full: drain now rather than at the next flush tick, so bursts do not drop. */
     if (ANA_UNLIKELY(head + n - tail > t->size / 2) &&
         !atomic_load_explicit(&t->kicked, memory_order_relaxed)) {
@@ -145,5 +158,5 @@ void ana_threads_atfork_child(void)
      * its live file are not mapped here. Only the forking thread exists in the child, and
      * it starts a new buffer (in the child's own live file) at its next record. */
     atomic_store(&g_threads, NULL);
-    tls_self = NULL;
+    ana_tls_self = NULL;
 }
