@@ -59,7 +59,12 @@ class Faults(unittest.TestCase):
         self.assertIn(why, end[0]["detail"])
         got = sizes_of(recs)
         self.assertGreater(len(got), 0)
-        self.assertLess(len(got), COUNT, "the fault came before the end of the run")
+        # After the fault the writer stops; the program's later records stay in its ring
+        # (the live file) until it is full, then are dropped and counted. How many fit
+        # depends on when the fault came (the writer's scheduling), so what is checked is
+        # that none is lost uncounted.
+        dropped = sum(r["records"] for r in of(recs, "DROPPED"))
+        self.assertLessEqual(COUNT - len(got), dropped, "allocations missing and not counted")
         self.assertEqual(got, self.want[:len(got)], "a prefix: no gap, no duplicate")
         return got
 
