@@ -6,6 +6,16 @@
 // compiler cannot see), because stack capture costs grow with depth and a real
 // framework calls cudaMalloc from deep inside its allocator.
 //
+// --depth N sets how deep (default 30). --sites N issues the timed cudaMalloc/cudaFree
+// pairs and launches from N call sites in turn (default 1): with 2 or more, consecutive
+// calls have different stacks at the same stack position, which the preload's stack
+// cache must tell apart (a miss each time); with 1 every call repeats the last stack (a
+// hit). --stack-only measures only alloc_free_pair_ns and launch_ns: run it with
+// ANATOMIST_STACKS=0 and =1 (and each ANATOMIST_UNWIND) to get what the stack path adds.
+// --cpu-time times with the calling thread's CPU clock instead of the wall clock: on a
+// loaded machine it leaves out the time the thread waited for a core (and, as ever with
+// this bench, the profiler's writer thread, which runs beside it).
+//
 // Output (stdout), one value per line, best of --reps repetitions:
 //   alloc_free_pair_ns X
 //   launch_ns Y
@@ -31,6 +41,16 @@ static int reps = 5, nstreams = 32;
 // and GPU activity records are only handed over once the device has run their work.
 static cudaStream_t streams[256];
 static volatile int depth = 30;  // volatile: the recursion cannot be unrolled away
+static int nsites = 1, stack_only = 0;
+
+// The call sites of --sites: the same code at different addresses, so the stacks of their
+// calls differ in one return address only.
+#define KEEP_FRAME() __asm__ __volatile__("" ::: "memory")
+#define SITE(n) \
+    __attribute__((noinline)) static void site##n(void (*op)(long), long i) { op(i); KEEP_FRAME(); }
+SITE(0) SITE(1) SITE(2) SITE(3)
+static void (*const sites[4])(void (*)(long), long) = { site0, site1, site2, site3 };
+static inline void at_site(void (*op)(long), long i) { sites[i % nsites](op, i); }
 
 static void check(cudaError_t err, const char *what)
 {
@@ -40,10 +60,12 @@ static void check(cudaError_t err, const char *what)
     }
 }
 
+static clockid_t timing_clock = CLOCK_MONOTONIC;  // --cpu-time: this thread's CPU time
+
 static double now_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(timing_clock, &ts);
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
@@ -54,22 +76,29 @@ __global__ void args_kernel(const float *a, const float *b, float *c, int n, flo
         c[0] = a[0] + b[0] * s;
 }
 
-static double time_alloc_free(long n)
+static void alloc_free_op(long i)
 {
     void *p;
+    (void)i;
+    check(cudaMalloc(&p, alloc_bytes), "cudaMalloc");
+    check(cudaFree(p), "cudaFree");
+}
+
+static double time_alloc_free(long n)
+{
     double t0 = now_ns();
-    for (long i = 0; i < n; i++) {
-        check(cudaMalloc(&p, alloc_bytes), "cudaMalloc");
-        check(cudaFree(p), "cudaFree");
-    }
+    for (long i = 0; i < n; i++)
+        at_site(alloc_free_op, i);
     return now_ns() - t0;
 }
+
+static void launch_op(long i) { empty_kernel<<<1, 1, 0, streams[i % nstreams]>>>(); }
 
 static double time_launch(long n)
 {
     double t0 = now_ns();
     for (long i = 0; i < n; i++)
-        empty_kernel<<<1, 1, 0, streams[i % nstreams]>>>();
+        at_site(launch_op, i);
     check(cudaGetLastError(), "kernel launch");
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // amortised over n
     return now_ns() - t0;
@@ -170,6 +199,10 @@ static void run_all(void)
     time_nvtx(warmup);
     printf("alloc_free_pair_ns %.1f\n", best_of(time_alloc_free, alloc_iters));
     printf("launch_ns %.1f\n", best_of(time_launch, launch_iters));
+    if (stack_only) {
+        cublasDestroy(blas);
+        return;
+    }
     printf("launch_args_ns %.1f\n", best_of(time_launch_args, launch_iters));
     printf("gemm_ns %.1f\n", best_of_bursts(time_gemm, gemm_iters, 2000));
     printf("nvtx_push_pop_ns %.1f\n", best_of_bursts(time_nvtx, nvtx_iters, 10000));
@@ -211,9 +244,13 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--bytes")) alloc_bytes = (size_t)arg_long(a, v);
         else if (!strcmp(a, "--depth")) depth = (int)arg_long(a, v);
         else if (!strcmp(a, "--streams") && arg_long(a, v) <= 256) nstreams = (int)arg_long(a, v);
+        else if (!strcmp(a, "--sites") && arg_long(a, v) <= 4) nsites = (int)arg_long(a, v);
+        else if (!strcmp(a, "--stack-only")) stack_only = 1, i--;
+        else if (!strcmp(a, "--cpu-time")) timing_clock = CLOCK_THREAD_CPUTIME_ID, i--;
         else {
             fprintf(stderr, "usage: bench_hooks [--alloc-iters N] [--launch-iters N] [--gemm-iters N] "
-                            "[--nvtx-iters N] [--reps N] [--bytes N] [--depth N] [--streams N<=256]\n");
+                            "[--nvtx-iters N] [--reps N] [--bytes N] [--depth N] [--streams N<=256] [--sites N<=4] "
+                            "[--stack-only] [--cpu-time]\n");
             return 2;
         }
     }

@@ -49,16 +49,25 @@ static const ana_config_var VARS[] = {
     { "ANATOMIST_LIVE", ANA_CFG_BOOL, "1", 0, 1, OFF(live),
       "0 keeps the record rings in anonymous memory instead of the live file beside the "
       "trace: a killed process then loses the records of its last flush interval." },
-    { "ANATOMIST_TIME_RESOLUTION", ANA_CFG_INT, "1", 1, 1L << ANA_TIME_SHIFT_MAX, OFF(time_res_ns),
-      "Tick of every time and duration in the trace, ns: a power of two. Coarser ticks make "
-      "traces smaller (times are most of their bytes); 1 keeps nanoseconds." },
     { "ANATOMIST_TSC", ANA_CFG_BOOL, "1", 0, 1, OFF(tsc),
       "0 reads every record's time with clock_gettime instead of the CPU's time-stamp counter "
       "(used where it is invariant, mapped onto CLOCK_MONOTONIC)." },
+    { "ANATOMIST_TIME_RESOLUTION", ANA_CFG_INT, "1", 1, 1L << ANA_TIME_SHIFT_MAX, OFF(time_res_ns),
+      "Tick of every time and duration in the trace, ns: a power of two. Coarser ticks make "
+      "traces smaller (times are most of their bytes); 1 keeps nanoseconds." },
+    { "ANATOMIST_UNWIND", ANA_CFG_ENUM, "auto", 0, 0, OFF(unwind),
+      "How call stacks are walked: auto (libunwind, repeated stacks recognised from a per-thread "
+      "cache), fp (frame pointers only: for programs built with -fno-omit-frame-pointer), dwarf "
+      "(libunwind at every call, no cache)." },
     { NULL, 0, NULL, 0, 0, 0, NULL },
 };
 
 const ana_config_var *ana_config_vars(void) { return VARS; }
+
+const char *ana_config_choices(const ana_config_var *v)
+{
+    return v->type == ANA_CFG_ENUM && v->off == OFF(unwind) ? "auto|fp|dwarf" : NULL;
+}
 
 static int parse_bool(const char *v, int *out)
 {
@@ -81,6 +90,31 @@ static int parse_int(const char *v, long min, long max, long *out)
     return 0;
 }
 
+void ana_config_choice_text(const ana_config_var *v, int index, char *out, size_t cap)
+{
+    const char *w = ana_config_choices(v);
+    for (int i = 0; w && i < index; i++)
+        w = strchr(w, '|') ? strchr(w, '|') + 1 : NULL;
+    size_t n = w ? strcspn(w, "|") : 0;
+    snprintf(out, cap, "%.*s", (int)n, w ? w : "");
+}
+
+/* The index of text among the '|'-separated words of choices, or -1. */
+static int parse_choice(const char *text, const char *choices, int *out)
+{
+    size_t len = strlen(text);
+    for (int i = 0; *choices; i++) {
+        const char *end = strchr(choices, '|');
+        size_t n = end ? (size_t)(end - choices) : strlen(choices);
+        if (n == len && !strncasecmp(text, choices, n)) {
+            *out = i;
+            return 0;
+        }
+        choices += n + (end != NULL);
+    }
+    return -1;
+}
+
 /* Stores text into the field of var; returns -1 when the text is not valid for it. */
 static int store(ana_config *cfg, const ana_config_var *var, const char *text)
 {
@@ -93,6 +127,8 @@ static int store(ana_config *cfg, const ana_config_var *var, const char *text)
         return 0;
     case ANA_CFG_BOOL:
         return parse_bool(text, (int *)field);
+    case ANA_CFG_ENUM:
+        return parse_choice(text, ana_config_choices(var), (int *)field);
     case ANA_CFG_INT: {
         long n;
         if (parse_int(text, var->min, var->max, &n) < 0)
@@ -126,6 +162,8 @@ int ana_config_load(ana_config *cfg, const char *(*get)(const char *name),
                     warn("ignoring %s=%s (expected an integer from %ld to %ld%s); using %s", v->name,
                          text, v->min, v->max,
                          v->off == OFF(time_res_ns) ? " that is a power of two" : "", v->def);
+                else if (v->type == ANA_CFG_ENUM)
+                    warn("ignoring %s=%s (expected one of %s); using %s", v->name, text, ana_config_choices(v), v->def);
                 else if (v->type == ANA_CFG_BOOL)
                     warn("ignoring %s=%s (expected 0 or 1); using %s", v->name, text, v->def);
                 else

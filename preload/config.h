@@ -24,12 +24,14 @@ typedef struct ana_config {
     int nvtx;         /* record NVTX ranges and names as the program's NVTX injection */
     int kernel_args;  /* LAUNCH records the parameter words that look like device pointers */
     int live;         /* rings in the live file beside the trace (format/live.h) */
-    int time_res_ns;  /* tick of the trace's times, ns: a power of two (1.5) */
     int tsc;          /* record times from the TSC where it is invariant (clock.c) */
+    int time_res_ns;  /* tick of the trace's times, ns: a power of two (1.5) */
     unsigned time_shift; /* log2(time_res_ns), derived */
+    int unwind;       /* enum ana_unwind_mode (unwind.h): how stacks are walked */
 } ana_config;
 
-enum ana_cfg_type { ANA_CFG_STR, ANA_CFG_BOOL, ANA_CFG_INT };
+/* ANA_CFG_ENUM: one of the words ana_config_choices gives, stored as its index (int). */
+enum ana_cfg_type { ANA_CFG_STR, ANA_CFG_BOOL, ANA_CFG_INT, ANA_CFG_ENUM };
 
 typedef struct ana_config_var {
     const char *name;
@@ -42,6 +44,10 @@ typedef struct ana_config_var {
 
 /* The table, terminated by an entry with name NULL. */
 const ana_config_var *ana_config_vars(void);
+/* The words an ANA_CFG_ENUM variable accepts, "a|b|c"; NULL for other types. */
+const char *ana_config_choices(const ana_config_var *v);
+/* The word with this index among v's choices, into out ("" when there is none). */
+void ana_config_choice_text(const ana_config_var *v, int index, char *out, size_t cap);
 
 /* Fills cfg from getenv-like lookup `get` (NULL = getenv). Each bad value is reported
  * through warn (if not NULL) and replaced by its default. Returns the number of bad values. */

@@ -1,7 +1,7 @@
-/* stacks.c — call-stack capture and process-wide interning (preload.h).
+/* stacks.c — process-wide interning of call stacks (preload.h); capture is unwind.c's.
  *
- * Capture uses libunwind's unw_backtrace, loaded with dlopen(RTLD_LOCAL) so that its own
- * exported backtrace() never replaces glibc's for the traced program. Interning is a
+ * libunwind is loaded with dlopen(RTLD_LOCAL) so that its own exported backtrace() never
+ * replaces glibc's for the traced program. Interning is a
  * lock-free open-addressing table: a slot is claimed by CAS (0 -> BUSY), its entry is
  * filled, then the slot's key is published with a release store. Readers that meet a BUSY
  * slot probe on; at worst two ids get identical frames, which the format allows. Entries
@@ -11,6 +11,7 @@
  * records of a killed process find their stacks there. */
 #define _GNU_SOURCE
 #include "preload.h"
+#include "unwind.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -33,10 +34,6 @@ struct entry {
     _Atomic uint32_t ready;
 };
 
-typedef int (*unw_backtrace_fn)(void **buffer, int size);
-static unw_backtrace_fn p_backtrace;
-static uintptr_t unw_lo, unw_hi;
-
 static struct slot *slots;
 static struct entry *entries;
 static uint64_t *frames;
@@ -56,22 +53,13 @@ int ana_stacks_init(void)
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return -1;
-    p_backtrace = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
     slots = reserve(sizeof(struct slot) * SLOTS);
     entries = reserve(sizeof(struct entry) * MAX_IDS);
     frames = reserve(sizeof(uint64_t) * MAX_FRAMES_TOTAL);
     emitted = reserve(MAX_IDS);
-    if (!p_backtrace || !slots || !entries || !frames || !emitted) {
-        p_backtrace = NULL;
+    if (!slots || !entries || !frames || !emitted)
         return -1;
-    }
-    ana_modules_find_self((const void *)p_backtrace, &unw_lo, &unw_hi);
-    return 0;
-}
-
-static inline int skippable(uintptr_t ip)
-{
-    return (ip >= ana_self_lo && ip < ana_self_hi) || (ip >= unw_lo && ip < unw_hi);
+    return ana_unwind_init(h);
 }
 
 static uint64_t hash_frames(const uint64_t *ip, uint32_t n)
@@ -133,24 +121,6 @@ uint64_t ana_stack_intern(const uint64_t *ip, uint32_t n)
     return new_entry(ip, n); /* table crowded here: define it without interning */
 }
 
-uint64_t ana_stack_capture(void)
-{
-    if (!ana_cfg.stacks || !p_backtrace)
-        return 0;
-    void *buf[ANA_MAX_FRAMES + 16];
-    int want = ana_cfg.stack_depth + 16;
-    int n = p_backtrace(buf, want < (int)(sizeof(buf) / sizeof(buf[0])) ? want : (int)(sizeof(buf) / sizeof(buf[0])));
-    int skip = 0;
-    while (skip < n && skippable((uintptr_t)buf[skip]))
-        skip++;
-    int keep = n - skip;
-    if (keep <= 0)
-        return 0;
-    if (keep > ana_cfg.stack_depth)
-        keep = ana_cfg.stack_depth;
-    return ana_stack_intern((const uint64_t *)(buf + skip), (uint32_t)keep);
-}
-
 void ana_stacks_emit_new(void (*fn)(uint64_t id, const uint64_t *ips, uint32_t n, void *arg), void *arg)
 {
     if (!entries)
@@ -176,6 +146,7 @@ void ana_stacks_emit_new(void (*fn)(uint64_t id, const uint64_t *ips, uint32_t n
 
 void ana_stacks_atfork_child(void)
 {
+    ana_unwind_atfork_child();
     if (!emitted)
         return;
     uint32_t end = atomic_load(&next_id);
