@@ -9,9 +9,12 @@
  * A reader of `T` that finds no END record reads on into `T.live` (ana_live_load); a clean
  * end removes `T.live`; `anatomist recover` writes what it holds into `T` for good.
  *
- * Layout: a 4096-byte header, the definitions ring, then slots, each a 4096-byte slot
- * header followed by its ring. All integers are little-endian (the writer is the traced
- * host itself; readers on other byte orders refuse the file), at the offsets given. */
+ * Layout: a 4096-byte header, the definitions ring, the staging area (version 2), then
+ * slots, each a 4096-byte slot header followed by its ring. The staging area holds the
+ * payload of the trace chunk the writer is building: ring bytes are copied there, and the
+ * ring space released, at once, so a thread's ring never waits for compression or a write.
+ * All integers are little-endian (the writer is the traced host itself; readers on other
+ * byte orders refuse the file), at the offsets given. */
 #ifndef ANA_LIVE_H
 #define ANA_LIVE_H
 
@@ -21,7 +24,7 @@
 
 #define ANA_LIVE_MAGIC "ANATLIVE"
 #define ANA_LIVE_SLOT_MAGIC "ANASLOT1"
-#define ANA_LIVE_VERSION 1
+#define ANA_LIVE_VERSION 2 /* 2: the staging area; readers read version 1 files too */
 #define ANA_LIVE_HEADER_SIZE 4096u
 #define ANA_LIVE_SLOT_HEADER 4096u
 #define ANA_LIVE_DEFS_SIZE (1u << 20)
@@ -46,12 +49,17 @@ typedef struct ana_live_header {
     char end_detail[256];         /* 104 its detail, NUL-terminated */
     uint64_t created_ns;          /* 360 when the trace began (CLOCK_MONOTONIC): the time
                                    * given to definitions read from the ring */
+    uint64_t stage_off;           /* 368 (2) file offset of the staging area; 0 = none */
+    uint64_t stage_size;          /* 376 (2) its size */
+    _Atomic uint64_t stage_seq;   /* 384 (2) the trace chunk the staged bytes will become */
+    _Atomic uint64_t stage_len;   /* 392 (2) bytes staged: records, as in a chunk payload */
 } ana_live_header;
 
-/* One thread's ring. [tail, head) are records not known to be in the trace; a drained range
- * [tail, pend_tail) is "pending" until the trace chunk pend_seq is known to be written. A
- * reader takes the pending values when the trace holds chunk pend_seq, else the committed
- * ones (tail, base_ns, drop_rep, dropb_rep). */
+/* One thread's ring. [tail, head) are records neither in the trace nor staged; a drained
+ * range [tail, pend_tail) is "pending" until the trace chunk pend_seq is known to hold it:
+ * written, or (version 2) staged: stage_seq == pend_seq and stage_len >= pend_stage. A
+ * reader takes the pending values then, else the committed ones (tail, base_ns, drop_rep,
+ * dropb_rep). */
 typedef struct ana_live_slot {
     char magic[8];                  /*   0 "ANASLOT1" */
     uint64_t ring_size;             /*   8 a power of two */
@@ -68,6 +76,7 @@ typedef struct ana_live_slot {
     _Atomic uint64_t pend_dropb;    /*  96 */
     _Atomic uint64_t dropped;       /* 104 records the thread could not append */
     _Atomic uint64_t dropped_bytes; /* 112 */
+    _Atomic uint64_t pend_stage;    /* 120 (2) stage_len that covers the pending range */
 } ana_live_slot;
 
 _Static_assert(sizeof(ana_live_header) <= ANA_LIVE_HEADER_SIZE, "live header fits its page");
@@ -104,7 +113,8 @@ typedef struct ana_live_result {
 } ana_live_result;
 
 /* Reads `trace_path`.live, if there is one for this trace (trace_id matches): every record
- * not among the trace's first `chunks` chunks. Returns 1 (res filled; free it with
+ * not among the trace's first `chunks` chunks: the staged payload (when the trace lacks
+ * chunk stage_seq), the definitions the trace and the stage lack, then each ring. Returns 1 (res filled; free it with
  * ana_live_result_free), 0 when there is no live file for this trace, -1 on a live file
  * that cannot be used (msg says why). Bounded by the file's size; never trusts its fields. */
 int ana_live_load(const char *trace_path, uint64_t trace_id, uint64_t chunks,

@@ -18,6 +18,7 @@
 
 #define PIECE_MAX (ANA_CHUNK_MAX - 64u)
 #define RING_MAX (64ull << 20)
+#define STAGE_MAX (256ull << 20)
 
 void ana_live_known_add(ana_live_known *k, uint32_t kind, uint64_t id)
 {
@@ -156,9 +157,85 @@ static int read_ring(int fd, uint64_t off, uint64_t size, uint64_t from, uint64_
 
 static int pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
-/* The definitions ring: STACK and KERNEL records (dt 0) the trace does not define, at the
- * time the trace began. */
-static void load_defs(int fd, const ana_live_header *h, uint64_t fsize, const ana_live_known *known, out *o)
+/* The id of a STACK or KERNEL record's payload; 0 when it does not decode. */
+static int def_id(uint32_t kind, const uint8_t *p, size_t plen, ana_scratch *sc, uint64_t *id)
+{
+    ana_record rec;
+    if (plen * 9 + 64 > sc->cap) {
+        free(sc->buf);
+        sc->buf = malloc(sc->cap = plen * 9 + 64);
+    }
+    sc->used = 0;
+    if (!sc->buf || ana_record_decode(kind, p, plen, 0, &rec, sc) != ANA_DEC_OK)
+        return 0;
+    *id = kind == ANA_K_STACK ? rec.u.stack.id : rec.u.kernel.id;
+    return 1;
+}
+
+/* The staging area (version 2): the payload of chunk stage_seq as far as the writer had
+ * built it, when the trace does not hold that chunk. Its STACK and KERNEL ids go to seen. */
+static void load_stage(int fd, const ana_live_header *h, uint64_t fsize, uint64_t chunks,
+                       ana_live_known *seen, out *o)
+{
+    uint64_t len = h->stage_len, tid = 0, t = 0, id = 0;
+    if (h->version < 2 || h->stage_off == 0 || h->stage_seq < chunks || len == 0)
+        return;
+    if (h->stage_off < ANA_LIVE_HEADER_SIZE || h->stage_off > fsize || h->stage_size > STAGE_MAX ||
+        fsize - h->stage_off < h->stage_size || len > h->stage_size) {
+        o->res->bad_bytes += len < STAGE_MAX ? len : 0;
+        return;
+    }
+    uint8_t *buf = malloc(len);
+    ana_scratch sc = { 0 };
+    int seg = 0;
+    if (!buf || ana_pread_all(fd, buf, len, h->stage_off) < 0)
+        goto out;
+    for (size_t at = 0; at < len;) {
+        uint32_t kind;
+        size_t plen, hn = ana_record_header(buf + at, len - at, &kind, &plen);
+        int64_t dt = 0;
+        ana_record sr;
+        sc.used = 0;
+        int ok = hn && hn + plen <= PIECE_MAX - 64;
+        if (ok && kind == ANA_K_SEGMENT)
+            ok = ana_record_decode(kind, buf + at + hn, plen, 0, &sr, &sc) == ANA_DEC_OK;
+        else
+            ok = ok && seg && ana_record_peek_dt(buf + at + hn, plen, &dt) &&
+                 (!(kind == ANA_K_STACK || kind == ANA_K_KERNEL) ||
+                  def_id(kind, buf + at + hn, plen, &sc, &id));
+        if (!ok) {
+            o->res->bad_bytes += len - at;
+            break;
+        }
+        if (kind == ANA_K_END) { /* not written: the trace ends as the header says */
+            t += (uint64_t)dt;
+            o->open = 0;
+        } else if (kind == ANA_K_SEGMENT) {
+            tid = sr.u.segment.tid;
+            t = sr.u.segment.base_ns;
+            seg = 1;
+            o->open = 0; /* each staged segment stays one */
+        } else {
+            if (kind == ANA_K_STACK || kind == ANA_K_KERNEL)
+                ana_live_known_add(seen, kind, id);
+            if (put_raw(o, tid, t, buf + at, hn + plen) < 0)
+                break;
+            t += (uint64_t)dt;
+            o->prev_ns = t;
+            if (t > o->last_ns && t < UINT64_MAX / 2)
+                o->last_ns = t;
+        }
+        at += hn + plen;
+    }
+out:
+    free(sc.buf);
+    free(buf);
+}
+
+/* The definitions ring: STACK and KERNEL records (dt 0) that neither the trace nor the
+ * stage defines, at the time the trace began. */
+static void load_defs(int fd, const ana_live_header *h, uint64_t fsize, const ana_live_known *known,
+                      const ana_live_known *seen, out *o)
 {
     uint64_t head = h->defs_head, tail = h->defs_tail;
     if (!pow2(h->defs_size) || h->defs_size > RING_MAX || h->defs_off < ANA_LIVE_HEADER_SIZE ||
@@ -174,19 +251,14 @@ static void load_defs(int fd, const ana_live_header *h, uint64_t fsize, const an
     for (size_t at = 0, n = (size_t)(head - tail); at < n;) {
         uint32_t kind;
         size_t plen, hn = ana_record_header(buf + at, n - at, &kind, &plen);
-        ana_record rec;
-        if (hn && plen * 9 + 64 > sc.cap) {
-            free(sc.buf);
-            sc.buf = malloc(sc.cap = plen * 9 + 64);
-        }
-        sc.used = 0;
-        if (!hn || (kind != ANA_K_STACK && kind != ANA_K_KERNEL) || !sc.buf ||
-            ana_record_decode(kind, buf + at + hn, plen, 0, &rec, &sc) != ANA_DEC_OK) {
+        uint64_t id;
+        if (!hn || (kind != ANA_K_STACK && kind != ANA_K_KERNEL) ||
+            !def_id(kind, buf + at + hn, plen, &sc, &id)) {
             o->res->bad_bytes += n - at;
             break;
         }
-        uint64_t id = kind == ANA_K_STACK ? rec.u.stack.id : rec.u.kernel.id;
-        if (!known_has(known, kind, id) && put_raw(o, 0, h->created_ns, buf + at, hn + plen) < 0)
+        if (!known_has(known, kind, id) && !known_has(seen, kind, id) &&
+            put_raw(o, 0, h->created_ns, buf + at, hn + plen) < 0)
             break;
         at += hn + plen;
     }
@@ -205,7 +277,10 @@ static void load_slot(int fd, uint64_t off, const ana_live_header *h, uint64_t c
         o->res->bad_bytes += h->slot_stride;
         return;
     }
-    int pend = s.pend_seq != ANA_LIVE_NONE && s.pend_seq < chunks;
+    /* Pending values hold once the trace has chunk pend_seq, or (2) the stage holds the range. */
+    int staged = h->version >= 2 && h->stage_off && s.pend_seq == h->stage_seq &&
+                 h->stage_len >= s.pend_stage;
+    int pend = s.pend_seq != ANA_LIVE_NONE && (s.pend_seq < chunks || staged);
     uint64_t tail = pend ? s.pend_tail : s.tail, base = pend ? s.pend_base : s.base_ns;
     uint64_t drop = pend ? s.pend_drop : s.drop_rep, dropb = pend ? s.pend_dropb : s.dropb_rep;
     uint64_t head = s.head, tid = s.tid;
@@ -288,14 +363,17 @@ int ana_live_load(const char *trace_path, uint64_t trace_id, uint64_t chunks,
         snprintf(msg, cap, "%s%s: not a live file of an Anatomist trace", trace_path, ANA_LIVE_SUFFIX);
         return -1;
     }
-    if (h.version != ANA_LIVE_VERSION || trace_id == 0 || h.trace_id != trace_id) {
+    if ((h.version != 1 && h.version != ANA_LIVE_VERSION) || trace_id == 0 || h.trace_id != trace_id) {
         close(fd); /* another version, or the live file of another run: not this trace's */
         return 0;
     }
     out o = { .res = res };
+    ana_live_known seen = { 0 };
     res->pid = h.pid;
     res->defs_lost = h.defs_lost;
-    load_defs(fd, &h, fsize, known, &o);
+    load_stage(fd, &h, fsize, chunks, &seen, &o);
+    load_defs(fd, &h, fsize, known, &seen, &o);
+    ana_live_known_free(&seen);
     /* Slots lie past the header, wholly inside the file: at most as many as fit. */
     uint64_t nslots = 0;
     if (h.slot_stride > ANA_LIVE_SLOT_HEADER && h.slots_off >= ANA_LIVE_HEADER_SIZE && h.slots_off <= fsize) {

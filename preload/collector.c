@@ -3,8 +3,13 @@
  * Each pass: (1) note every thread's state and head; (2) write definitions that those
  * records may use: modules, kernels, stacks, thread names, drop counts; (3) copy each
  * ring's bytes up to the noted head into the chunk behind a SEGMENT; (4) compress and
- * write the chunk. Because definitions are published before any record that uses them is
+ * write the chunk once it is big enough (CHUNK_TARGET), old enough (STAGE_MAX_NS), or
+ * asked for. Because definitions are published before any record that uses them is
  * appended, and (2) runs after (1), a definition always precedes its uses in the file.
+ * The chunk is built in the live file's staging area (live.h): a ring's range is released
+ * as soon as it is staged, so rings never wait for CUPTI, compression or the disk, and the
+ * trace gets few, large chunks (zstd compresses them better) without risking a record.
+ * Without a live file the chunk is in memory and is written every pass.
  * Between (3) and (4) GPU activity is collected (cupti.c): its records carry their own
  * (GPU) times and go to the process segment, each GPU_KERNEL after its KERNEL definition.
  * A pass asked for by ana_collector_flush_now, and the last pass, force CUPTI to hand
@@ -27,7 +32,8 @@
 #include "naming.h"
 #include "writer.h"
 
-#define CHUNK_TARGET (1u << 20)
+#define CHUNK_TARGET ((size_t)ana_cfg.chunk_kb * 1024)
+#define STAGE_MAX_NS (10ull * 1000000000ull) /* a staged chunk is written within this */
 
 static ana_tw *tw;
 static char trace_path[1024];
@@ -36,28 +42,24 @@ static sem_t wake;
 static _Atomic int stop_req;
 static _Atomic int force_req; /* the next pass forces a CUPTI flush */
 static _Atomic uint64_t passes_started, passes_done;
-static uint8_t *chunk;
+static uint8_t *chunk; /* the live file's staging area, or (no live file) malloc'd */
 static size_t chunk_len, chunk_cap;
-static int in_wseg, write_failed;
+static int staged, in_wseg, write_failed;
+static uint64_t chunk_born; /* when the chunk's first byte was staged */
 static uint64_t defs_snap; /* the live definitions ring's head when the pass began */
 static uint64_t wseg_prev;
 static uint64_t end_reason = ANA_END_EXIT;
 static const char *end_detail = "exit";
 
-/* Chunk seq is in the trace: the ranges drained into it are no longer pending. */
-static void commit(uint64_t seq)
+/* The pending range of t's slot is staged: its space goes back to the thread. */
+static void commit(ana_thread *t)
 {
-    for (ana_thread *t = ana_thread_list(); t; t = t->next) {
-        ana_live_slot *ls = t->ls;
-        if (!t->c_pending || atomic_load_explicit(&ls->pend_seq, memory_order_relaxed) != seq)
-            continue;
-        atomic_store_explicit(&ls->base_ns, ls->pend_base, memory_order_relaxed);
-        atomic_store_explicit(&ls->drop_rep, ls->pend_drop, memory_order_relaxed);
-        atomic_store_explicit(&ls->dropb_rep, ls->pend_dropb, memory_order_relaxed);
-        atomic_store_explicit(&ls->tail, ls->pend_tail, memory_order_release);
-        atomic_store_explicit(&ls->pend_seq, ANA_LIVE_NONE, memory_order_release);
-        t->c_pending = 0;
-    }
+    ana_live_slot *ls = t->ls;
+    atomic_store_explicit(&ls->base_ns, ls->pend_base, memory_order_relaxed);
+    atomic_store_explicit(&ls->drop_rep, ls->pend_drop, memory_order_relaxed);
+    atomic_store_explicit(&ls->dropb_rep, ls->pend_dropb, memory_order_relaxed);
+    atomic_store_explicit(&ls->tail, ls->pend_tail, memory_order_release);
+    atomic_store_explicit(&ls->pend_seq, ANA_LIVE_NONE, memory_order_release);
 }
 
 /* Writing failed: nothing more is written. What was not written stays in the live file,
@@ -76,16 +78,18 @@ static void write_failure(int e)
                 live ? trace_path : "", live ? ANA_LIVE_SUFFIX " (anatomist recover)" : "");
 }
 
+/* Writes the chunk. After a failed write what was staged stays where it is, for readers
+ * and `anatomist recover`: nothing is staged over it. */
 static void flush_chunk(void)
 {
     if (chunk_len == 0 || write_failed)
-        goto out;
-    uint64_t seq = ana_tw_chunks(tw);
-    if (ana_tw_chunk(tw, chunk, chunk_len) < 0)
+        return;
+    ana_live_stage_publish(chunk_len);
+    if (ana_tw_chunk(tw, chunk, chunk_len) < 0) {
         write_failure(errno);
-    else
-        commit(seq);
-out:
+        return;
+    }
+    ana_live_stage_begin(ana_tw_chunks(tw));
     chunk_len = 0;
     in_wseg = 0;
 }
@@ -94,7 +98,9 @@ static int room(size_t n)
 {
     if (chunk_cap - chunk_len < n)
         flush_chunk();
-    return chunk_cap - chunk_len >= n;
+    if (chunk_len == 0)
+        chunk_born = ana_now_ns();
+    return !write_failed && chunk_cap - chunk_len >= n;
 }
 
 /* Appends a record made by the collector itself, in the process segment (tid 0), at
@@ -197,8 +203,10 @@ static void copy_ring(ana_thread *t, uint64_t tl, size_t n)
 
 #define WREC_ROOM (ANA_RECORD_FIXED_MAX + 2 * 4096 + 64 * 1024)
 
-/* Copies t's records up to t->c_snap into the chunk behind its drops, advances t's clock,
- * and notes in its slot what the chunk will hold once written (pending until then). */
+/* Copies t's records up to t->c_snap into the chunk behind its drops and advances t's
+ * clock; notes in its slot what the chunk holds (pending), publishes the staged bytes, and
+ * releases the range (docs/trace-format.md, "The live file": each step leaves every record
+ * exactly once in the trace, the stage or the ring). */
 static void drain(ana_thread *t)
 {
     ana_live_slot *ls = t->ls;
@@ -208,7 +216,7 @@ static void drain(ana_thread *t)
         return;
     size_t n = (size_t)(h - tl);
     if (!room(n + 32 + WREC_ROOM))
-        return; /* (cannot happen: the chunk holds two rings) */
+        return; /* (cannot happen but after a failed write: a chunk holds a ring and more) */
     atomic_store_explicit(&ls->pend_seq, ANA_LIVE_NONE, memory_order_relaxed);
     if (d != t->c_drop) {
         ana_record r = { .kind = ANA_K_DROPPED };
@@ -223,8 +231,10 @@ static void drain(ana_thread *t)
     ls->pend_base = t->c_prev_ns;
     ls->pend_drop = t->c_drop;
     ls->pend_dropb = t->c_dropb;
+    ls->pend_stage = chunk_len;
     atomic_store_explicit(&ls->pend_seq, ana_tw_chunks(tw), memory_order_release);
-    t->c_pending = 1;
+    ana_live_stage_publish(chunk_len); /* the one step that moves the range into the stage */
+    commit(t);
     atomic_store_explicit(&t->kicked, 0, memory_order_relaxed);
 }
 
@@ -240,6 +250,11 @@ static void pass(int forced)
     ana_modules_emit_new(on_module, NULL);
     ana_kernels_emit_new(on_kernel, NULL);
     ana_stacks_emit_new(on_stack, NULL);
+    if (!write_failed) {
+        /* The definitions are in the trace or the stage: their mirror may be overwritten. */
+        ana_live_stage_publish(chunk_len);
+        ana_live_defs_commit(defs_snap);
+    }
     for (ana_thread *t = list; t; t = t->next) {
         if (t->c_state != ANA_T_LIVE && t->c_state != ANA_T_DEAD)
             continue;
@@ -247,14 +262,15 @@ static void pass(int forced)
             name_thread(t);
         drain(t);
     }
-    ana_cupti_collect(forced || atomic_exchange(&force_req, 0), on_gpu, NULL);
-    flush_chunk();
+    forced |= atomic_exchange(&force_req, 0);
+    ana_cupti_collect(forced, on_gpu, NULL);
+    ana_live_stage_publish(chunk_len);
+    if (forced || !staged || chunk_len >= CHUNK_TARGET || ana_now_ns() - chunk_born >= STAGE_MAX_NS)
+        flush_chunk();
     if (!write_failed) {
-        ana_live_defs_commit(defs_snap);
-        /* A thread that ended is free for reuse once all it wrote is in the trace. */
+        /* A thread that ended is free for reuse once all it wrote is staged or written. */
         for (ana_thread *t = list; t; t = t->next)
-            if (t->c_state == ANA_T_DEAD && !t->c_pending &&
-                atomic_load(&t->ls->tail) == atomic_load(&t->ls->head))
+            if (t->c_state == ANA_T_DEAD && atomic_load(&t->ls->tail) == atomic_load(&t->ls->head))
                 atomic_store_explicit(&t->state, ANA_T_FREE, memory_order_release);
     }
     atomic_fetch_add(&passes_done, 1);
@@ -288,6 +304,7 @@ static void *run(void *arg)
             ;
         if (atomic_load(&stop_req) || write_failed)
             break;
+        ana_clock_refresh(); /* here rather than in a hook when the time line expires */
         pass(0);
     }
     finish();
@@ -304,7 +321,6 @@ static void write_preamble(void)
     uint32_t argc = 0;
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     ssize_t len = fd >= 0 ? read(fd, cmd, sizeof(cmd) - 1) : 0;
-        ana_clock_refresh(); /* here rather than in a hook when the time line expires */
     if (fd >= 0)
         close(fd);
     for (ssize_t i = 0; i < len && argc < 256;) {
@@ -363,8 +379,15 @@ static int open_files(const char *path, char *why, size_t cap)
         tw = NULL;
     }
     if (tw) {
-        if (ana_cfg.live)
-            ana_live_open(path, id, ana_ring_size());
+        uint64_t stage_size;
+        if (ana_cfg.live && ana_live_open(path, id, ana_ring_size(), chunk_cap) == 0 &&
+            ana_live_stage(&stage_size)) {
+            free(chunk);
+            chunk = ana_live_stage(&stage_size);
+            chunk_cap = (size_t)stage_size;
+            staged = 1;
+            ana_live_stage_begin(0);
+        }
         write_preamble();
         ana_modules_emit_new(on_module, NULL);
         /* A forked child's tables hold its parent's definitions: they go in first. */
@@ -381,7 +404,8 @@ static int open_files(const char *path, char *why, size_t cap)
 int ana_collector_start(const char *path, char *why, size_t cap)
 {
     snprintf(trace_path, sizeof(trace_path), "%s", path);
-    chunk_cap = ((size_t)ana_cfg.buffer_kb * 1024 * 2) + CHUNK_TARGET + (1u << 20);
+    /* A full chunk plus a whole ring and room for the writer's own records (WREC_ROOM). */
+    chunk_cap = ana_ring_size() + CHUNK_TARGET + (256u << 10);
     chunk = malloc(chunk_cap);
     if (!chunk) {
         snprintf(why, cap, "out of memory");
@@ -443,10 +467,11 @@ void ana_collector_atfork_child(void)
         ana_tw_close(tw);
         tw = NULL;
     }
-    free(chunk);
+    if (!staged) /* (the staging area is not mapped in the child: MADV_DONTFORK) */
+        free(chunk);
     chunk = NULL;
     chunk_len = chunk_cap = 0;
-    in_wseg = write_failed = 0;
+    staged = in_wseg = write_failed = 0;
     atomic_store(&stop_req, 0);
     atomic_store(&force_req, 0);
     atomic_store(&passes_started, 0);

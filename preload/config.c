@@ -28,6 +28,9 @@ static const ana_config_var VARS[] = {
       "records and counts them." },
     { "ANATOMIST_ZSTD_LEVEL", ANA_CFG_INT, "3", 1, 19, OFF(zstd_level),
       "zstd compression level of trace chunks." },
+    { "ANATOMIST_CHUNK_KB", ANA_CFG_INT, "1024", 16, 16384, OFF(chunk_kb),
+      "Records gathered in the live file before a trace chunk is compressed and written, KiB "
+      "(at least every 10 s). Bigger chunks compress better." },
     { "ANATOMIST_ROOT_PID", ANA_CFG_INT, "0", 0, 0x7fffffff, OFF(root_pid),
       "Set by `anatomist run`: the pid of the process it started, whose trace gets the name as "
       "given. Not for users." },

@@ -22,7 +22,7 @@
 
 static int live_fd = -1;
 static ana_live_header *hdr;
-static uint8_t *defs;
+static uint8_t *defs, *stage;
 static char live_path[1100];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t enc[ANA_RECORD_FIXED_MAX + 16384]; /* under lock */
@@ -74,12 +74,13 @@ static void *map_shared(uint64_t off, uint64_t len)
     return p;
 }
 
-int ana_live_open(const char *trace_path, uint64_t trace_id, uint64_t ring_size)
+int ana_live_open(const char *trace_path, uint64_t trace_id, uint64_t ring_size, uint64_t stage_size)
 {
     char why[256];
     snprintf(live_path, sizeof(live_path), "%s%s", trace_path, ANA_LIVE_SUFFIX);
     live_fd = ana_file_create(live_path, why, sizeof(why));
-    uint64_t first = ANA_LIVE_HEADER_SIZE + ANA_LIVE_DEFS_SIZE;
+    stage_size = (stage_size + 4095) & ~(uint64_t)4095;
+    uint64_t first = ANA_LIVE_HEADER_SIZE + ANA_LIVE_DEFS_SIZE + stage_size;
     if (live_fd < 0 || ana_file_grow(live_fd, 0, first) < 0 || !(hdr = map_shared(0, first))) {
         if (live_fd >= 0) {
             snprintf(why, sizeof(why), "%s", strerror(errno));
@@ -92,6 +93,9 @@ int ana_live_open(const char *trace_path, uint64_t trace_id, uint64_t ring_size)
         return -1;
     }
     defs = (uint8_t *)hdr + ANA_LIVE_HEADER_SIZE;
+    stage = defs + ANA_LIVE_DEFS_SIZE;
+    hdr->stage_off = ANA_LIVE_HEADER_SIZE + ANA_LIVE_DEFS_SIZE;
+    hdr->stage_size = stage_size;
     hdr->version = ANA_LIVE_VERSION;
     hdr->header_size = ANA_LIVE_HEADER_SIZE;
     hdr->trace_id = trace_id;
@@ -183,6 +187,27 @@ void ana_live_defs_commit(uint64_t head)
         atomic_store_explicit(&hdr->defs_tail, head, memory_order_release);
 }
 
+uint8_t *ana_live_stage(uint64_t *size)
+{
+    *size = stage ? hdr->stage_size : 0;
+    return stage;
+}
+
+void ana_live_stage_begin(uint64_t seq)
+{
+    if (!stage)
+        return;
+    /* len first: a reader never pairs the new seq with the old chunk's bytes */
+    atomic_store_explicit(&hdr->stage_len, 0, memory_order_release);
+    atomic_store_explicit(&hdr->stage_seq, seq, memory_order_release);
+}
+
+void ana_live_stage_publish(uint64_t len)
+{
+    if (stage)
+        atomic_store_explicit(&hdr->stage_len, len, memory_order_release);
+}
+
 int ana_live_set_end(uint64_t reason, const char *detail)
 {
     if (!hdr)
@@ -212,7 +237,7 @@ void ana_live_atfork_child(void)
         close(live_fd);
     live_fd = -1;
     hdr = NULL;
-    defs = NULL;
+    defs = stage = NULL;
     said_full = 0;
     pthread_mutex_init(&lock, NULL);
 }

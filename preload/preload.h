@@ -78,8 +78,8 @@ extern uintptr_t ana_self_lo, ana_self_hi;
 /* ---- tbuf.c: per-thread rings ----
  * A ring and its counters are a slot (format/live.h): in the live file when there is one,
  * so that what a thread appended outlives the process. head, dropped and dropped_bytes are
- * the thread's; tail (released only once the records are written into the trace) and the
- * rest are the collector's. */
+ * the thread's; tail (released once the records are in the live file's staging area, or
+ * written) and the rest are the collector's. */
 typedef struct ana_thread {
     ana_live_slot *ls;
     uint8_t *ring;
@@ -111,9 +111,15 @@ ana_thread *ana_thread_list(void);
 void ana_threads_atfork_child(void);
 
 /* ---- live.c: the live file beside the trace (format/live.h) ---- */
-/* Creates TRACE.live for the trace with this id; slots will hold rings of ring_size bytes.
- * 0, or -1 (then rings live in anonymous memory; said once). */
-int ana_live_open(const char *trace_path, uint64_t trace_id, uint64_t ring_size);
+/* Creates TRACE.live for the trace with this id; slots will hold rings of ring_size bytes,
+ * the staging area stage_size. 0, or -1 (then rings live in anonymous memory; said once). */
+int ana_live_open(const char *trace_path, uint64_t trace_id, uint64_t ring_size, uint64_t stage_size);
+/* Collector: the staging area (the payload of the chunk being built; *size bytes), NULL
+ * without a live file. begin: the stage now fills chunk seq from its start; publish: its
+ * first len bytes are whole records of that chunk. */
+uint8_t *ana_live_stage(uint64_t *size);
+void ana_live_stage_begin(uint64_t seq);
+void ana_live_stage_publish(uint64_t len);
 /* A slot with a ring of ring_size bytes after its header: in the live file when it can
  * grow, else in anonymous memory. NULL only when no memory can be had. */
 ana_live_slot *ana_live_slot_new(uint64_t ring_size);

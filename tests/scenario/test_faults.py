@@ -38,8 +38,9 @@ class Faults(unittest.TestCase):
         cls.want = [4096 + i for i in range(COUNT)]
 
     def traced(self, trace, preload=PRELOAD, cmd=None, preexec=None, lines_said=1, **env):
+        # Small chunks: the trace is written in many, so a fault comes in the middle of the run.
         e = clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=preload, ANATOMIST_OUTPUT=trace,
-                      ANATOMIST_BUFFER_KB="64")
+                      ANATOMIST_BUFFER_KB="64", ANATOMIST_CHUNK_KB="16")
         e.update(env)
         p = subprocess.run(cmd or program(), env=e, capture_output=True, text=True, timeout=120,
                            preexec_fn=preexec)
@@ -59,12 +60,10 @@ class Faults(unittest.TestCase):
         self.assertIn(why, end[0]["detail"])
         got = sizes_of(recs)
         self.assertGreater(len(got), 0)
-        # After the fault the writer stops; the program's later records stay in its ring
-        # (the live file) until it is full, then are dropped and counted. How many fit
-        # depends on when the fault came (the writer's scheduling), so what is checked is
-        # that none is lost uncounted.
-        dropped = sum(r["records"] for r in of(recs, "DROPPED"))
-        self.assertLessEqual(COUNT - len(got), dropped, "allocations missing and not counted")
+        # After the fault profiling stops: later calls are not recorded. When the fault comes
+        # depends on when the writer ran (under load, possibly only at exit, with every
+        # record already in the ring), so the count is not checked; the order is.
+        self.assertLessEqual(len(got), COUNT)
         self.assertEqual(got, self.want[:len(got)], "a prefix: no gap, no duplicate")
         return got
 
@@ -102,15 +101,16 @@ class Faults(unittest.TestCase):
         os.makedirs(mnt)
         os.makedirs(keep)
         trace = os.path.join(mnt, "t.anat")
-        # 2 MiB of tmpfs, 912 KiB of it taken: the live file (1 MiB + 4 KiB + 68 KiB for the
-        # one recording thread) and about 40 KiB of trace fit, the run's 57 KiB do not. The files are copied out before the
-        # namespace (and its mount) goes away.
+        # 2 MiB of tmpfs, 576 KiB of it taken: the live file (4 KiB + 1 MiB + a staging area
+        # of 64 + 16 + 256 KiB + 68 KiB for the one recording thread) and about 40 KiB of
+        # trace fit, the run's 57 KiB do not. The files are copied out before the namespace
+        # (and its mount) goes away.
         script = ('keep=$1; shift; mount -t tmpfs -o size=2m tmpfs "$0" && '
-                  'head -c $((2048*1024 - 1136*1024)) /dev/zero > "$0/filler" && '
+                  'head -c $((2048*1024 - 1472*1024)) /dev/zero > "$0/filler" && '
                   '"$@"; rc=$?; cp "$0"/t.anat* "$keep"; exit $rc')
         cmd = ["unshare", "-rm", "sh", "-c", script, mnt, keep] + program()
         e = clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=PRELOAD, ANATOMIST_OUTPUT=trace,
-                      ANATOMIST_BUFFER_KB="64")
+                      ANATOMIST_BUFFER_KB="64", ANATOMIST_CHUNK_KB="16")
         p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         said = [l for l in p.stderr.splitlines() if l.startswith("anatomist:")]
