@@ -343,6 +343,8 @@ static void write_preamble(void)
         const char *field = (const char *)&ana_cfg + v->off;
         if (v->type == ANA_CFG_STR)
             snprintf(val, sizeof(val), "%s", field);
+        else if (v->type == ANA_CFG_ENUM)
+            ana_config_choice_text(v, *(const int *)field, val, sizeof(val));
         else if (v->off == offsetof(ana_config, root_pid))
             snprintf(val, sizeof(val), "%ld", *(const long *)field);
         else

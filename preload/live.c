@@ -71,6 +71,7 @@ static void *map_shared(uint64_t off, uint64_t len)
     if (p == MAP_FAILED)
         return NULL;
     madvise(p, len, MADV_DONTFORK);
+    madvise(p, len, MADV_RANDOM); /* no readahead: a first touch zero-fills one page, not a window */
     return p;
 }
 

@@ -39,6 +39,11 @@ def run(probe, mode, warning=None):
         assert warning in r.stderr, r.stderr
     else:
         assert "anatomist:" not in r.stderr, r.stderr
+    # The trace's settings name the mode as a word (what a bad value fell back to).
+    info = anatomist("info", "--json", trace)
+    assert info.returncode == 0, info.stderr
+    said = json.loads(info.stdout)["info"].get("ANATOMIST_UNWIND")
+    assert said == (mode if mode in ("auto", "fp", "dwarf") else "auto"), said
     return ledger(r.stdout), report_json_all(trace)
 
 
