@@ -41,7 +41,7 @@ static const char ana_report_usage[] =
     "the time anatomy summed over the ranks, each rank's memory peak and the largest, a\n"
     "table per rank (host, pid, steps, mean/median step time, work and collective time per\n"
     "step, GPU busy, peak memory, records), the stragglers (a rank whose median step time\n"
-    "or work per step is more than max(10%, 3 robust deviations, 5% of the job's step time)\n"
+    "or work per step is more than max(10%, 3 robust deviations, 10% of the job's step time)\n"
     "above the other ranks' median, or whose collective time is that much below it: the\n"
     "others wait for it) with why each was flagged, and the collective skew (collectives\n"
     "matched by communicator and sequence number: spread of arrivals, who came last).\n"

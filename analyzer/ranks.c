@@ -138,8 +138,8 @@ static void ana_ranks_test(ana_ranks *rs, size_t i, int m, uint64_t *others, uin
     uint64_t th = med / 10, robust = (uint64_t)(3.0 * 1.4826 * (double)mad + 0.5);
     if (robust > th)
         th = robust;
-    if (rs->job_step_median_ns / 20 > th)
-        th = rs->job_step_median_ns / 20;
+    if (rs->job_step_median_ns / 10 > th)
+        th = rs->job_step_median_ns / 10;
     int bad = m == ANA_RM_COLL ? (x < med && med - x > th) : (x > med && x - med > th);
     if (!bad)
         return;

@@ -96,7 +96,7 @@ int ana_rank_json_is_report(const char *path);
  * rank, whole-run figures: work = duration - collective time, no step metric. */
 #define ANA_RANKS_RULE                                                                    \
     "differs from the median of the other ranks, in the bad direction, by more than "    \
-    "max(10% of that median, 3 x 1.4826 x their MAD, 5% of the job's median step time)"
+    "max(10% of that median, 3 x 1.4826 x their MAD, 10% of the job's median step time)"
 
 enum ana_rank_metric { ANA_RM_STEP = 0, ANA_RM_WORK = 1, ANA_RM_COLL = 2, ANA_RM_COUNT };
 

@@ -24,7 +24,7 @@ class RanksPage(unittest.TestCase):
         os.makedirs(d, exist_ok=True)
         r = ok(anatomist("run", "--sim", "-q", "-o", os.path.join(d, "%h-r%r-%p.anat"), "--",
                          sample("ddp_allreduce"), "--ranks", str(RANKS), "--steps", "3", "--elems", "4096",
-                         "--slow-rank", str(SLOW), "--slow-us", "30000",
+                         "--slow-rank", str(SLOW), "--slow-us", "150000",
                          env=clean_env(ANATOMIST_SIM_NCCL_TIMEOUT_MS="30000"), timeout=300), "ddp_allreduce")
         launcher = [json.loads(l[len("launcher "):]) for l in r.stdout.splitlines() if l.startswith("launcher ")]
         cls.pids = [q["pid"] for q in launcher[0]["ranks"]]

@@ -31,7 +31,7 @@ from common import SIM_LIB, anatomist, clean_env, dump, of, sample, tmpdir
 DDP = sample("ddp_allreduce")
 HAVE_SIM = os.path.exists(os.path.join(SIM_LIB, "libnccl.so.2"))
 RANKS, STEPS, ELEMS = 8, 4, 4096
-SLOW, SLOW_US = 5, 30000
+SLOW, SLOW_US = 5, 150000
 
 
 def job(slow):

@@ -40,25 +40,28 @@ static void add(ana_ranks *rs, ana_rank k)
 Test(ranks, straggler_threshold)
 {
     /* others: step 100 ms, work 10 ms, collective 90 ms; no spread, so the threshold is
-     * max(10% of 10 ms, 0, 5% of 100 ms) = 5 ms for work and 9 ms for collective time */
+     * max(10% of 10 ms, 0, 10% of 100 ms) = 10 ms for work and for collective time */
     ana_ranks rs;
     memset(&rs, 0, sizeof(rs));
     for (int q = 0; q < 8; q++) {
         uint64_t coll = 90 * MS;
         if (q == 3)
-            coll = 90 * MS - 5 * MS; /* work 15 ms: at the threshold, not beyond */
+            coll = 90 * MS - 10 * MS; /* work 20 ms, collective 80 ms: at the threshold */
         if (q == 6)
-            coll = 90 * MS - 5 * MS - 1; /* work one ns beyond */
+            coll = 90 * MS - 10 * MS - 1; /* one ns beyond, both ways */
         add(&rs, mk(q, 5, 100 * MS, coll));
     }
     ana_ranks_analyze(&rs);
     cr_assert_eq(rs.job_step_median_ns, 100 * MS);
-    cr_assert_eq(rs.n_stragglers, 1, "%zu stragglers", rs.n_stragglers);
+    cr_assert_eq(rs.n_stragglers, 2, "%zu stragglers", rs.n_stragglers);
     cr_expect_eq(rs.v[rs.stragglers[0].idx].rank, 6);
     cr_expect_eq(rs.stragglers[0].metric, ANA_RM_WORK);
-    cr_expect_eq(rs.stragglers[0].value_ns, 15 * MS + 1);
+    cr_expect_eq(rs.stragglers[0].value_ns, 20 * MS + 1);
     cr_expect_eq(rs.stragglers[0].others_median_ns, 10 * MS);
-    cr_expect_eq(rs.stragglers[0].threshold_ns, 5 * MS);
+    cr_expect_eq(rs.stragglers[0].threshold_ns, 10 * MS);
+    cr_expect_eq(rs.v[rs.stragglers[1].idx].rank, 6);
+    cr_expect_eq(rs.stragglers[1].metric, ANA_RM_COLL);
+    cr_expect_eq(rs.stragglers[1].value_ns, 80 * MS - 1);
     ana_ranks_free(&rs);
 }
 
