@@ -90,7 +90,7 @@ int ana_rank_json_is_report(const char *path);
 
 /* Stragglers: a rank stands out in a metric when its value differs from the median m of
  * the OTHER ranks' values, in the metric's bad direction, by more than
- *   max(10% of m, 3 x 1.4826 x MAD of the others, 5% of the job's median step time).
+ *   max(10% of m, 3 x 1.4826 x MAD of the others, 10% of the job's median step time).
  * Metrics: median step time and median work per step (higher is worse), median collective
  * time per step (lower: it arrives last, the others wait for it). Without steps on every
  * rank, whole-run figures: work = duration - collective time, no step metric. */
