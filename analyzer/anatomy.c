@@ -33,17 +33,17 @@ static void ana_anat_ctx_free(ana_anat_ctx *c)
 static int ana_anat_ctx_of(const ana_trace *t, const ana_anat_ctx *cx, const ana_gpu_act *a,
                            const ana_api_call *c)
 {
-    uint64_t v;
+    uint64_t v, call;
     if (a->type != ANA_GPU_KERNEL)
         return ANA_CTX_MEMORY;
     if (!c)
         return ANA_CTX_NONE;
-    if (c->call) {
-        if (ana_u64map_get(&t->call_ctx, c->call, &v) && v < ANA_CTX_COUNT)
+    if ((call = ana_trace_wide(t, c->call_w))) {
+        if (ana_u64map_get(&t->call_ctx, call, &v) && v < ANA_CTX_COUNT)
             return (int)v;
-        if (ana_u64map_get(&cx->gemm_calls, c->call, &v))
+        if (ana_u64map_get(&cx->gemm_calls, call, &v))
             return ANA_CTX_GEMM;
-        if (ana_u64map_get(&cx->coll_calls, c->call, &v))
+        if (ana_u64map_get(&cx->coll_calls, call, &v))
             return ANA_CTX_COMM;
     }
     if (c->lib == ANA_LIB_NCCL)
@@ -64,7 +64,8 @@ static ana_classification ana_anat_classify(ana_anat_cache *cc, const ana_gpu_ac
     const ana_trace *t = cc->t;
     uint64_t k;
     *kidx = SIZE_MAX;
-    if (a->type != ANA_GPU_KERNEL || !ana_u64map_get(&t->kernel_idx, a->arg, &k))
+    if (a->type != ANA_GPU_KERNEL ||
+        !ana_u64map_get(&t->kernel_idx, ana_trace_wide(t, a->arg_w), &k))
         return ana_classify(NULL, ctx);
     *kidx = (size_t)k;
     size_t slot = (size_t)k * ANA_CTX_COUNT + (size_t)ctx;
@@ -82,9 +83,9 @@ typedef struct ana_anat_union {
     uint64_t start, end, total;
 } ana_anat_union;
 
-static void ana_anat_union_add(ana_anat_union *u, const ana_gpu_act *a)
+static void ana_anat_union_add(const ana_trace *t, ana_anat_union *u, const ana_gpu_act *a)
 {
-    uint64_t s = a->start_ns, e = a->start_ns + a->dur_ns;
+    uint64_t s = a->start_ns, e = a->start_ns + ana_trace_wide(t, a->dur_w);
     if (u->open && u->device == a->device && s <= u->end) {
         if (e > u->end)
             u->end = e;
@@ -143,9 +144,11 @@ static void ana_anat_step_flops(const ana_trace *t, ana_anatomy *a)
     ana_u64map first;
     uint64_t v;
     ana_u64map_init(&first);
-    for (size_t i = 0; i < t->n_calls; i++)
-        if (t->calls[i].call && !ana_u64map_get(&first, t->calls[i].call, &v))
-            ana_u64map_put(&first, t->calls[i].call, i);
+    for (size_t i = 0; i < t->n_calls; i++) {
+        uint64_t call = ana_trace_wide(t, t->calls[i].call_w);
+        if (call && !ana_u64map_get(&first, call, &v))
+            ana_u64map_put(&first, call, i);
+    }
     for (size_t i = 0; i < t->libs.n_gemms; i++) {
         const ana_gemm_call *gc = &t->libs.gemms[i];
         const ana_gemm_shape *s = &t->libs.shapes[gc->shape];
@@ -222,22 +225,23 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
 
     for (size_t i = 0; i < t->n_gpu; i++) {
         const ana_gpu_act *act = &t->gpu[i];
-        const ana_api_call *issued = ana_trace_call_by_corr(t, act->corr);
+        uint64_t dur = ana_trace_wide(t, act->dur_w);
+        const ana_api_call *issued = ana_trace_call_by_corr(t, ana_trace_wide(t, act->corr_w));
         int ctx = ana_anat_ctx_of(t, &cx, act, issued);
         size_t kidx;
         ana_classification c = ana_anat_classify(&cc, act, ctx, &kidx);
-        a->total.ns[c.cls] += act->dur_ns;
+        a->total.ns[c.cls] += dur;
         a->total.count[c.cls]++;
         if (act->type == ANA_GPU_KERNEL) {
             size_t kn = kidx != SIZE_MAX ? kname_of[kidx] : SIZE_MAX;
             if (kn != SIZE_MAX) {
-                kname_ns[kn * ANA_CLASS_COUNT + c.cls] += act->dur_ns;
+                kname_ns[kn * ANA_CLASS_COUNT + c.cls] += dur;
                 ana_anat_kname *e = &a->knames[kn];
                 if (kname_ns[kn * ANA_CLASS_COUNT + c.cls] >= kname_ns[kn * ANA_CLASS_COUNT + e->cls])
                     *e = (ana_anat_kname){ c.cls, (uint8_t)ctx, c.hints, c.rule };
             }
             if (kidx == SIZE_MAX || !t->kernels[kidx].name)
-                a->unnamed_ns += act->dur_ns;
+                a->unnamed_ns += dur;
         }
         /* step and phase, through the call that issued it */
         int32_t step = -1;
@@ -247,23 +251,23 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
             phase = a->steps.call_phase[issued - t->calls];
         }
         if (step < 0) {
-            a->outside_ns += act->dur_ns;
+            a->outside_ns += dur;
             continue;
         }
         if (phase >= ANA_PHASE_COUNT)
             phase = ANA_PHASE_UNDECIDED;
-        a->phase_ns[phase] += act->dur_ns;
-        a->phase_class[phase].ns[c.cls] += act->dur_ns;
+        a->phase_ns[phase] += dur;
+        a->phase_class[phase].ns[c.cls] += dur;
         a->phase_class[phase].count[c.cls]++;
         ana_anat_step *s = &a->step_rows[step];
-        s->by_class.ns[c.cls] += act->dur_ns;
+        s->by_class.ns[c.cls] += dur;
         s->by_class.count[c.cls]++;
-        s->phase_ns[phase] += act->dur_ns;
+        s->phase_ns[phase] += dur;
         if (!s->acts++ || act->start_ns < s->gpu_first_ns)
             s->gpu_first_ns = act->start_ns;
-        if (act->start_ns + act->dur_ns > s->gpu_last_ns)
-            s->gpu_last_ns = act->start_ns + act->dur_ns;
-        ana_anat_union_add(&unions[step], act);
+        if (act->start_ns + dur > s->gpu_last_ns)
+            s->gpu_last_ns = act->start_ns + dur;
+        ana_anat_union_add(t, &unions[step], act);
     }
     for (size_t i = 0; i < a->steps.n_steps; i++)
         a->step_rows[i].busy_ns = ana_anat_union_total(&unions[i]);

@@ -123,7 +123,7 @@ static void ana_chrome_collect_tids(ana_chrome *c)
     if (t->process.present)
         ana_chrome_add_tid(c, t->process.pid);
     for (size_t i = 0; i < t->n_calls; i++)
-        ana_chrome_add_tid(c, t->calls[i].tid);
+        ana_chrome_add_tid(c, ana_trace_wide(t, t->calls[i].tid_w));
     for (size_t i = 0; i < t->n_mev; i++)
         if (t->mev[i].type == ANA_MEV_ALLOC || t->mev[i].type == ANA_MEV_FREE)
             ana_chrome_add_tid(c, t->mev[i].tid);
@@ -178,7 +178,9 @@ static void ana_chrome_flow(ana_chrome *c, uint64_t corr, const char *dir)
 static void ana_chrome_act(ana_chrome *c, const ana_gpu_act *a)
 {
     const ana_trace *t = c->t;
-    const ana_trace_kernel *k = a->type == ANA_GPU_KERNEL ? ana_trace_kernel_by_id(t, a->arg) : NULL;
+    uint64_t arg = ana_trace_wide(t, a->arg_w), dur = ana_trace_wide(t, a->dur_w);
+    uint64_t corr = ana_trace_wide(t, a->corr_w);
+    const ana_trace_kernel *k = a->type == ANA_GPU_KERNEL ? ana_trace_kernel_by_id(t, arg) : NULL;
     const char *cat = ana_class_name(ANA_CLASS_MEMORY), *name = "memset";
     char buf[48];
     uint64_t pid = ANA_CHROME_GPU_PID + (uint32_t)a->device;
@@ -190,17 +192,17 @@ static void ana_chrome_act(ana_chrome *c, const ana_gpu_act *a)
         name = buf;
     }
     ana_chrome_open(c, "X", name, cat, pid, a->stream, a->start_ns);
-    ana_chrome_dur(c, a->dur_ns);
-    if (a->corr && ana_trace_call_by_corr(t, a->corr))
-        ana_chrome_flow(c, a->corr, "flow_in");
+    ana_chrome_dur(c, dur);
+    if (corr && ana_trace_call_by_corr(t, corr))
+        ana_chrome_flow(c, corr, "flow_in");
     ana_chrome_args(c);
-    ana_json_ku64(&c->j, "corr", a->corr);
+    ana_json_ku64(&c->j, "corr", corr);
     if (a->type == ANA_GPU_KERNEL) {
-        ana_json_ku64(&c->j, "kernel_id", a->arg);
+        ana_json_ku64(&c->j, "kernel_id", arg);
     } else {
-        ana_json_ku64(&c->j, "bytes", a->arg);
-        if (a->dur_ns)
-            ana_json_kdbl(&c->j, "gb_per_s", (double)a->arg / (double)a->dur_ns);
+        ana_json_ku64(&c->j, "bytes", arg);
+        if (dur)
+            ana_json_kdbl(&c->j, "gb_per_s", (double)arg / (double)dur);
     }
     if (a->type == ANA_GPU_MEMCPY) {
         int dir = ana_gpu_dir_of(a->copy_kind);
@@ -213,22 +215,23 @@ static void ana_chrome_act(ana_chrome *c, const ana_gpu_act *a)
 static void ana_chrome_call(ana_chrome *c, const ana_api_call *a)
 {
     char buf[32];
+    uint64_t corr = ana_trace_wide(c->t, a->corr_w);
     ana_chrome_open(c, "X", ana_report_api_name(a->api, buf, sizeof(buf)), "api", c->pid,
-                    a->tid, a->time_ns);
+                    ana_trace_wide(c->t, a->tid_w), a->time_ns);
     uint64_t act;
     ana_chrome_dur(c, 0);
-    if (a->corr && ana_u64map_get(&c->act_by_corr, a->corr, &act))
-        ana_chrome_flow(c, a->corr, "flow_out");
+    if (corr && ana_u64map_get(&c->act_by_corr, corr, &act))
+        ana_chrome_flow(c, corr, "flow_out");
     ana_chrome_args(c);
-    ana_json_ku64(&c->j, "corr", a->corr);
+    ana_json_ku64(&c->j, "corr", corr);
     ana_json_ki64(&c->j, "ret", a->ret);
     if (a->kind == ANA_K_LAUNCH) {
-        const ana_trace_kernel *k = ana_trace_kernel_by_id(c->t, a->arg);
+        const ana_trace_kernel *k = ana_trace_kernel_by_id(c->t, ana_trace_wide(c->t, a->arg_w));
         ana_json_kstr(&c->j, "kernel", k ? c->knames[k - c->t->kernels] : NULL);
     } else {
-        ana_json_ku64(&c->j, "bytes", a->arg);
+        ana_json_ku64(&c->j, "bytes", ana_trace_wide(c->t, a->arg_w));
     }
-    ana_json_ku64(&c->j, "stack_id", a->stack);
+    ana_json_ku64(&c->j, "stack_id", ana_trace_wide(c->t, a->stack_w));
     ana_chrome_close(c);
 }
 
@@ -292,7 +295,7 @@ static void ana_chrome_gemms(ana_chrome *c)
         if (!ana_u64map_get(&first, g->call, &idx))
             continue;
         ana_chrome_instant(c, ana_report_api_name(s->api, buf, sizeof(buf)), "gemm",
-                           t->calls[idx].tid, t->calls[idx].time_ns);
+                           ana_trace_wide(t, t->calls[idx].tid_w), t->calls[idx].time_ns);
         ana_chrome_args(c);
         ana_json_ku64(&c->j, "call", g->call);
         ana_json_ku64(&c->j, "m", s->m);
@@ -335,7 +338,9 @@ static void ana_chrome_projection(ana_chrome *c, const ana_range_span *s, const 
         const ana_api_call *a = &t->calls[i];
         if (a->time_ns > s->t1)
             break;
-        if (a->tid != s->tid || !a->corr || !ana_u64map_get(&c->act_by_corr, a->corr, &idx))
+        uint64_t corr = ana_trace_wide(t, a->corr_w);
+        if (ana_trace_wide(t, a->tid_w) != s->tid || !corr ||
+            !ana_u64map_get(&c->act_by_corr, corr, &idx))
             continue;
         const ana_gpu_act *g = &t->gpu[idx];
         if (lo == UINT64_MAX)
@@ -343,7 +348,8 @@ static void ana_chrome_projection(ana_chrome *c, const ana_range_span *s, const 
         else if (g->device != device)
             continue;
         lo = g->start_ns < lo ? g->start_ns : lo;
-        hi = g->start_ns + g->dur_ns > hi ? g->start_ns + g->dur_ns : hi;
+        uint64_t end = g->start_ns + ana_trace_wide(t, g->dur_w);
+        hi = end > hi ? end : hi;
     }
     if (lo == UINT64_MAX)
         return;
@@ -453,9 +459,11 @@ static void ana_chrome_setup(ana_chrome *c, const ana_report *r, FILE *out)
         c->knames[i] = ana_report_kernel_name(&t->kernels[i]);
     ana_u64map_init(&c->act_by_corr);
     ana_u64map_init(&c->proj);
-    for (size_t i = t->n_gpu; i-- > 0;) /* backwards: the first activity of a corr wins */
-        if (t->gpu[i].corr)
-            ana_u64map_put(&c->act_by_corr, t->gpu[i].corr, i);
+    for (size_t i = t->n_gpu; i-- > 0;) { /* backwards: the first activity of a corr wins */
+        uint64_t corr = ana_trace_wide(t, t->gpu[i].corr_w);
+        if (corr)
+            ana_u64map_put(&c->act_by_corr, corr, i);
+    }
     ana_chrome_collect_tids(c);
 }
 

@@ -271,13 +271,14 @@ static void ana_sq_activities(ana_sq *q, int type)
     ana_sq_begin(q, sql[type]);
     for (size_t i = 0; i < t->n_gpu && !q->failed; i++) {
         const ana_gpu_act *a = &t->gpu[i];
-        const ana_trace_kernel *k = type == ANA_GPU_KERNEL ? ana_trace_kernel_by_id(t, a->arg) : NULL;
+        uint64_t arg = ana_trace_wide(t, a->arg_w), dur = ana_trace_wide(t, a->dur_w);
+        const ana_trace_kernel *k = type == ANA_GPU_KERNEL ? ana_trace_kernel_by_id(t, arg) : NULL;
         if (a->type != type)
             continue;
         ana_sq_u(q, a->start_ns);
-        ana_sq_u(q, a->start_ns + a->dur_ns);
-        ana_sq_u(q, a->dur_ns);
-        ana_sq_u(q, a->arg); /* kernel_id, or bytes */
+        ana_sq_u(q, a->start_ns + dur);
+        ana_sq_u(q, dur);
+        ana_sq_u(q, arg); /* kernel_id, or bytes */
         if (type == ANA_GPU_KERNEL) {
             ana_sq_sid(q, k ? q->kname_ids[k - t->kernels] : -1);
             ana_sq_t(q, k ? ana_report_kernel_class(q->r, k) : ana_class_name(ANA_CLASS_OTHER));
@@ -290,7 +291,7 @@ static void ana_sq_activities(ana_sq *q, int type)
             ana_sq_t(q, ana_sq_mem_kind(a->dst_kind));
         ana_sq_i(q, a->device);
         ana_sq_u(q, a->stream);
-        ana_sq_u(q, a->corr);
+        ana_sq_u(q, ana_trace_wide(t, a->corr_w));
         ana_sq_row(q);
     }
 }
@@ -307,15 +308,16 @@ static void ana_sq_calls(ana_sq *q)
         const ana_api_call *c = &t->calls[i];
         int launch = c->kind == ANA_K_LAUNCH;
         ana_sq_u(q, c->time_ns);
-        ana_sq_u(q, c->tid);
+        ana_sq_u(q, ana_trace_wide(t, c->tid_w));
         ana_sq_t(q, ana_report_api_name(c->api, buf, sizeof(buf)));
         ana_sq_t(q, c->kind <= ANA_K_MEMSET ? kinds[c->kind] : NULL);
-        ana_sq_u(q, c->corr);
+        ana_sq_u(q, ana_trace_wide(t, c->corr_w));
         ana_sq_i(q, c->ret);
-        launch ? ana_sq_u(q, c->arg) : ana_sq_null(q);
-        launch ? ana_sq_null(q) : ana_sq_u(q, c->arg);
-        c->call ? ana_sq_u(q, c->call) : ana_sq_null(q);
-        c->stack ? ana_sq_u(q, c->stack) : ana_sq_null(q);
+        launch ? ana_sq_u(q, ana_trace_wide(t, c->arg_w)) : ana_sq_null(q);
+        launch ? ana_sq_null(q) : ana_sq_u(q, ana_trace_wide(t, c->arg_w));
+        uint64_t call = ana_trace_wide(t, c->call_w), stack = ana_trace_wide(t, c->stack_w);
+        call ? ana_sq_u(q, call) : ana_sq_null(q);
+        stack ? ana_sq_u(q, stack) : ana_sq_null(q);
         if (s->call_step && s->call_step[i] >= 0)
             ana_sq_i(q, s->call_step[i] + 1); /* numbered from 1, as the report does */
         else
@@ -387,7 +389,7 @@ static void ana_sq_gemm(ana_sq *q, const ana_gemm_call *g, const ana_api_call *f
     ana_report_gemm_trans(s, tr);
     ana_sq_u(q, g->call);
     first ? ana_sq_u(q, first->time_ns) : ana_sq_null(q);
-    first ? ana_sq_u(q, first->tid) : ana_sq_null(q);
+    first ? ana_sq_u(q, ana_trace_wide(q->t, first->tid_w)) : ana_sq_null(q);
     ana_sq_t(q, ana_report_api_name(s->api, buf, sizeof(buf)));
     ana_sq_u(q, s->m);
     ana_sq_u(q, s->n);

@@ -375,13 +375,13 @@ static void ana_flame_gpu(ana_fctx *c)
     char buf[64];
     for (size_t i = 0; i < t->n_gpu; i++) {
         const ana_gpu_act *a = &t->gpu[i];
-        if (!a->dur_ns)
+        if (!ana_trace_wide(t, a->dur_w))
             continue;
-        const ana_api_call *call = ana_trace_call_by_corr(t, a->corr);
-        uint32_t node = call ? ana_flame_stack(c, call->stack)
+        const ana_api_call *call = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w));
+        uint32_t node = call ? ana_flame_stack(c, ana_trace_wide(t, call->stack_w))
                              : ana_fb_child(&c->b, 0, "[no host stack]");
         if (a->type == ANA_GPU_KERNEL) {
-            const ana_trace_kernel *k = ana_trace_kernel_by_id(t, a->arg);
+            const ana_trace_kernel *k = ana_trace_kernel_by_id(t, ana_trace_wide(t, a->arg_w));
             const char *cls = k ? ana_report_kernel_class(c->r, k) : ana_class_name(ANA_CLASS_OTHER);
             node = ana_fb_child(&c->b, node, cls);
             node = ana_fb_child_id(&c->b, node, ana_flame_kernel_leaf(c, k));
@@ -389,7 +389,7 @@ static void ana_flame_gpu(ana_fctx *c)
             node = ana_fb_child(&c->b, node, ana_class_name(ANA_CLASS_MEMORY));
             node = ana_fb_child(&c->b, node, ana_flame_copy_leaf(a, buf, sizeof(buf)));
         }
-        c->b.f->nodes[node].self += a->dur_ns;
+        c->b.f->nodes[node].self += ana_trace_wide(t, a->dur_w);
     }
 }
 

@@ -35,12 +35,12 @@ int ana_gpu_host_of(const ana_gpu_act *a)
                                         : ANA_HOST_OTHER;
 }
 
-static void ana_gpu_add(ana_gpu_sum *s, const ana_gpu_act *a)
+static void ana_gpu_add(const ana_trace *t, ana_gpu_sum *s, const ana_gpu_act *a)
 {
     s->count++;
-    s->total_ns += a->dur_ns;
+    s->total_ns += ana_trace_wide(t, a->dur_w);
     if (a->type != ANA_GPU_KERNEL)
-        s->bytes += a->arg;
+        s->bytes += ana_trace_wide(t, a->arg_w);
 }
 
 /* Class totals, copies, and correlation with the API calls of one activity (marks the
@@ -50,18 +50,18 @@ static void ana_gpu_classify(const ana_trace *t, ana_gpu_result *g, const ana_gp
 {
     const ana_api_call *c;
     if (a->type == ANA_GPU_KERNEL) {
-        ana_gpu_add(&g->kernels, a);
+        ana_gpu_add(t, &g->kernels, a);
     } else if (a->type == ANA_GPU_MEMSET) {
-        ana_gpu_add(&g->memset, a);
+        ana_gpu_add(t, &g->memset, a);
     } else {
         int dir = ana_gpu_dir_of(a->copy_kind);
-        ana_gpu_add(&g->memcpy, a);
-        ana_gpu_add(&g->copies[dir], a);
-        ana_gpu_add(&g->copies_host[dir][ana_gpu_host_of(a)], a);
+        ana_gpu_add(t, &g->memcpy, a);
+        ana_gpu_add(t, &g->copies[dir], a);
+        ana_gpu_add(t, &g->copies_host[dir][ana_gpu_host_of(a)], a);
     }
-    if (!a->corr) {
+    if (!ana_trace_wide(t, a->corr_w)) {
         g->no_corr++;
-    } else if ((c = ana_trace_call_by_corr(t, a->corr))) {
+    } else if ((c = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w)))) {
         g->correlated++;
         has_gpu[c - t->calls] = 1;
     } else {
@@ -82,9 +82,9 @@ static ana_gpu_span ana_gpu_span_at(const ana_gpu_act *a)
 
 /* Adds a's interval; returns the idle time before it (0 when it overlaps or touches the
  * open interval). */
-static uint64_t ana_gpu_span_add(ana_gpu_span *u, const ana_gpu_act *a)
+static uint64_t ana_gpu_span_add(const ana_trace *t, ana_gpu_span *u, const ana_gpu_act *a)
 {
-    uint64_t end = a->start_ns + a->dur_ns;
+    uint64_t end = a->start_ns + ana_trace_wide(t, a->dur_w);
     if (a->start_ns > u->end) {
         uint64_t gap = a->start_ns - u->end;
         u->busy += u->end - u->start;
@@ -152,7 +152,7 @@ static void ana_gpu_sweep(const ana_trace *t, ana_gpu_result *g, ana_gpu_gaps *g
         s->kernels += a->type == ANA_GPU_KERNEL;
         s->memcpys += a->type == ANA_GPU_MEMCPY;
         s->memsets += a->type == ANA_GPU_MEMSET;
-        ana_gpu_span_add(&spans[k], a);
+        ana_gpu_span_add(t, &spans[k], a);
         if (i == 0 || a->device != t->gpu[i - 1].device) {
             if (i)
                 ana_gpu_device_close(&g->devices[g->n_devices - 1], &dev);
@@ -161,7 +161,7 @@ static void ana_gpu_sweep(const ana_trace *t, ana_gpu_result *g, ana_gpu_gaps *g
                                                            .first_ns = a->start_ns };
             dev = ana_gpu_span_at(a);
         }
-        uint64_t gap = ana_gpu_span_add(&dev, a);
+        uint64_t gap = ana_gpu_span_add(t, &dev, a);
         if (gap && gap >= g->min_gap_ns) {
             ana_gpu_device *d = &g->devices[g->n_devices - 1];
             d->gaps++;
@@ -224,7 +224,7 @@ static void ana_gpu_keep_gaps(const ana_trace *t, ana_gpu_gaps *gaps, size_t max
     g->gaps = gaps->v;
     for (size_t i = 0; i < g->n_gaps; i++) {
         ana_gpu_gap *p = &g->gaps[i];
-        p->after = ana_trace_call_by_corr(t, p->next->corr);
+        p->after = ana_trace_call_by_corr(t, ana_trace_wide(t, p->next->corr_w));
         p->before = ana_gpu_call_before(t, p->start_ns);
     }
 }

@@ -18,16 +18,19 @@ ana_call_gpu *ana_libcalls_link(const ana_trace *t, ana_u64map *map, size_t *n)
     for (size_t i = 0; i < t->n_gpu; i++) {
         const ana_gpu_act *a = &t->gpu[i];
         const ana_api_call *c;
-        uint64_t k;
-        if (a->type != ANA_GPU_KERNEL || !(c = ana_trace_call_by_corr(t, a->corr)) || !c->call)
+        uint64_t k, call;
+        if (a->type != ANA_GPU_KERNEL ||
+            !(c = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w))) ||
+            !(call = ana_trace_wide(t, c->call_w)))
             continue;
-        if (!ana_u64map_get(map, c->call, &k)) {
+        if (!ana_u64map_get(map, call, &k)) {
             ANA_GROW(v, cap, *n + 1);
-            v[*n] = (ana_call_gpu){ .first_kernel = a->arg, .device = a->device };
+            v[*n] = (ana_call_gpu){ .first_kernel = ana_trace_wide(t, a->arg_w),
+                                    .device = a->device };
             k = (*n)++;
-            ana_u64map_put(map, c->call, k);
+            ana_u64map_put(map, call, k);
         }
-        v[k].gpu_ns += a->dur_ns;
+        v[k].gpu_ns += ana_trace_wide(t, a->dur_w);
         v[k].kernels++;
     }
     return v;
@@ -37,8 +40,8 @@ void ana_libcalls_first_calls(const ana_trace *t, ana_u64map *map)
 {
     ana_u64map_init(map);
     for (size_t i = t->n_calls; i-- > 0;) /* backwards: the earliest call of each wins */
-        if (t->calls[i].call)
-            ana_u64map_put(map, t->calls[i].call, i);
+        if (ana_trace_wide(t, t->calls[i].call_w))
+            ana_u64map_put(map, ana_trace_wide(t, t->calls[i].call_w), i);
 }
 
 static const ana_call_gpu *ana_lc_get(const ana_u64map *map, const ana_call_gpu *v, uint64_t call)
@@ -284,17 +287,19 @@ static void ana_lc_coll_algos(const ana_trace *t, ana_libcalls *lc, const uint64
     for (size_t i = 0; n && i < t->n_gpu; i++) {
         const ana_api_call *c;
         size_t lo = 0, hi = n;
-        if (t->gpu[i].type != ANA_GPU_KERNEL || !(c = ana_trace_call_by_corr(t, t->gpu[i].corr)))
+        if (t->gpu[i].type != ANA_GPU_KERNEL ||
+            !(c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w))))
             continue;
+        uint64_t call = ana_trace_wide(t, c->call_w);
         while (lo < hi) { /* first pending entry of this owner */
             size_t mid = lo + (hi - lo) / 2;
-            if (p[mid].owner < c->call)
+            if (p[mid].owner < call)
                 lo = mid + 1;
             else
                 hi = mid;
         }
-        for (; lo < n && p[lo].owner == c->call; lo++)
-            ana_lc_coll_algo(t, &lc->colls[p[lo].row], t->gpu[i].arg);
+        for (; lo < n && p[lo].owner == call; lo++)
+            ana_lc_coll_algo(t, &lc->colls[p[lo].row], ana_trace_wide(t, t->gpu[i].arg_w));
     }
     free(p);
 }
@@ -365,7 +370,7 @@ void ana_libcalls_analyze(const ana_trace *t, ana_libcalls *lc)
     memset(lc, 0, sizeof(*lc));
     for (size_t i = 0; i < t->n_gpu; i++)
         if (t->gpu[i].type == ANA_GPU_KERNEL)
-            lc->kernel_ns += t->gpu[i].dur_ns;
+            lc->kernel_ns += ana_trace_wide(t, t->gpu[i].dur_w);
     ana_call_gpu *v = ana_libcalls_link(t, &map, &n);
     ana_lc_gemms(t, &map, v, lc);
     ana_lc_colls(t, &map, v, lc);

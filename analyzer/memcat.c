@@ -237,14 +237,15 @@ static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training
     a->uses++;
     a->flags |= ANA_MCF_TOUCHED;
     int32_t step = ana_mc_step_of(s, u->time_ns);
-    int h2d = (u->kind == ANA_USE_COPY_DST && u->arg == 1);
-    if (u->kind == ANA_USE_WORKSPACE)
+    unsigned kind = ana_trace_use_kind(u);
+    int h2d = (kind == ANA_USE_COPY_DST && ana_trace_use_arg(t, u) == 1);
+    if (kind == ANA_USE_WORKSPACE)
         a->flags |= ANA_MCF_WORKSPACE;
     if (step == -1 && h2d && s->n_steps)
         a->flags |= ANA_MCF_LOADED;
-    if (step == -1 && s->n_steps && (u->kind == ANA_USE_GEMM_IN || u->kind == ANA_USE_COPY_SRC))
+    if (step == -1 && s->n_steps && (kind == ANA_USE_GEMM_IN || kind == ANA_USE_COPY_SRC))
         a->flags |= ANA_MCF_READ_EARLY;
-    if (step < 0 || (size_t)step >= s->n_steps || u->kind == ANA_USE_SET)
+    if (step < 0 || (size_t)step >= s->n_steps || kind == ANA_USE_SET)
         return;
     if (h2d) {
         a->flags |= ANA_MCF_STEP_INPUT;
@@ -257,10 +258,10 @@ static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training
     if (ph != ANA_PHASE_FORWARD)
         return;
     uint8_t e = 0;
-    if (u->kind == ANA_USE_GEMM_IN)
-        e = ana_mc_type_bytes(u->arg);
-    else if (u->kind == ANA_USE_KERNEL) {
-        const ana_trace_kernel *k = ana_trace_kernel_by_id(t, u->arg);
+    if (kind == ANA_USE_GEMM_IN)
+        e = ana_mc_type_bytes(ana_trace_use_arg(t, u));
+    else if (kind == ANA_USE_KERNEL) {
+        const ana_trace_kernel *k = ana_trace_kernel_by_id(t, ana_trace_use_arg(t, u));
         int8_t *memo = k ? &is16[k - t->kernels] : NULL; /* names are tested once each */
         if (memo && *memo < 0)
             *memo = (int8_t)ana_mc_name_is_16bit(k->name);
@@ -288,7 +289,8 @@ static void ana_mc_place_uses(const ana_trace *t, const ana_mem_result *mem, con
         }
         m->uses_mapped++;
         ana_mc_note_use(t, s, training, &m->allocs[a], u, is16);
-        if (u->kind == ANA_USE_KERNEL || u->kind == ANA_USE_GEMM_IN || u->kind == ANA_USE_GEMM_OUT)
+        unsigned kind = ana_trace_use_kind(u);
+        if (kind == ANA_USE_KERNEL || kind == ANA_USE_GEMM_IN || kind == ANA_USE_GEMM_OUT)
             m->evidence = 1;
     }
     free(is16);

@@ -2,7 +2,8 @@
  *
  * The GPU time of a range is a difference of prefix sums: the API calls whose kernels
  * have GPU time, sorted by (thread, time) for push/pop ranges and by time for start/end
- * ranges, each with the running sum of that time; a range is two binary searches. */
+ * ranges, each with the running sum of that time; a range is two binary searches. The
+ * indexes exist only while the ranges are paired, and only for a trace with ranges. */
 #include "nvtx.h"
 
 #include "util.h"
@@ -10,23 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Calls with kernel time: (tid, time) and the prefix sums of their GPU time. */
+/* Calls with kernel time, as indices into t->calls (32-bit, as trace_index.c's corr
+ * index) in key order: (tid, time) per thread, (0, time) otherwise; and the prefix sums
+ * of their GPU time. 12 bytes per such call; the per-thread index of a trace whose
+ * kernels were all launched by one thread shares the by-time one's arrays (owns = 0). */
 typedef struct ana_nv_index {
-    uint64_t *tid, *time, *pre; /* pre[i] = sum of the first i */
+    const ana_trace *t;
+    uint32_t *call;
+    uint64_t *pre; /* pre[i] = sum of the first i */
     size_t n;
+    int per_thread, owns;
 } ana_nv_index;
-
-typedef struct ana_nv_call {
-    uint64_t tid, time, gpu_ns;
-} ana_nv_call;
-
-static int ana_nv_call_cmp(const void *a, const void *b)
-{
-    const ana_nv_call *x = a, *y = b;
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    return x->time < y->time ? -1 : x->time > y->time;
-}
 
 /* GPU kernel time per API call (index into t->calls). */
 static uint64_t *ana_nv_call_gpu(const ana_trace *t)
@@ -34,39 +29,95 @@ static uint64_t *ana_nv_call_gpu(const ana_trace *t)
     uint64_t *gpu = ana_xcalloc(t->n_calls + 1, sizeof(uint64_t));
     for (size_t i = 0; i < t->n_gpu; i++) {
         const ana_api_call *c;
-        if (t->gpu[i].type == ANA_GPU_KERNEL && (c = ana_trace_call_by_corr(t, t->gpu[i].corr)))
-            gpu[c - t->calls] += t->gpu[i].dur_ns;
+        if (t->gpu[i].type == ANA_GPU_KERNEL && (c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w))))
+            gpu[c - t->calls] += ana_trace_wide(t, t->gpu[i].dur_w);
     }
     return gpu;
 }
 
-/* per_thread: keys (tid, time); otherwise (0, time). */
-static void ana_nv_index_build(const ana_trace *t, const uint64_t *gpu, int per_thread,
-                               ana_nv_index *x)
+/* The by-time index: t->calls is already in time order. */
+static void ana_nv_index_by_time(const ana_trace *t, ana_nv_index *x)
 {
-    ana_nv_call *v = ana_xcalloc(t->n_calls + 1, sizeof(*v));
+    uint64_t *gpu = ana_nv_call_gpu(t);
     size_t n = 0;
     for (size_t i = 0; i < t->n_calls; i++)
-        if (gpu[i])
-            v[n++] = (ana_nv_call){ per_thread ? t->calls[i].tid : 0, t->calls[i].time_ns, gpu[i] };
-    ana_sort(v, n, sizeof(*v), ana_nv_call_cmp);
-    x->n = n;
-    x->tid = ana_xcalloc(n + 1, sizeof(uint64_t));
-    x->time = ana_xcalloc(n + 1, sizeof(uint64_t));
+        n += gpu[i] != 0;
+    *x = (ana_nv_index){ .t = t, .n = n, .owns = 1 };
+    x->call = ana_xcalloc(n + 1, sizeof(uint32_t));
     x->pre = ana_xcalloc(n + 1, sizeof(uint64_t));
-    for (size_t i = 0; i < n; i++) {
-        x->tid[i] = v[i].tid;
-        x->time[i] = v[i].time;
-        x->pre[i + 1] = x->pre[i] + v[i].gpu_ns;
+    for (size_t i = 0, k = 0; i < t->n_calls; i++)
+        if (gpu[i]) {
+            x->call[k] = (uint32_t)i;
+            x->pre[k + 1] = x->pre[k] + gpu[i];
+            k++;
+        }
+    free(gpu);
+}
+
+static int ana_nv_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The per-thread index from the by-time one: a stable bucket sort by thread keeps each
+ * thread's calls in time order. */
+static void ana_nv_index_by_thread(const ana_nv_index *bt, ana_nv_index *x)
+{
+    const ana_trace *t = bt->t;
+    uint64_t *tids = NULL, k;
+    size_t n_tids = 0, cap_tids = 0;
+    ana_u64map at; /* tid -> bucket, then -> next slot of the bucket */
+    ana_u64map_init(&at);
+    for (size_t i = 0; i < bt->n; i++) {
+        uint64_t tid = ana_trace_wide(t, t->calls[bt->call[i]].tid_w);
+        if (!ana_u64map_get(&at, tid, &k)) {
+            ANA_GROW(tids, cap_tids, n_tids + 1);
+            tids[n_tids++] = tid;
+            ana_u64map_put(&at, tid, 0);
+        }
     }
-    free(v);
+    *x = *bt;
+    x->per_thread = 1;
+    x->owns = n_tids > 1;
+    if (x->owns) {
+        uint64_t *count = ana_xcalloc(n_tids, sizeof(uint64_t));
+        ana_sort(tids, n_tids, sizeof(*tids), ana_nv_u64_cmp);
+        for (size_t i = 0; i < n_tids; i++)
+            ana_u64map_put(&at, tids[i], i);
+        for (size_t i = 0; i < bt->n; i++) {
+            ana_u64map_get(&at, ana_trace_wide(t, t->calls[bt->call[i]].tid_w), &k);
+            count[k]++;
+        }
+        for (size_t i = 0, off = 0; i < n_tids; i++) { /* count -> first slot */
+            uint64_t c = count[i];
+            count[i] = off;
+            off += c;
+        }
+        x->call = ana_xcalloc(bt->n + 1, sizeof(uint32_t));
+        x->pre = ana_xcalloc(bt->n + 1, sizeof(uint64_t));
+        uint64_t *gpu = ana_xcalloc(bt->n + 1, sizeof(uint64_t));
+        for (size_t i = 0; i < bt->n; i++) {
+            ana_u64map_get(&at, ana_trace_wide(t, t->calls[bt->call[i]].tid_w), &k);
+            x->call[count[k]] = bt->call[i];
+            gpu[count[k]++] = bt->pre[i + 1] - bt->pre[i];
+        }
+        for (size_t i = 0; i < bt->n; i++)
+            x->pre[i + 1] = x->pre[i] + gpu[i];
+        free(gpu);
+        free(count);
+    }
+    free(tids);
+    ana_u64map_free(&at);
 }
 
 static void ana_nv_index_free(ana_nv_index *x)
 {
-    free(x->tid);
-    free(x->time);
-    free(x->pre);
+    if (x->owns) {
+        free(x->call);
+        free(x->pre);
+    }
+    memset(x, 0, sizeof(*x));
 }
 
 /* First index whose (tid, time) is not below (tid, time); after: not at or below. */
@@ -75,8 +126,9 @@ static size_t ana_nv_bound(const ana_nv_index *x, uint64_t tid, uint64_t time, i
     size_t lo = 0, hi = x->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int below = x->tid[mid] < tid ||
-                    (x->tid[mid] == tid && (after ? x->time[mid] <= time : x->time[mid] < time));
+        const ana_api_call *c = &x->t->calls[x->call[mid]];
+        uint64_t ctid = x->per_thread ? ana_trace_wide(x->t, c->tid_w) : 0;
+        int below = ctid < tid || (ctid == tid && (after ? c->time_ns <= time : c->time_ns < time));
         if (below)
             lo = mid + 1;
         else
@@ -87,6 +139,8 @@ static size_t ana_nv_bound(const ana_nv_index *x, uint64_t tid, uint64_t time, i
 
 static uint64_t ana_nv_gpu(const ana_nv_index *x, uint64_t tid, uint64_t t0, uint64_t t1)
 {
+    if (!x->n)
+        return 0;
     return x->pre[ana_nv_bound(x, tid, t1, 1)] - x->pre[ana_nv_bound(x, tid, t0, 0)];
 }
 
@@ -223,11 +277,13 @@ void ana_nvtx_analyze(const ana_trace *t, ana_nvtx *out)
     memset(out, 0, sizeof(*out));
     ana_u64map_init(&st.rows.idx);
     ana_u64map_init(&marks.idx);
-    uint64_t *gpu = ana_nv_call_gpu(t);
-    ana_nv_index_build(t, gpu, 1, &st.by_thread);
-    ana_nv_index_build(t, gpu, 0, &st.by_time);
-    free(gpu);
+    if (l->n_ranges) { /* only ranges use the indexes */
+        ana_nv_index_by_time(t, &st.by_time);
+        ana_nv_index_by_thread(&st.by_time, &st.by_thread);
+    }
     ana_nvtx_pair(t, ana_nv_closed, &st, &u);
+    ana_nv_index_free(&st.by_thread);
+    ana_nv_index_free(&st.by_time);
     for (size_t i = 0; i < l->n_ranges; i++)
         if (l->ranges[i].op == ANA_RANGE_MARK)
             ana_nv_row(&marks, ANA_RANGE_MARK, l->ranges[i].domain, l->ranges[i].name, 0)->count++;
@@ -235,8 +291,6 @@ void ana_nvtx_analyze(const ana_trace *t, ana_nvtx *out)
     out->unclosed_pushes = u.pushes;
     out->unmatched_ends = u.ends;
     out->unclosed_starts = u.starts;
-    ana_nv_index_free(&st.by_thread);
-    ana_nv_index_free(&st.by_time);
     ana_sort(st.rows.v, st.rows.n, sizeof(*st.rows.v), ana_nv_row_cmp);
     ana_sort(marks.v, marks.n, sizeof(*marks.v), ana_nv_row_cmp);
     out->rows = st.rows.v;

@@ -40,10 +40,10 @@ static void ana_rgj_call(ana_json *j, const ana_report *r, const char *key,
     ana_json_obj_begin(j);
     ana_json_kstr(j, "api", ana_report_api_name(c->api, buf, sizeof(buf)));
     ana_json_ku64(j, "at_ns", ana_trace_rel_ns(r->t, c->time_ns));
-    ana_json_ku64(j, "tid", c->tid);
-    ana_json_ku64(j, "corr", c->corr);
+    ana_json_ku64(j, "tid", ana_trace_wide(r->t, c->tid_w));
+    ana_json_ku64(j, "corr", ana_trace_wide(r->t, c->corr_w));
     ana_json_ki64(j, "ret", c->ret);
-    ana_report_json_stack(j, r, c->stack);
+    ana_report_json_stack(j, r, ana_trace_wide(r->t, c->stack_w));
     ana_json_obj_end(j);
 }
 
@@ -58,11 +58,12 @@ static void ana_rgj_gap(ana_json *j, const ana_report *r, const ana_gpu_gap *p)
     ana_json_obj_begin(j);
     ana_json_kstr(j, "type", type[p->next->type]);
     if (p->next->type == ANA_GPU_KERNEL)
-        ana_report_json_kernel_name(j, ana_trace_kernel_by_id(r->t, p->next->arg));
+        ana_report_json_kernel_name(
+            j, ana_trace_kernel_by_id(r->t, ana_trace_wide(r->t, p->next->arg_w)));
     else
-        ana_json_ku64(j, "bytes", p->next->arg);
+        ana_json_ku64(j, "bytes", ana_trace_wide(r->t, p->next->arg_w));
     ana_json_ku64(j, "stream", p->next->stream);
-    ana_json_ku64(j, "corr", p->next->corr);
+    ana_json_ku64(j, "corr", ana_trace_wide(r->t, p->next->corr_w));
     ana_json_obj_end(j);
     ana_rgj_call(j, r, "issued_by", p->after);
     ana_rgj_call(j, r, "last_call_before", p->before);

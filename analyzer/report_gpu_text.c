@@ -164,12 +164,13 @@ static void ana_rgt_call(FILE *o, const ana_report *r, const char *what, const a
     }
     ana_fmt_ns(ana_trace_rel_ns(r->t, c->time_ns), tm, sizeof(tm));
     fprintf(o, "      %s: %s", what, ana_report_api_name(c->api, api, sizeof(api)));
-    if (c->kind == ANA_K_LAUNCH && c->arg) {
-        char *name = ana_report_kernel_label(ana_trace_kernel_by_id(r->t, c->arg), ANA_RGT_NAME_MAX);
+    if (c->kind == ANA_K_LAUNCH && ana_trace_wide(r->t, c->arg_w)) {
+        char *name = ana_report_kernel_label(
+            ana_trace_kernel_by_id(r->t, ana_trace_wide(r->t, c->arg_w)), ANA_RGT_NAME_MAX);
         fprintf(o, " (%s)", name);
         free(name);
     }
-    fprintf(o, " at %s, thread %llu", tm, (unsigned long long)c->tid);
+    fprintf(o, " at %s, thread %llu", tm, (unsigned long long)ana_trace_wide(r->t, c->tid_w));
     if (p) {
         uint64_t gap_start = p->start_ns;
         ana_fmt_ns(c->time_ns >= gap_start ? c->time_ns - gap_start : gap_start - c->time_ns, d,
@@ -177,7 +178,7 @@ static void ana_rgt_call(FILE *o, const ana_report *r, const char *what, const a
         fprintf(o, ", %s %s the GPU went idle", d, c->time_ns >= gap_start ? "after" : "before");
     }
     fputc('\n', o);
-    ana_report_text_stack(o, r, c->stack);
+    ana_report_text_stack(o, r, ana_trace_wide(r->t, c->stack_w));
 }
 
 static void ana_rgt_gap(FILE *o, const ana_report *r, size_t i, const ana_gpu_gap *p)
@@ -189,7 +190,8 @@ static void ana_rgt_gap(FILE *o, const ana_report *r, size_t i, const ana_gpu_ga
     fprintf(o, "  #%zu  %s idle on device %d from %s, until %s", i + 1, dur, p->device, at,
             type[p->next->type]);
     if (p->next->type == ANA_GPU_KERNEL) {
-        char *name = ana_report_kernel_label(ana_trace_kernel_by_id(r->t, p->next->arg), ANA_RGT_NAME_MAX);
+        char *name = ana_report_kernel_label(
+            ana_trace_kernel_by_id(r->t, ana_trace_wide(r->t, p->next->arg_w)), ANA_RGT_NAME_MAX);
         fprintf(o, " %s", name);
         free(name);
     }
@@ -197,9 +199,9 @@ static void ana_rgt_gap(FILE *o, const ana_report *r, size_t i, const ana_gpu_ga
     ana_rgt_call(o, r, "last call before", p->before, NULL);
     if (p->after)
         ana_rgt_call(o, r, "issued by", p->after, p);
-    else if (p->next->corr)
+    else if (ana_trace_wide(r->t, p->next->corr_w))
         fprintf(o, "      issued by: (no API call with correlation id %llu in the trace)\n",
-                (unsigned long long)p->next->corr);
+                (unsigned long long)ana_trace_wide(r->t, p->next->corr_w));
     else
         fprintf(o, "      issued by: (unknown: the GPU record has no correlation id)\n");
 }

@@ -127,7 +127,8 @@ static int ana_st_phase_of(const char *name)
 static uint8_t ana_st_hint_of(const ana_trace *t, uint8_t *cache, const ana_api_call *c)
 {
     uint64_t k;
-    if (c->kind != ANA_K_LAUNCH || !ana_u64map_get(&t->kernel_idx, c->arg, &k))
+    if (c->kind != ANA_K_LAUNCH ||
+        !ana_u64map_get(&t->kernel_idx, ana_trace_wide(t, c->arg_w), &k))
         return ST_NONE;
     if (!cache[k]) {
         static const uint8_t st_of[ANA_PHASE_COUNT] = {
@@ -151,7 +152,8 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
     uint8_t *cache = ana_xcalloc(t->n_kernels + 1, 1);
     for (size_t i = 0; i < st->n; i++) {
         const ana_api_call *c = &t->calls[i];
-        uint64_t k[3] = { c->kind, c->kind == ANA_K_LAUNCH ? 0 : c->api, c->arg };
+        uint64_t k[3] = { c->kind, c->kind == ANA_K_LAUNCH ? 0 : c->api,
+                          ana_trace_wide(t, c->arg_w) };
         st->key[i] = ana_fnv1a(k, sizeof(k), ANA_FNV1A_SEED);
         st->hint[i] = ana_st_hint_of(t, cache, c);
     }
@@ -338,8 +340,8 @@ static uint64_t *ana_st_done(const ana_trace *t)
 {
     uint64_t *done = ana_xcalloc(t->n_calls + 1, sizeof(uint64_t));
     for (size_t i = 0; i < t->n_gpu; i++) {
-        const ana_api_call *c = ana_trace_call_by_corr(t, t->gpu[i].corr);
-        uint64_t end = t->gpu[i].start_ns + t->gpu[i].dur_ns;
+        const ana_api_call *c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w));
+        uint64_t end = t->gpu[i].start_ns + ana_trace_wide(t, t->gpu[i].dur_w);
         if (c && end > done[c - t->calls])
             done[c - t->calls] = end;
     }
@@ -536,7 +538,7 @@ int ana_steps_launch_phase(const ana_trace *t, const ana_api_call *c)
 {
     if (c->kind != ANA_K_LAUNCH)
         return ANA_PHASE_UNDECIDED;
-    const ana_trace_kernel *k = ana_trace_kernel_by_id(t, c->arg);
+    const ana_trace_kernel *k = ana_trace_kernel_by_id(t, ana_trace_wide(t, c->arg_w));
     return ana_phase_of_hints(k && k->name ? ana_classify(k->name, ANA_CTX_NONE).hints : 0);
 }
 

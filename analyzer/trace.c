@@ -144,8 +144,10 @@ static void ana_trace_add_call(ana_trace *t, const ana_record *r, uint64_t api, 
         return;
     ANA_GROW(t->calls, t->cap_calls, t->n_calls + 1);
     t->calls[t->n_calls++] = (ana_api_call){
-        .time_ns = r->time_ns, .corr = corr, .tid = r->tid, .stack = stack, .arg = arg,
-        .call = call, .ret = ana_i32(ret), .api = ana_u16(api), .kind = (uint8_t)r->kind, .via = ana_u8(via),
+        .time_ns = r->time_ns, .corr_w = ana_trace_narrow(t, corr),
+        .tid_w = ana_trace_narrow(t, r->tid), .stack_w = ana_trace_narrow(t, stack),
+        .arg_w = ana_trace_narrow(t, arg), .call_w = ana_trace_narrow(t, call),
+        .ret = ana_i32(ret), .api = ana_u16(api), .kind = (uint8_t)r->kind, .via = ana_u8(via),
         .lib = ana_u8(lib),
     };
 }
@@ -155,8 +157,9 @@ static void ana_trace_use(ana_trace *t, const ana_record *r, uint8_t kind, uint6
     if ((t->flags & ANA_LOAD_SUMMARY) || ptr == 0)
         return;
     ANA_GROW(t->uses, t->cap_uses, t->n_uses + 1);
-    t->uses[t->n_uses] = (ana_ptr_use){ .time_ns = r->time_ns, .ptr = ptr, .arg = arg,
-                                        .seq = (uint32_t)t->n_uses, .kind = kind };
+    t->uses[t->n_uses] = (ana_ptr_use){ .time_ns = r->time_ns, .ptr = ptr,
+                                        .seq = (uint32_t)t->n_uses,
+                                        .kind_arg = ana_trace_use_pack(t, kind, arg) };
     t->n_uses++;
 }
 
@@ -335,13 +338,13 @@ static ana_gpu_act *ana_trace_add_act(ana_trace *t, const ana_record *r, uint8_t
                                       uint64_t stream)
 {
     static ana_gpu_act discard;
-    ana_gpu_act *a = &discard;
-    if (!(t->flags & ANA_LOAD_SUMMARY)) {
-        ANA_GROW(t->gpu, t->cap_gpu, t->n_gpu + 1);
-        a = &t->gpu[t->n_gpu++];
-    }
+    if (t->flags & ANA_LOAD_SUMMARY)
+        return &discard;
+    ANA_GROW(t->gpu, t->cap_gpu, t->n_gpu + 1);
+    ana_gpu_act *a = &t->gpu[t->n_gpu++];
     *a = (ana_gpu_act){
-        .start_ns = r->time_ns, .dur_ns = dur, .corr = corr, .arg = arg,
+        .start_ns = r->time_ns, .dur_w = ana_trace_narrow(t, dur),
+        .corr_w = ana_trace_narrow(t, corr), .arg_w = ana_trace_narrow(t, arg),
         .stream = (uint32_t)stream, .device = ana_i32(device), .type = type,
     };
     return a;
@@ -475,6 +478,9 @@ static void ana_trace_note_time(ana_trace *t, uint64_t time_ns)
         t->last_ns = time_ns;
 }
 
+/* The trace whose arrays ana_trace_finish sorts: the comparators read its wide values. */
+static const ana_trace *ana_trace_sorting;
+
 static int ana_gpu_act_cmp(const void *a, const void *b)
 {
     const ana_gpu_act *x = a, *y = b;
@@ -482,17 +488,23 @@ static int ana_gpu_act_cmp(const void *a, const void *b)
         return x->device < y->device ? -1 : 1;
     if (x->start_ns != y->start_ns)
         return x->start_ns < y->start_ns ? -1 : 1;
-    return x->corr < y->corr ? -1 : x->corr > y->corr;
+    uint64_t cx = ana_trace_wide(ana_trace_sorting, x->corr_w);
+    uint64_t cy = ana_trace_wide(ana_trace_sorting, y->corr_w);
+    return cx < cy ? -1 : cx > cy;
 }
 
 static int ana_api_call_cmp(const void *a, const void *b)
 {
     const ana_api_call *x = a, *y = b;
+    const ana_trace *t = ana_trace_sorting;
     if (x->time_ns != y->time_ns)
         return x->time_ns < y->time_ns ? -1 : 1;
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    return x->corr < y->corr ? -1 : x->corr > y->corr;
+    if (x->tid_w != y->tid_w) {
+        uint64_t tx = ana_trace_wide(t, x->tid_w), ty = ana_trace_wide(t, y->tid_w);
+        return tx < ty ? -1 : 1;
+    }
+    uint64_t cx = ana_trace_wide(t, x->corr_w), cy = ana_trace_wide(t, y->corr_w);
+    return cx < cy ? -1 : cx > cy;
 }
 
 static int ana_ptr_use_cmp(const void *a, const void *b)
@@ -510,12 +522,14 @@ static void ana_trace_name_launches(ana_trace *t)
     for (size_t i = 0; i < t->n_gpu; i++) {
         const ana_gpu_act *a = &t->gpu[i];
         const ana_api_call *cc;
-        if (a->type != ANA_GPU_KERNEL || !a->arg || !(cc = ana_trace_call_by_corr(t, a->corr)))
+        uint64_t arg = ana_trace_wide(t, a->arg_w);
+        if (a->type != ANA_GPU_KERNEL || !arg ||
+            !(cc = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w))))
             continue;
         ana_api_call *c = &t->calls[cc - t->calls];
-        if (c->kind != ANA_K_LAUNCH || c->arg != 0 || ana_api_is_graph_launch(c->api))
+        if (c->kind != ANA_K_LAUNCH || c->arg_w != 0 || ana_api_is_graph_launch(c->api))
             continue;
-        ana_trace_kernel *k = ana_trace_kernel_get(t, a->arg); /* may grow the table */
+        ana_trace_kernel *k = ana_trace_kernel_get(t, arg); /* may grow the table */
         ana_trace_kernel *unknown = ana_trace_kernel_get(t, 0);
         unknown->launches--;
         k->launches++;
@@ -523,7 +537,7 @@ static void ana_trace_name_launches(ana_trace *t)
             unknown->failed--;
             k->failed++;
         }
-        c->arg = a->arg;
+        c->arg_w = a->arg_w;
     }
 }
 
@@ -546,10 +560,13 @@ void ana_trace_finish(ana_trace *t)
     for (size_t i = 0; i < t->n_mev; i++)
         t->mev[i].stack = ana_stacks_canon(&t->stacks, t->mev[i].stack);
     ana_mem_sort(t->mev, t->n_mev);
+    ana_trace_sorting = t;
     ana_sort(t->gpu, t->n_gpu, sizeof(*t->gpu), ana_gpu_act_cmp);
     ana_sort(t->calls, t->n_calls, sizeof(*t->calls), ana_api_call_cmp);
+    ana_trace_sorting = NULL;
     for (size_t i = 0; i < t->n_calls; i++)
-        t->calls[i].stack = ana_stacks_canon(&t->stacks, t->calls[i].stack);
+        t->calls[i].stack_w = ana_trace_narrow(
+            t, ana_stacks_canon(&t->stacks, ana_trace_wide(t, t->calls[i].stack_w)));
     ana_trace_index_calls(t);
     ana_trace_name_launches(t);
     ana_libs_finish(&t->libs);
@@ -567,6 +584,7 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     ana_u64map_init(&t->device_idx);
     ana_u64map_init(&t->corr_map);
     ana_u64map_init(&t->call_ctx);
+    ana_u64map_init(&t->wide_idx);
     ana_stacks_init(&t->stacks);
     ana_libs_init(&t->libs);
     return t;
@@ -661,6 +679,8 @@ void ana_trace_free(ana_trace *t)
     ana_u64map_free(&t->corr_map);
     free(t->corr_idx);
     ana_u64map_free(&t->call_ctx);
+    free(t->wide);
+    ana_u64map_free(&t->wide_idx);
     free(t->end_detail);
     free(t->path);
     ana_u64map_free(&t->kernel_idx);

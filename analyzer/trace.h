@@ -48,32 +48,44 @@ typedef struct ana_trace_kernel {
     uint64_t gpu_count, gpu_ns, gpu_min_ns, gpu_max_ns; /* GPU_KERNEL records of this id */
 } ana_trace_kernel;
 
-/* What the GPU ran (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET): 48 bytes each, as a trace may
+/* Ids, sizes and durations that are nearly always small are kept in 32 bits (fields named
+ * *_w): a value below 2^31 is itself, a larger one is 2^31 + its index in the model's
+ * table of wide values (ana_trace_wide reads either; equal values share one entry).
+ * ana_ptr_use's arg is kept in 28 bits the same way, above 2^27. A trace with more than
+ * 2^27 distinct wide values is refused (exit status 2). */
+#define ANA_TRACE_WIDE_BIT 0x80000000u
+#define ANA_TRACE_WIDE28_BIT 0x08000000u
+
+/* What the GPU ran (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET): 32 bytes each, as a trace may
  * hold millions. */
 enum ana_gpu_type { ANA_GPU_KERNEL = 0, ANA_GPU_MEMCPY = 1, ANA_GPU_MEMSET = 2 };
 typedef struct ana_gpu_act {
-    uint64_t start_ns, dur_ns; /* start: absolute, the clock of every record */
-    uint64_t corr;             /* CUPTI correlation id, 0 = none */
-    uint64_t arg;              /* GPU_KERNEL: KERNEL id; GPU_MEMCPY/GPU_MEMSET: bytes */
+    uint64_t start_ns;         /* absolute, the clock of every record */
+    uint32_t dur_w;            /* duration (ns) */
+    uint32_t corr_w;           /* CUPTI correlation id, 0 = none */
+    uint32_t arg_w;            /* GPU_KERNEL: KERNEL id; GPU_MEMCPY/GPU_MEMSET: bytes */
     uint32_t stream;           /* CUPTI stream id */
     int32_t device;
     uint8_t type;              /* enum ana_gpu_type */
     uint8_t copy_kind;         /* GPU_MEMCPY: enum ana_copy_kind (0 when above 255) */
     uint8_t src_kind, dst_kind; /* GPU_MEMCPY: enum ana_mem_kind; GPU_MEMSET: mem_kind in dst */
 } ana_gpu_act;
+_Static_assert(sizeof(ana_gpu_act) == 32, "ana_gpu_act is 32 bytes");
 
-/* An API call that makes the GPU work (LAUNCH, MEMCPY, MEMSET records). */
+/* An API call that makes the GPU work (LAUNCH, MEMCPY, MEMSET records): 40 bytes. */
 typedef struct ana_api_call {
-    uint64_t time_ns, corr, tid;
-    uint64_t stack; /* canonical */
-    uint64_t arg;   /* LAUNCH: KERNEL id; MEMCPY/MEMSET: bytes */
-    uint64_t call;  /* the library call it was made in (1.2), 0 = none */
-    int32_t ret;    /* clamped to int32 */
+    uint64_t time_ns;
+    uint32_t corr_w, tid_w;
+    uint32_t stack_w; /* canonical */
+    uint32_t arg_w;   /* LAUNCH: KERNEL id; MEMCPY/MEMSET: bytes */
+    uint32_t call_w;  /* the library call it was made in (1.2), 0 = none */
+    int32_t ret;      /* clamped to int32 */
     uint16_t api;
     uint8_t kind;   /* ANA_K_LAUNCH, ANA_K_MEMCPY or ANA_K_MEMSET */
     uint8_t via;
     uint8_t lib;    /* enum ana_lib of the library call or caller module (1.2), 0 = none */
 } ana_api_call;
+_Static_assert(sizeof(ana_api_call) == 40, "ana_api_call is 40 bytes");
 
 /* A device pointer an API call handed to the GPU (memcat.h): the evidence of which calls
  * touch an allocation. Only successful calls give uses. */
@@ -87,12 +99,15 @@ enum ana_use_kind {
     ANA_USE_SET = 7,       /* memset target */
     ANA_USE_COLL = 8,      /* an NCCL send or receive buffer */
 };
-typedef struct ana_ptr_use { /* 32 bytes: a trace holds about one per record */
+typedef struct ana_ptr_use { /* 24 bytes: a trace holds about one per record */
     uint64_t time_ns, ptr;
-    uint64_t arg;  /* KERNEL: KERNEL id; GEMM_IN/OUT: the operand's cudaDataType; COPY: kind */
     uint32_t seq;  /* order of addition, breaks ties in time */
-    uint8_t kind;  /* enum ana_use_kind */
+    /* kind (enum ana_use_kind) in the low 4 bits; above them arg in 28 bits (wide values:
+     * ANA_TRACE_WIDE28_BIT): KERNEL: KERNEL id; GEMM_IN/OUT: the operand's cudaDataType;
+     * COPY: kind. Read with ana_trace_use_kind and ana_trace_use_arg. */
+    uint32_t kind_arg;
 } ana_ptr_use;
+_Static_assert(sizeof(ana_ptr_use) == 24, "ana_ptr_use is 24 bytes");
 
 typedef struct ana_api_stats {
     uint64_t calls, ok, failed, bytes; /* bytes: requested by successful calls */
@@ -168,7 +183,27 @@ typedef struct ana_trace {
     ana_ptr_use *uses;   /* sorted by time (then file order) */
     size_t n_uses, cap_uses;
     uint64_t launch_ptrs; /* LAUNCH records that carried pointer words (1.3) */
+    uint64_t *wide;       /* values of the *_w fields at or above 2^31 (ana_trace_wide) */
+    size_t n_wide, cap_wide;
+    ana_u64map wide_idx;  /* value -> index into wide */
 } ana_trace;
+
+/* The value of a *_w field (see ANA_TRACE_WIDE_BIT). */
+static inline uint64_t ana_trace_wide(const ana_trace *t, uint32_t w)
+{
+    return (w & ANA_TRACE_WIDE_BIT) ? t->wide[w & ~ANA_TRACE_WIDE_BIT] : w;
+}
+/* The *_w form of v (interning v in t->wide when it is 2^31 or more). */
+uint32_t ana_trace_narrow(ana_trace *t, uint64_t v);
+
+/* The kind_arg of an ana_ptr_use. */
+uint32_t ana_trace_use_pack(ana_trace *t, unsigned kind, uint64_t arg);
+static inline unsigned ana_trace_use_kind(const ana_ptr_use *u) { return u->kind_arg & 15; }
+static inline uint64_t ana_trace_use_arg(const ana_trace *t, const ana_ptr_use *u)
+{
+    uint32_t a = u->kind_arg >> 4;
+    return (a & ANA_TRACE_WIDE28_BIT) ? t->wide[a & ~ANA_TRACE_WIDE28_BIT] : a;
+}
 
 enum ana_load_flags {
     ANA_LOAD_ALL = 0,

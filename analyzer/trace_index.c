@@ -1,17 +1,48 @@
-/* trace_index.c — the model's lookups (trace.h): correlation ids, calls by time, kernels,
- * INFO values. */
+/* trace_index.c — the model's lookups (trace.h): wide values, correlation ids, calls by
+ * time, kernels, INFO values. */
 #include "trace.h"
 
 #include "util.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* Index of v in t->wide (added when new). */
+static uint32_t ana_trace_intern(ana_trace *t, uint64_t v)
+{
+    uint64_t k;
+    if (!ana_u64map_get(&t->wide_idx, v, &k)) {
+        if (t->n_wide >= ANA_TRACE_WIDE28_BIT) { /* 2^27 distinct wide values */
+            fprintf(stderr, "anatomist: %s: too many distinct ids of 2^27 and up to "
+                            "analyze\n", t->path);
+            exit(ANA_EXIT_BAD);
+        }
+        ANA_GROW(t->wide, t->cap_wide, t->n_wide + 1);
+        t->wide[t->n_wide] = v;
+        ana_u64map_put(&t->wide_idx, v, k = t->n_wide++);
+    }
+    return (uint32_t)k;
+}
+
+uint32_t ana_trace_narrow(ana_trace *t, uint64_t v)
+{
+    return v < ANA_TRACE_WIDE_BIT ? (uint32_t)v : ANA_TRACE_WIDE_BIT | ana_trace_intern(t, v);
+}
+
+uint32_t ana_trace_use_pack(ana_trace *t, unsigned kind, uint64_t arg)
+{
+    uint32_t a = arg < ANA_TRACE_WIDE28_BIT ? (uint32_t)arg
+                                            : ANA_TRACE_WIDE28_BIT | ana_trace_intern(t, arg);
+    return a << 4 | (kind & 15);
+}
 
 /* Builds the corr -> call index; the first call (in time order) with an id keeps it. */
 void ana_trace_index_calls(ana_trace *t)
 {
     uint64_t lo = UINT64_MAX, hi = 0, n = 0;
     for (size_t i = 0; i < t->n_calls; i++) {
-        uint64_t c = t->calls[i].corr;
+        uint64_t c = ana_trace_wide(t, t->calls[i].corr_w);
         if (!c)
             continue;
         lo = c < lo ? c : lo;
@@ -26,7 +57,7 @@ void ana_trace_index_calls(ana_trace *t)
         memset(t->corr_idx, 0xff, t->corr_n * sizeof(*t->corr_idx));
     }
     for (size_t i = 0; i < t->n_calls && n; i++) {
-        uint64_t c = t->calls[i].corr;
+        uint64_t c = ana_trace_wide(t, t->calls[i].corr_w);
         if (!c)
             continue;
         if (dense) {

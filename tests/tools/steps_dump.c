@@ -28,13 +28,13 @@ static void dump_calls(ana_json *j, const ana_trace *t, const ana_steps *s)
     ana_json_arr_begin(j);
     for (size_t i = 0; i < t->n_calls; i++) {
         const ana_api_call *c = &t->calls[i];
-        const ana_trace_kernel *k = c->kind == ANA_K_LAUNCH ? ana_trace_kernel_by_id(t, c->arg) : NULL;
+        const ana_trace_kernel *k = c->kind == ANA_K_LAUNCH ? ana_trace_kernel_by_id(t, ana_trace_wide(t, c->arg_w)) : NULL;
         ana_json_obj_begin(j);
         ana_json_ku64(j, "time", c->time_ns);
-        ana_json_ku64(j, "tid", c->tid);
+        ana_json_ku64(j, "tid", ana_trace_wide(t, c->tid_w));
         ana_json_kstr(j, "kind", kind_name(c->kind));
-        ana_json_ku64(j, "corr", c->corr);
-        ana_json_ku64(j, "arg", c->arg);
+        ana_json_ku64(j, "corr", ana_trace_wide(t, c->corr_w));
+        ana_json_ku64(j, "arg", ana_trace_wide(t, c->arg_w));
         ana_json_kstr(j, "kernel", k ? k->name : NULL);
         ana_json_ki64(j, "step", s->call_step[i]);
         ana_json_kstr(j, "phase", ana_phase_name(s->call_phase[i]));

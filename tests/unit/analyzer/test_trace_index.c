@@ -1,7 +1,8 @@
 /* The model's lookups against linear scans: ana_trace_call_bound (which gallops from where
  * the last search ended) for times asked in order and at random, ana_trace_call_by_corr
- * with dense and sparse correlation ids, and ana_sort (insertion sort while an array is
- * nearly in order, qsort past that) against a plain stable sort. */
+ * with dense and sparse correlation ids, ana_sort (insertion sort while an array is
+ * nearly in order, qsort past that) against a plain stable sort, and the 32-bit fields of
+ * calls, GPU activities and pointer uses holding values of 2^31 and up (wide values). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ static size_t bound_scan(const ana_trace *t, uint64_t time, int after)
 static const ana_api_call *corr_scan(const ana_trace *t, uint64_t corr)
 {
     for (size_t i = 0; corr && i < t->n_calls; i++)
-        if (t->calls[i].corr == corr)
+        if (ana_trace_wide(t, t->calls[i].corr_w) == corr)
             return &t->calls[i];
     return NULL;
 }
@@ -121,4 +122,54 @@ Test(trace_index, sort_is_a_stable_sort)
             cr_assert(round % 4 == 0 ? v[i].key == w[i].key : !memcmp(&v[i], &w[i], sizeof(*v)),
                       "round %d, item %zu of %zu", round, i, n);
     }
+}
+
+/* Values the model keeps in 32 bits (28 for a use's arg) read back whole: small ones, the
+ * edges of the ranges and 64-bit ones; calls at one time sort by their whole tid. */
+Test(trace_index, wide_values_read_back)
+{
+    static const uint64_t vals[] = { 1, 0x7fffffffull, 0x80000000ull, 0xffffffffull,
+                                     1ull << 40, UINT64_MAX - 1, 0x7ffffffull, 0x8000000ull };
+    const size_t n = sizeof(vals) / sizeof(vals[0]);
+    ana_trace *t = ana_trace_new("mem", ANA_LOAD_ALL);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = vals[i], ptr = 0x7f0000000000ull + i * 64;
+        /* tid: the larger value first in the file, at the same time */
+        ana_record r = { .kind = ANA_K_LAUNCH, .tid = vals[n - 1 - i], .time_ns = 5000 };
+        r.u.launch = (ana_rec_launch){ .kernel = v, .stack = v, .corr = v, .call = v,
+                                       .ptrs = { &ptr, 1 } };
+        ana_trace_add(t, &r);
+        ana_record g = { .kind = ANA_K_GPU_KERNEL, .time_ns = 6000 + i };
+        g.u.gpu_kernel = (ana_rec_gpu_kernel){ .corr = v, .dur_ns = v, .kernel = v };
+        ana_trace_add(t, &g);
+    }
+    ana_trace_finish(t);
+    cr_assert_eq(t->n_calls, n);
+    cr_assert_eq(t->n_gpu, n);
+    cr_assert_eq(t->n_uses, n);
+    for (size_t i = 0; i < n; i++) {
+        const ana_api_call *c = &t->calls[i];
+        uint64_t tid = ana_trace_wide(t, c->tid_w);
+        if (i)
+            cr_assert_lt(ana_trace_wide(t, t->calls[i - 1].tid_w), tid, "call %zu", i);
+        /* the call with this tid was the file's record n-1-k where vals[n-1-k] == tid */
+        size_t k = 0;
+        while (vals[n - 1 - k] != tid)
+            k++;
+        cr_assert_eq(ana_trace_wide(t, c->corr_w), vals[k], "call %zu", i);
+        cr_assert_eq(ana_trace_wide(t, c->arg_w), vals[k]);
+        cr_assert_eq(ana_trace_wide(t, c->call_w), vals[k]);
+        cr_assert_eq(ana_trace_wide(t, c->stack_w), vals[k]); /* no STACK: its own canon */
+        cr_assert_eq(ana_trace_call_by_corr(t, vals[k]), c);
+        const ana_gpu_act *a = &t->gpu[i]; /* by start: file order */
+        cr_assert_eq(a->start_ns, 6000 + i);
+        cr_assert_eq(ana_trace_wide(t, a->corr_w), vals[i]);
+        cr_assert_eq(ana_trace_wide(t, a->dur_w), vals[i]);
+        cr_assert_eq(ana_trace_wide(t, a->arg_w), vals[i]);
+        const ana_ptr_use *u = &t->uses[i]; /* same time: file order */
+        cr_assert_eq(u->ptr, 0x7f0000000000ull + i * 64);
+        cr_assert_eq(ana_trace_use_kind(u), ANA_USE_KERNEL);
+        cr_assert_eq(ana_trace_use_arg(t, u), vals[i]);
+    }
+    ana_trace_free(t);
 }
