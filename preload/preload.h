@@ -90,7 +90,7 @@ typedef struct ana_thread {
     uint64_t tid;
     /* collector-owned */
     uint64_t c_prev_ns, c_snap, c_drop, c_dropb;
-    int c_state, c_named, c_pending;
+    int c_state, c_named;
     struct ana_thread *next;
 } ana_thread;
 

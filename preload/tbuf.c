@@ -92,7 +92,6 @@ ana_thread *ana_thread_self(void)
     t->c_prev_ns = 0;
     t->c_named = 0;
     t->c_drop = t->c_dropb = 0;
-    t->c_pending = 0;
     atomic_store(&ls->pend_seq, ANA_LIVE_NONE);
     atomic_store(&ls->base_ns, 0);
     atomic_store(&ls->dropped, 0);
