@@ -94,5 +94,7 @@ int main(int argc, char **argv)
             printf("call %c %ld %llu %llu %llu\n", w[i].calls[j].kind, w[i].tid,
                    (unsigned long long)w[i].calls[j].size, (unsigned long long)w[i].calls[j].before,
                    (unsigned long long)w[i].calls[j].after);
+    for (int i = 0; i < threads; i++)
+        free(w[i].calls);
     return failed;
 }
