@@ -76,6 +76,7 @@ static void ana_info_json(const ana_trace *t)
     ana_json_obj_end(&j);
     ana_json_ku64(&j, "file_bytes", t->stats.file_bytes);
     ana_json_ku64(&j, "chunks", t->stats.chunks);
+    ana_json_ku64(&j, "packed_chunks", t->stats.packed_chunks);
     ana_json_ku64(&j, "raw_bytes", t->stats.raw_bytes);
     ana_json_kdbl(&j, "compression_ratio", ana_info_ratio(t));
     ana_info_json_records(&j, t);
@@ -140,6 +141,9 @@ static void ana_info_text(const ana_trace *t)
     printf("size         %s in %llu chunks (%llu bytes), %s of records (%llu bytes), "
            "ratio %.2f\n", a, (unsigned long long)st->chunks, (unsigned long long)st->file_bytes,
            b, (unsigned long long)st->raw_bytes, ana_info_ratio(t));
+    if (st->chunks)
+        printf("packed       %llu of %llu chunks (columns; docs/trace-format.md, \"Packed chunks\")\n",
+               (unsigned long long)st->packed_chunks, (unsigned long long)st->chunks);
     printf("ended        %s", ana_ended_name(st->ended));
     if (t->has_end)
         printf(" (reason %llu%s%s)", (unsigned long long)t->end_reason,

@@ -1,139 +1,139 @@
 /* codec.c — table-driven encoder/decoder of record payloads (docs/trace-format.md).
  *
- * Each kind's layout is one row list in FIELDS below: the order of the fields on disk and
+ * Each kind's layout is one row list in ana_fields below: the order of the fields on disk and
  * where each lives in its ana_rec_* struct. Appending a field to a kind = appending a row. */
+#include "codec_int.h"
 #include "records.h"
 #include "varint.h"
 
 #include <string.h>
 
-enum ftype { F_U, F_S, F_STR, F_BLOB, F_STRV, F_FRAMES, F_END };
+#define U(T, m) { F_U, offsetof(T, m), R_NONE }
+#define S(T, m) { F_S, offsetof(T, m), R_NONE }
+#define STR(T, m) { F_STR, offsetof(T, m), R_NONE }
+#define BLOB(T, m) { F_BLOB, offsetof(T, m), R_NONE }
+#define STRV(T, m) { F_STRV, offsetof(T, m), R_NONE }
+#define FRAMES(T, m) { F_FRAMES, offsetof(T, m), R_NONE }
+#define END { F_END, 0, R_NONE }
+/* Fields the packed chunks give columns of their own (pack.c): correlation ids, library
+ * call ids, durations. */
+#define CORR(T, m) { F_U, offsetof(T, m), R_CORR }
+#define CALL(T, m) { F_U, offsetof(T, m), R_CALL }
+#define DUR(T, m) { F_U, offsetof(T, m), R_DUR }
 
-struct field {
-    enum ftype type;
-    uint16_t off;
-};
-
-#define U(T, m) { F_U, offsetof(T, m) }
-#define S(T, m) { F_S, offsetof(T, m) }
-#define STR(T, m) { F_STR, offsetof(T, m) }
-#define BLOB(T, m) { F_BLOB, offsetof(T, m) }
-#define STRV(T, m) { F_STRV, offsetof(T, m) }
-#define FRAMES(T, m) { F_FRAMES, offsetof(T, m) }
-#define END { F_END, 0 }
-
-static const struct field f_segment[] = { U(ana_rec_segment, tid), U(ana_rec_segment, base_ns), END };
-static const struct field f_process[] = {
+static const struct ana_field f_segment[] = { U(ana_rec_segment, tid), U(ana_rec_segment, base_ns), END };
+static const struct ana_field f_process[] = {
     U(ana_rec_process, pid), U(ana_rec_process, ppid), S(ana_rec_process, rank),
     S(ana_rec_process, local_rank), S(ana_rec_process, world_size),
     U(ana_rec_process, realtime_ns), STR(ana_rec_process, host), STR(ana_rec_process, exe),
     STRV(ana_rec_process, argv), END };
-static const struct field f_thread[] = { U(ana_rec_thread, tid), STR(ana_rec_thread, name), END };
-static const struct field f_module[] = {
+static const struct ana_field f_thread[] = { U(ana_rec_thread, tid), STR(ana_rec_thread, name), END };
+static const struct ana_field f_module[] = {
     U(ana_rec_module, bias), U(ana_rec_module, lo), U(ana_rec_module, hi),
     BLOB(ana_rec_module, build_id), STR(ana_rec_module, path), END };
-static const struct field f_stack[] = { U(ana_rec_stack, id), FRAMES(ana_rec_stack, frames), END };
-static const struct field f_kernel[] = {
+static const struct ana_field f_stack[] = { U(ana_rec_stack, id), FRAMES(ana_rec_stack, frames), END };
+static const struct ana_field f_kernel[] = {
     U(ana_rec_kernel, id), U(ana_rec_kernel, host_fn), STR(ana_rec_kernel, name), END };
-static const struct field f_alloc[] = {
+static const struct ana_field f_alloc[] = {
     U(ana_rec_alloc, api), S(ana_rec_alloc, ret), U(ana_rec_alloc, ptr), U(ana_rec_alloc, size),
     S(ana_rec_alloc, device), U(ana_rec_alloc, stream), U(ana_rec_alloc, stack),
-    U(ana_rec_alloc, dur_ns), U(ana_rec_alloc, flags),
-    U(ana_rec_alloc, corr), U(ana_rec_alloc, via),
-    U(ana_rec_alloc, lib), U(ana_rec_alloc, call), END };
-static const struct field f_free[] = {
+    DUR(ana_rec_alloc, dur_ns), U(ana_rec_alloc, flags),
+    CORR(ana_rec_alloc, corr), U(ana_rec_alloc, via),
+    U(ana_rec_alloc, lib), CALL(ana_rec_alloc, call), END };
+static const struct ana_field f_free[] = {
     U(ana_rec_free, api), S(ana_rec_free, ret), U(ana_rec_free, ptr), S(ana_rec_free, device),
-    U(ana_rec_free, stream), U(ana_rec_free, stack), U(ana_rec_free, dur_ns),
-    U(ana_rec_free, corr), U(ana_rec_free, via),
-    U(ana_rec_free, lib), U(ana_rec_free, call), END };
-static const struct field f_meminfo[] = {
+    U(ana_rec_free, stream), U(ana_rec_free, stack), DUR(ana_rec_free, dur_ns),
+    CORR(ana_rec_free, corr), U(ana_rec_free, via),
+    U(ana_rec_free, lib), CALL(ana_rec_free, call), END };
+static const struct ana_field f_meminfo[] = {
     S(ana_rec_meminfo, device), U(ana_rec_meminfo, free), U(ana_rec_meminfo, total),
     U(ana_rec_meminfo, reason), END };
-static const struct field f_launch[] = {
+static const struct ana_field f_launch[] = {
     U(ana_rec_launch, api), S(ana_rec_launch, ret), U(ana_rec_launch, kernel),
     U(ana_rec_launch, grid_x), U(ana_rec_launch, grid_y), U(ana_rec_launch, grid_z),
     U(ana_rec_launch, block_x), U(ana_rec_launch, block_y), U(ana_rec_launch, block_z),
     U(ana_rec_launch, shmem), U(ana_rec_launch, stream), U(ana_rec_launch, stack),
-    U(ana_rec_launch, dur_ns),
-    U(ana_rec_launch, corr), U(ana_rec_launch, via),
-    U(ana_rec_launch, lib), U(ana_rec_launch, call),
+    DUR(ana_rec_launch, dur_ns),
+    CORR(ana_rec_launch, corr), U(ana_rec_launch, via),
+    U(ana_rec_launch, lib), CALL(ana_rec_launch, call),
     FRAMES(ana_rec_launch, ptrs), FRAMES(ana_rec_launch, ptr_at), END };
-static const struct field f_memcpy[] = {
+static const struct ana_field f_memcpy[] = {
     U(ana_rec_memcpy, api), S(ana_rec_memcpy, ret), U(ana_rec_memcpy, dst), U(ana_rec_memcpy, src),
     U(ana_rec_memcpy, bytes), U(ana_rec_memcpy, dir), U(ana_rec_memcpy, stream),
-    U(ana_rec_memcpy, stack), U(ana_rec_memcpy, dur_ns),
-    U(ana_rec_memcpy, corr), U(ana_rec_memcpy, via),
-    U(ana_rec_memcpy, lib), U(ana_rec_memcpy, call), END };
-static const struct field f_memset[] = {
+    U(ana_rec_memcpy, stack), DUR(ana_rec_memcpy, dur_ns),
+    CORR(ana_rec_memcpy, corr), U(ana_rec_memcpy, via),
+    U(ana_rec_memcpy, lib), CALL(ana_rec_memcpy, call), END };
+static const struct ana_field f_memset[] = {
     U(ana_rec_memset, api), S(ana_rec_memset, ret), U(ana_rec_memset, ptr), S(ana_rec_memset, value),
     U(ana_rec_memset, bytes), U(ana_rec_memset, stream), U(ana_rec_memset, stack),
-    U(ana_rec_memset, dur_ns),
-    U(ana_rec_memset, corr), U(ana_rec_memset, via),
-    U(ana_rec_memset, lib), U(ana_rec_memset, call), END };
-static const struct field f_device[] = {
+    DUR(ana_rec_memset, dur_ns),
+    CORR(ana_rec_memset, corr), U(ana_rec_memset, via),
+    U(ana_rec_memset, lib), CALL(ana_rec_memset, call), END };
+static const struct ana_field f_device[] = {
     S(ana_rec_device, ordinal), STR(ana_rec_device, name), U(ana_rec_device, total_mem),
     U(ana_rec_device, sm_count), U(ana_rec_device, cc_major), U(ana_rec_device, cc_minor), END };
-static const struct field f_dropped[] = {
+static const struct ana_field f_dropped[] = {
     U(ana_rec_dropped, tid), U(ana_rec_dropped, records), U(ana_rec_dropped, bytes), END };
-static const struct field f_end[] = { U(ana_rec_end, reason), STR(ana_rec_end, detail), END };
-static const struct field f_info[] = { STR(ana_rec_info, key), STR(ana_rec_info, value), END };
+static const struct ana_field f_end[] = { U(ana_rec_end, reason), STR(ana_rec_end, detail), END };
+static const struct ana_field f_info[] = { STR(ana_rec_info, key), STR(ana_rec_info, value), END };
 
 #define GK(m) U(ana_rec_gpu_kernel, m)
-static const struct field f_gpu_kernel[] = {
-    GK(corr), GK(dur_ns), GK(kernel), S(ana_rec_gpu_kernel, device), GK(context), GK(stream),
+static const struct ana_field f_gpu_kernel[] = {
+    CORR(ana_rec_gpu_kernel, corr), DUR(ana_rec_gpu_kernel, dur_ns), GK(kernel), S(ana_rec_gpu_kernel, device), GK(context), GK(stream),
     GK(grid_x), GK(grid_y), GK(grid_z), GK(block_x), GK(block_y), GK(block_z),
     GK(shmem_static), GK(shmem_dynamic), GK(regs), GK(graph), GK(graph_node), END };
 #define GC(m) U(ana_rec_gpu_memcpy, m)
-static const struct field f_gpu_memcpy[] = {
-    GC(corr), GC(dur_ns), GC(bytes), GC(copy_kind), GC(src_kind), GC(dst_kind), GC(flags),
+static const struct ana_field f_gpu_memcpy[] = {
+    CORR(ana_rec_gpu_memcpy, corr), DUR(ana_rec_gpu_memcpy, dur_ns), GC(bytes), GC(copy_kind), GC(src_kind), GC(dst_kind), GC(flags),
     S(ana_rec_gpu_memcpy, device), GC(context), GC(stream), S(ana_rec_gpu_memcpy, src_device),
     S(ana_rec_gpu_memcpy, dst_device), GC(graph), GC(graph_node), END };
 #define GS(m) U(ana_rec_gpu_memset, m)
-static const struct field f_gpu_memset[] = {
-    GS(corr), GS(dur_ns), GS(bytes), GS(value), GS(mem_kind), GS(flags),
+static const struct ana_field f_gpu_memset[] = {
+    CORR(ana_rec_gpu_memset, corr), DUR(ana_rec_gpu_memset, dur_ns), GS(bytes), GS(value), GS(mem_kind), GS(flags),
     S(ana_rec_gpu_memset, device), GS(context), GS(stream), GS(graph), GS(graph_node), END };
 #define GM(m) U(ana_rec_gpu_memory, m)
-static const struct field f_gpu_memory[] = {
-    GM(corr), GM(op), GM(mem_kind), GM(address), GM(bytes), S(ana_rec_gpu_memory, device),
+static const struct ana_field f_gpu_memory[] = {
+    CORR(ana_rec_gpu_memory, corr), GM(op), GM(mem_kind), U(ana_rec_gpu_memory, address), GM(bytes), S(ana_rec_gpu_memory, device),
     GM(context), GM(stream), GM(async), GM(pool_type), GM(pool_address), GM(pc), END };
 #define GP(m) U(ana_rec_gpu_pool, m)
-static const struct field f_gpu_pool[] = {
+static const struct ana_field f_gpu_pool[] = {
     GP(corr), GP(op), GP(pool_type), GP(address), GP(size), GP(release_threshold), GP(utilized),
     S(ana_rec_gpu_pool, device), END };
-static const struct field f_gpu_dropped[] = {
+static const struct ana_field f_gpu_dropped[] = {
     U(ana_rec_gpu_dropped, records), U(ana_rec_gpu_dropped, reason), END };
 #define VM(m) U(ana_rec_vmm, m)
-static const struct field f_vmm[] = {
+static const struct ana_field f_vmm[] = {
     VM(api), S(ana_rec_vmm, ret), VM(va), VM(size), VM(handle), VM(offset), S(ana_rec_vmm, device),
-    VM(flags), VM(stack), VM(dur_ns), VM(corr), VM(via), VM(lib), VM(call), END };
+    VM(flags), VM(stack), DUR(ana_rec_vmm, dur_ns), CORR(ana_rec_vmm, corr), VM(via), VM(lib), CALL(ana_rec_vmm, call), END };
 #define GE(m) U(ana_rec_gemm, m)
-static const struct field f_gemm[] = {
-    GE(api), S(ana_rec_gemm, ret), GE(call), GE(handle), GE(stream), GE(m), GE(n), GE(k), GE(batch),
+static const struct ana_field f_gemm[] = {
+    GE(api), S(ana_rec_gemm, ret), CALL(ana_rec_gemm, call), GE(handle), GE(stream), GE(m), GE(n), GE(k), GE(batch),
     GE(trans_a), GE(trans_b), GE(lda), GE(ldb), GE(ldc), GE(a_type), GE(b_type), GE(c_type),
-    GE(compute_type), GE(math_mode), GE(epilogue), GE(workspace), GE(flops), GE(stack), GE(dur_ns),
-    GE(a), GE(b), GE(c), GE(d), GE(ws), END };
+    GE(compute_type), GE(math_mode), GE(epilogue), GE(workspace), GE(flops), GE(stack), DUR(ana_rec_gemm, dur_ns),
+    U(ana_rec_gemm, a), U(ana_rec_gemm, b), U(ana_rec_gemm, c), U(ana_rec_gemm, d),
+    U(ana_rec_gemm, ws), END };
 #define CO(m) U(ana_rec_coll, m)
-static const struct field f_coll[] = {
-    CO(api), S(ana_rec_coll, ret), CO(call), CO(comm), CO(stream), CO(count), CO(dtype), CO(bytes),
-    CO(op), S(ana_rec_coll, peer), CO(sendbuff), CO(recvbuff), CO(group), CO(seq), CO(stack),
-    CO(dur_ns), END };
-static const struct field f_comm[] = {
-    U(ana_rec_comm, api), S(ana_rec_comm, ret), U(ana_rec_comm, call), U(ana_rec_comm, comm),
+static const struct ana_field f_coll[] = {
+    CO(api), S(ana_rec_coll, ret), CALL(ana_rec_coll, call), CO(comm), CO(stream), CO(count), CO(dtype), CO(bytes),
+    CO(op), S(ana_rec_coll, peer), U(ana_rec_coll, sendbuff), U(ana_rec_coll, recvbuff), CO(group), CO(seq), CO(stack),
+    DUR(ana_rec_coll, dur_ns), END };
+static const struct ana_field f_comm[] = {
+    U(ana_rec_comm, api), S(ana_rec_comm, ret), CALL(ana_rec_comm, call), U(ana_rec_comm, comm),
     U(ana_rec_comm, comm_id), S(ana_rec_comm, rank), S(ana_rec_comm, size), S(ana_rec_comm, device),
     U(ana_rec_comm, parent), S(ana_rec_comm, color), S(ana_rec_comm, key), U(ana_rec_comm, stack),
-    U(ana_rec_comm, dur_ns), END };
-static const struct field f_libcall[] = {
+    DUR(ana_rec_comm, dur_ns), END };
+static const struct ana_field f_libcall[] = {
     U(ana_rec_libcall, lib), U(ana_rec_libcall, api), S(ana_rec_libcall, ret),
-    U(ana_rec_libcall, call), U(ana_rec_libcall, handle), U(ana_rec_libcall, arg),
-    U(ana_rec_libcall, arg2), U(ana_rec_libcall, stack), U(ana_rec_libcall, dur_ns), END };
-static const struct field f_range[] = {
+    CALL(ana_rec_libcall, call), U(ana_rec_libcall, handle), U(ana_rec_libcall, arg),
+    U(ana_rec_libcall, arg2), U(ana_rec_libcall, stack), DUR(ana_rec_libcall, dur_ns), END };
+static const struct ana_field f_range[] = {
     U(ana_rec_range, op), U(ana_rec_range, domain), U(ana_rec_range, id),
     U(ana_rec_range, category), U(ana_rec_range, color), STR(ana_rec_range, name), END };
-static const struct field f_label[] = {
+static const struct ana_field f_label[] = {
     U(ana_rec_label, what), U(ana_rec_label, domain), U(ana_rec_label, id), U(ana_rec_label, size),
     STR(ana_rec_label, name), END };
 
-static const struct field *const FIELDS[ANA_K_COUNT] = {
+const struct ana_field *const ana_fields[ANA_K_COUNT] = {
     [ANA_K_SEGMENT] = f_segment, [ANA_K_PROCESS] = f_process, [ANA_K_THREAD] = f_thread,
     [ANA_K_MODULE] = f_module,   [ANA_K_STACK] = f_stack,     [ANA_K_KERNEL] = f_kernel,
     [ANA_K_ALLOC] = f_alloc,     [ANA_K_FREE] = f_free,       [ANA_K_MEMINFO] = f_meminfo,
@@ -195,7 +195,7 @@ static void put_bytes(struct out *o, const void *s, size_t n)
     o->p += n;
 }
 
-static void put_field(struct out *o, const struct field *f, const uint8_t *base)
+static void put_field(struct out *o, const struct ana_field *f, const uint8_t *base)
 {
     const void *m = base + f->off;
     switch (f->type) {
@@ -235,7 +235,7 @@ size_t ana_record_encode(uint8_t *buf, size_t cap, const ana_record *rec, uint64
     struct out o = { payload, buf + cap, 0 };
     if (rec->kind != ANA_K_SEGMENT)
         put_u(&o, ana_zigzag((int64_t)(rec->time_ns - prev_ns)));
-    for (const struct field *f = FIELDS[rec->kind]; f->type != F_END && !o.overflow; f++)
+    for (const struct ana_field *f = ana_fields[rec->kind]; f->type != F_END && !o.overflow; f++)
         put_field(&o, f, (const uint8_t *)&rec->u);
     if (o.overflow)
         return 0;
@@ -318,7 +318,7 @@ static int get_str(struct in *in, ana_str *out, ana_scratch *sc)
     return 0;
 }
 
-static int get_field(struct in *in, const struct field *f, uint8_t *base, ana_scratch *sc)
+static int get_field(struct in *in, const struct ana_field *f, uint8_t *base, ana_scratch *sc)
 {
     void *m = base + f->off;
     switch (f->type) {
@@ -383,7 +383,7 @@ int ana_record_decode(uint32_t kind, const uint8_t *payload, size_t len, uint64_
             return ANA_DEC_MALFORMED; /* dt is mandatory */
         rec->time_ns = prev_ns + (uint64_t)ana_unzigzag(get_u(&in));
     }
-    for (const struct field *f = FIELDS[kind]; f->type != F_END && !in.bad; f++)
+    for (const struct ana_field *f = ana_fields[kind]; f->type != F_END && !in.bad; f++)
         if (get_field(&in, f, (uint8_t *)&rec->u, scratch) < 0)
             return ANA_DEC_NOMEM;
     if (in.bad)

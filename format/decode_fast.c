@@ -1,5 +1,5 @@
 /* decode_fast.c — see decode_fast.h. Each kind's fields are read in the order of its row
- * list in codec.c (FIELDS); the rules are those of the table decoder: an absent trailing
+ * list in codec.c (ana_fields); the rules are those of the table decoder: an absent trailing
  * field is zero, a varint running past the payload or longer than 10 bytes is malformed,
  * decoding stops at the first malformed field. */
 #include "decode_fast.h"

@@ -1,4 +1,4 @@
-/* encode_fast.c — encode_fast.h. Each fast kind is its field list of codec.c's FIELDS
+/* encode_fast.c — encode_fast.h. Each fast kind is its field list of codec.c's ana_fields
  * table written out: the same fields in the same order, varints and zigzags. A field
  * appended to a kind there must be appended here too (the unit test fails otherwise). */
 #include "encode_fast.h"

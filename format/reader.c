@@ -3,6 +3,7 @@
 #include "reader.h"
 #include "decode_fast.h"
 #include "live.h"
+#include "pack.h"
 #include "varint.h"
 
 #include <errno.h>
@@ -21,6 +22,8 @@ struct ana_reader {
     uint64_t size, pos;      /* file size, offset of the next chunk header */
     uint64_t chunk_off;      /* offset of the current chunk */
     uint8_t *cbuf, *raw;     /* compressed frame, decompressed payload */
+    uint8_t *pbuf;           /* (2.0) a packed chunk's decompressed content */
+    size_t pcap;
     size_t ccap, rcap, rlen, rpos;
     ana_scratch scratch;
     ZSTD_DCtx *dctx;
@@ -224,7 +227,8 @@ static int load_chunk(ana_reader *r, ana_error *err)
     if (left < sizeof(h) || ana_pread_all(r->fd, h, sizeof(h), r->pos) < 0)
         return chunks_end(r, ANA_ENDED_TORN, left);
     uint32_t csize = get32(h + 4), rsize = get32(h + 8), seq = get32(h + 12);
-    if (memcmp(h, "ACHK", 4) != 0)
+    int packed = memcmp(h, "ACHP", 4) == 0;
+    if (memcmp(h, "ACHK", 4) != 0 && !packed)
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "bad chunk magic");
     if (csize == 0 || csize > ANA_CHUNK_MAX || rsize == 0 || rsize > ANA_CHUNK_MAX)
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0,
@@ -240,20 +244,26 @@ static int load_chunk(ana_reader *r, ana_error *err)
     if (ana_pread_all(r->fd, r->cbuf, csize, r->pos + sizeof(h)) < 0)
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "read error: %s", strerror(errno));
     unsigned long long fcs = ZSTD_getFrameContentSize(r->cbuf, csize);
-    if (fcs != rsize)
+    if (packed ? fcs > ana_pack_bound(rsize) : fcs != rsize)
         return fail(err, r, NULL, r->pos + sizeof(h), r->pos, UINT64_MAX, 0,
                     "compressed frame is damaged (content size does not match the chunk header)");
-    size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, rsize, r->cbuf, csize);
-    if (ZSTD_isError(got) || got != rsize)
+    if (packed && grow(&r->pbuf, &r->pcap, (size_t)fcs) < 0)
+        return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "out of memory");
+    size_t got = ZSTD_decompressDCtx(r->dctx, packed ? r->pbuf : r->raw, (size_t)fcs, r->cbuf, csize);
+    if (ZSTD_isError(got) || got != fcs)
         return fail(err, r, NULL, r->pos + sizeof(h), r->pos, UINT64_MAX, 0,
                     "compressed frame is damaged (%s)",
                     ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short content");
+    if (packed && ana_unpack(r->pbuf, got, r->raw, rsize) != rsize)
+        return fail(err, r, NULL, r->pos + sizeof(h), r->pos, UINT64_MAX, 0,
+                    "packed chunk is damaged (its columns do not make %u bytes of records)", rsize);
     r->chunk_off = r->pos;
     r->pos += sizeof(h) + csize;
     r->rlen = rsize;
     r->rpos = 0;
     r->in_segment = 0;
     r->st.chunks++;
+    r->st.packed_chunks += packed;
     r->st.raw_bytes += rsize;
     return 1;
 }
@@ -325,6 +335,7 @@ void ana_reader_close(ana_reader *r)
     ZSTD_freeDCtx(r->dctx);
     free(r->cbuf);
     free(r->raw);
+    free(r->pbuf);
     free(r->scratch.buf);
     ana_live_known_free(&r->known);
     free(r);

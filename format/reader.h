@@ -46,6 +46,7 @@ typedef struct ana_reader_stats {
     uint16_t major, minor;
     uint64_t file_bytes;
     uint64_t chunks;
+    uint64_t packed_chunks;    /* (2.0) chunks stored packed (docs/trace-format.md) */
     uint64_t raw_bytes;        /* decompressed payload bytes read so far */
     uint64_t torn_bytes;       /* bytes discarded at a torn tail */
     uint64_t unknown_records;  /* records of kinds this reader does not know, skipped */

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ANA_FORMAT_MAJOR 1
-#define ANA_FORMAT_MINOR 5
+#define ANA_FORMAT_MAJOR 2
+#define ANA_FORMAT_MINOR 0
 #define ANA_HEADER_SIZE 32
 #define ANA_CHUNK_HEADER_SIZE 16
 #define ANA_CHUNK_MAX (64u << 20)

@@ -1,6 +1,7 @@
 /* writer.c — trace file header and chunk framing (docs/trace-format.md, "File layout"). */
 #define _GNU_SOURCE
 #include "writer.h"
+#include "pack.h"
 #include "records.h"
 #include "varint.h"
 
@@ -21,6 +22,11 @@ struct ana_tw {
     size_t ccap;
     uint64_t bytes, chunks;
     unsigned shift; /* (1.5) the header's time shift */
+    int pack;       /* (2.0) chunks are packed where they can be */
+    ana_packer *pk; /* made at the first packed chunk */
+    uint8_t *pbuf;
+    size_t pcap;
+    uint64_t packed;
 };
 
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
@@ -71,6 +77,7 @@ static ana_tw *tw_new(int fd, int level)
     ZSTD_CCtx_setParameter(tw->cctx, ZSTD_c_compressionLevel, level);
     ZSTD_CCtx_setParameter(tw->cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(tw->cctx, ZSTD_c_contentSizeFlag, 1);
+    tw->pack = 1;
     return tw;
 }
 
@@ -79,6 +86,8 @@ static void tw_free(ana_tw *tw)
     int e = errno;
     ZSTD_freeCCtx(tw->cctx);
     free(tw->cbuf);
+    ana_packer_free(tw->pk);
+    free(tw->pbuf);
     free(tw);
     errno = e;
 }
@@ -178,9 +187,12 @@ ana_tw *ana_tw_append_fd(int fd, int level, uint64_t bytes, uint64_t chunks)
         return NULL;
     tw->bytes = bytes;
     tw->chunks = chunks;
-    uint8_t flags[8];
+    uint8_t flags[8], major[2];
     if (bytes >= ANA_HEADER_SIZE && pread(fd, flags, 8, 16) == 8)
         tw->shift = flags[0] <= ANA_TIME_SHIFT_MAX ? flags[0] : 0;
+    /* a trace begun by a 1.x writer is continued with chunks its readers can read */
+    if (bytes >= ANA_HEADER_SIZE && pread(fd, major, 2, 8) == 2 && major[0] + 256 * major[1] < 2)
+        tw->pack = 0;
     return tw;
 }
 
@@ -199,13 +211,38 @@ int ana_tw_set_time_shift(ana_tw *tw, unsigned shift)
 
 unsigned ana_tw_time_shift(const ana_tw *tw) { return tw->shift; }
 
+void ana_tw_set_pack(ana_tw *tw, int on) { tw->pack = on; }
+uint64_t ana_tw_packed(const ana_tw *tw) { return tw->packed; }
+
+/* The chunk's records packed (pack.h) into tw->pbuf: their size, or 0 to write them as
+ * they are (packing off or not possible, or no memory for it). */
+static size_t pack_chunk(ana_tw *tw, const void *raw, size_t n)
+{
+    if (!tw->pack)
+        return 0;
+    if (!tw->pk && !(tw->pk = ana_packer_new()))
+        return 0;
+    size_t bound = ana_pack_bound(n);
+    if (bound > tw->pcap) {
+        uint8_t *nb = realloc(tw->pbuf, bound);
+        if (!nb)
+            return 0;
+        tw->pbuf = nb;
+        tw->pcap = bound;
+    }
+    return ana_pack(tw->pk, raw, n, tw->pbuf, tw->pcap);
+}
+
 int ana_tw_chunk(ana_tw *tw, const void *raw, size_t n)
 {
     if (n == 0 || n > ANA_CHUNK_MAX) {
         errno = EINVAL;
         return -1;
     }
-    size_t need = ZSTD_compressBound(n);
+    size_t pn = pack_chunk(tw, raw, n);
+    const void *content = pn ? tw->pbuf : raw;
+    size_t cn = pn ? pn : n;
+    size_t need = ZSTD_compressBound(cn);
     if (need > tw->ccap) {
         uint8_t *nb = realloc(tw->cbuf, need);
         if (!nb) {
@@ -215,13 +252,13 @@ int ana_tw_chunk(ana_tw *tw, const void *raw, size_t n)
         tw->cbuf = nb;
         tw->ccap = need;
     }
-    size_t c = ZSTD_compress2(tw->cctx, tw->cbuf, tw->ccap, raw, n);
+    size_t c = ZSTD_compress2(tw->cctx, tw->cbuf, tw->ccap, content, cn);
     if (ZSTD_isError(c) || c > ANA_CHUNK_MAX) {
         errno = EIO;
         return -1;
     }
     uint8_t h[ANA_CHUNK_HEADER_SIZE];
-    memcpy(h, "ACHK", 4);
+    memcpy(h, pn ? "ACHP" : "ACHK", 4);
     put32(h + 4, (uint32_t)c);
     put32(h + 8, (uint32_t)n);
     put32(h + 12, (uint32_t)tw->chunks);
@@ -237,6 +274,7 @@ int ana_tw_chunk(ana_tw *tw, const void *raw, size_t n)
     }
     tw->bytes += sizeof(h) + c;
     tw->chunks++;
+    tw->packed += pn != 0;
     return 0;
 }
 
@@ -294,6 +332,10 @@ static size_t var_bytes(const ana_record *rec)
     case ANA_K_THREAD: return rec->u.thread.name.len;
     case ANA_K_MODULE: return rec->u.module.path.len + rec->u.module.build_id.len;
     case ANA_K_STACK: return (size_t)rec->u.stack.frames.n * ANA_VARINT_MAX;
+    case ANA_K_LAUNCH:
+        return ((size_t)rec->u.launch.ptrs.n + rec->u.launch.ptr_at.n) * ANA_VARINT_MAX;
+    case ANA_K_RANGE: return rec->u.range.name.len;
+    case ANA_K_LABEL: return rec->u.label.name.len;
     case ANA_K_KERNEL: return rec->u.kernel.name.len;
     case ANA_K_DEVICE: return rec->u.device.name.len;
     case ANA_K_END: return rec->u.end.detail.len;

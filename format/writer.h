@@ -52,6 +52,12 @@ int ana_tw_end(ana_tw *tw, uint64_t time_ns, uint64_t reason, const char *detail
 int ana_tw_set_time_shift(ana_tw *tw, unsigned shift);
 unsigned ana_tw_time_shift(const ana_tw *tw);
 
+/* (2.0) Whether chunks are packed (pack.h; docs/trace-format.md, "Packed chunks"): on by
+ * default, off for a trace continued with ana_tw_append_fd whose header is older than 2.0.
+ * A chunk that cannot be packed is written as it is either way. */
+void ana_tw_set_pack(ana_tw *tw, int on);
+uint64_t ana_tw_packed(const ana_tw *tw); /* packed chunks written */
+
 /* Bytes written so far (header included) and chunks written. */
 uint64_t ana_tw_bytes(const ana_tw *tw);
 uint64_t ana_tw_chunks(const ana_tw *tw);

@@ -375,6 +375,8 @@ static int open_files(const char *path, char *why, size_t cap)
     ana_xfsz_hold(&xf);
     uint64_t id = new_trace_id();
     tw = ana_tw_create(path, ana_cfg.zstd_level, id, why, cap);
+    if (tw)
+        ana_tw_set_pack(tw, ana_cfg.pack);
     if (tw && ana_tw_set_time_shift(tw, ana_cfg.time_shift) < 0) {
         snprintf(why, cap, "cannot write the header: %s", strerror(errno));
         ana_tw_close(tw);

@@ -28,6 +28,9 @@ static const ana_config_var VARS[] = {
       "records and counts them." },
     { "ANATOMIST_ZSTD_LEVEL", ANA_CFG_INT, "3", 1, 19, OFF(zstd_level),
       "zstd compression level of trace chunks." },
+    { "ANATOMIST_PACK", ANA_CFG_BOOL, "1", 0, 1, OFF(pack),
+      "0 writes chunks unpacked: records as they are, not re-coded in columns before "
+      "compression (packed traces are ~2x smaller and cheaper to compress)." },
     { "ANATOMIST_CHUNK_KB", ANA_CFG_INT, "1024", 16, 16384, OFF(chunk_kb),
       "Records gathered in the live file before a trace chunk is compressed and written, KiB "
       "(at least every 10 s). Bigger chunks compress better." },

@@ -16,6 +16,7 @@ typedef struct ana_config {
     int flush_ms;
     int buffer_kb;
     int zstd_level;
+    int pack;         /* chunks packed in columns (format 2.0) */
     int chunk_kb;     /* raw bytes of a trace chunk, KiB (with the live file) */
     long root_pid; /* 0 = not set */
     int cupti;        /* collect GPU activity through CUPTI */

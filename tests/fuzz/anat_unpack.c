@@ -3,6 +3,7 @@
  * Used to make the seeds of tests/fuzz/corpus/trace from sample traces.
  *
  * Usage: anat_unpack TRACE OUT [MAX_CHUNKS]   (exit 0, or 2 with a message) */
+#include "pack.h"
 #include "records.h"
 
 #include <stdio.h>
@@ -10,7 +11,7 @@
 #include <string.h>
 #include <zstd.h>
 
-static int ana_unpack(FILE *in, FILE *out, unsigned long max_chunks)
+static int dump_payloads(FILE *in, FILE *out, unsigned long max_chunks)
 {
     uint8_t h[ANA_CHUNK_HEADER_SIZE];
     if (fseek(in, ANA_HEADER_SIZE, SEEK_SET) != 0)
@@ -19,11 +20,19 @@ static int ana_unpack(FILE *in, FILE *out, unsigned long max_chunks)
         uint32_t csize, rsize;
         memcpy(&csize, h + 4, 4);
         memcpy(&rsize, h + 8, 4);
-        if (memcmp(h, "ACHK", 4) != 0 || csize > ANA_CHUNK_MAX || rsize > ANA_CHUNK_MAX)
+        int packed = memcmp(h, "ACHP", 4) == 0; /* (2.0) unpacked after decompression */
+        if ((memcmp(h, "ACHK", 4) != 0 && !packed) || csize > ANA_CHUNK_MAX || rsize > ANA_CHUNK_MAX)
             return -1;
-        uint8_t *c = malloc(csize ? csize : 1), *r = malloc(rsize ? rsize : 1);
-        int ok = c && r && fread(c, 1, csize, in) == csize &&
-                 ZSTD_decompress(r, rsize, c, csize) == rsize;
+        size_t pcap = ana_pack_bound(rsize);
+        uint8_t *c = malloc(csize ? csize : 1), *r = malloc(rsize ? rsize : 1), *p = malloc(pcap);
+        int ok = c && r && p && fread(c, 1, csize, in) == csize;
+        if (ok && packed) {
+            size_t pn = ZSTD_decompress(p, pcap, c, csize);
+            ok = !ZSTD_isError(pn) && ana_unpack(p, pn, r, rsize) == rsize;
+        } else if (ok) {
+            ok = ZSTD_decompress(r, rsize, c, csize) == rsize;
+        }
+        free(p);
         if (ok && n > 0)
             fwrite("ACHK", 1, 4, out);
         if (ok)
@@ -44,7 +53,7 @@ int main(int argc, char **argv)
     }
     FILE *in = fopen(argv[1], "rb"), *out = fopen(argv[2], "wb");
     unsigned long max = argc > 3 ? strtoul(argv[3], NULL, 10) : (unsigned long)-1;
-    int rc = in && out ? ana_unpack(in, out, max) : -1;
+    int rc = in && out ? dump_payloads(in, out, max) : -1;
     if (in)
         fclose(in);
     if (out && fclose(out) != 0)

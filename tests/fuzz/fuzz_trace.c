@@ -6,9 +6,12 @@
  *     compressed frames;
  *   * any other input is the decompressed payload of the chunks, separated by the four
  *     bytes "ACHK": the target adds a valid header and compresses each piece into a valid
- *     chunk (sequence numbers in order), so that only the records are hostile.
+ *     chunk (sequence numbers in order), so that only the records are hostile. A piece
+ *     that packs (format/pack.h) is written as a packed chunk, so the reader unpacks it;
+ *     each piece is also handed to the unpacker as if it were a packed payload.
  * tests/fuzz/anat_unpack turns a trace into the second kind (the seeds). */
 #include "fuzz_common.h"
+#include "pack.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,24 +20,37 @@
 
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 
-/* Appends one chunk holding raw[0..n) at *len in *buf, growing it. */
+/* Appends one chunk holding raw[0..n) at *len in *buf, growing it: packed where it packs. */
 static void ana_fuzz_chunk(ZSTD_CCtx *cc, uint8_t **buf, size_t *len, const uint8_t *raw,
                            size_t n, uint32_t seq)
 {
-    size_t cap = ANA_CHUNK_HEADER_SIZE + ZSTD_compressBound(n);
+    static ana_packer *pk;
+    if (!pk && !(pk = ana_packer_new()))
+        abort();
+    size_t pcap = ana_pack_bound(n), ucap = 4 * n + 64;
+    uint8_t *packed = malloc(pcap), *out = malloc(ucap);
+    if (!packed || !out)
+        abort();
+    (void)ana_unpack(raw, n, out, ucap); /* hostile columns: must not overrun */
+    size_t pn = ana_pack(pk, raw, n, packed, pcap);
+    const uint8_t *content = pn ? packed : raw;
+    size_t cn = pn ? pn : n;
+    size_t cap = ANA_CHUNK_HEADER_SIZE + ZSTD_compressBound(cn);
     uint8_t *nb = realloc(*buf, *len + cap);
     if (!nb)
         abort();
     *buf = nb;
     uint8_t *h = nb + *len;
-    size_t c = ZSTD_compress2(cc, h + ANA_CHUNK_HEADER_SIZE, cap - ANA_CHUNK_HEADER_SIZE, raw, n);
+    size_t c = ZSTD_compress2(cc, h + ANA_CHUNK_HEADER_SIZE, cap - ANA_CHUNK_HEADER_SIZE, content, cn);
     if (ZSTD_isError(c))
         abort();
-    memcpy(h, "ACHK", 4);
+    memcpy(h, pn ? "ACHP" : "ACHK", 4);
     put32(h + 4, (uint32_t)c);
     put32(h + 8, (uint32_t)n);
     put32(h + 12, seq);
     *len += ANA_CHUNK_HEADER_SIZE + c;
+    free(packed);
+    free(out);
 }
 
 /* The file of the payload-kind input (see above); *len its size. malloc'd. */
