@@ -51,7 +51,8 @@ class BadFiles(CliTest):
         for cmd in ("info", "report"):
             p = self.fails(2, cmd, path)
             self.assertIn("newer-major.anat", p.stderr)
-            self.assertIn("format 2.", p.stderr)
+            self.assertIn("format 3.", p.stderr)
+            self.assertIn("(2.x)", p.stderr)
             self.assertEqual(p.stdout, "")
 
     def test_corrupt_chunk(self):

@@ -23,7 +23,7 @@ class TopLevel(CliTest):
 
     def test_version(self):
         p = self.ok("--version")
-        self.assertRegex(p.stdout, r"^anatomist \d+\.\d+\.\d+ \(trace format 1\.\d+\)\n$")
+        self.assertRegex(p.stdout, r"^anatomist \d+\.\d+\.\d+ \(trace format 2\.\d+\)\n$")
         self.assertEqual(self.ok("-V").stdout, p.stdout)
 
     def test_no_arguments_is_a_usage_error(self):

@@ -85,7 +85,7 @@ def record(name, *args, sim_memory=None, code=0):
 def chunks(data):
     """[(offset, end)] of each complete chunk, from the chunk headers."""
     out, pos = [], HEADER
-    while pos + CHUNK_HEADER <= len(data) and data[pos:pos + 4] == b"ACHK":
+    while pos + CHUNK_HEADER <= len(data) and data[pos:pos + 4] in (b"ACHK", b"ACHP"):
         csize = struct.unpack_from("<I", data, pos + 4)[0]
         if pos + CHUNK_HEADER + csize > len(data):
             break
