@@ -103,14 +103,14 @@ class Faults(unittest.TestCase):
         trace = os.path.join(mnt, "t.anat")
         # 2 MiB of tmpfs, 576 KiB of it taken: the live file (4 KiB + 1 MiB + a staging area
         # of 64 + 16 + 256 KiB + 68 KiB for the one recording thread) and about 40 KiB of
-        # trace fit, the run's 57 KiB do not. The files are copied out before the namespace
-        # (and its mount) goes away.
+        # trace fit, the run's 57 KiB do not (unpacked chunks: packed, the whole run would
+        # fit). The files are copied out before the namespace (and its mount) goes away.
         script = ('keep=$1; shift; mount -t tmpfs -o size=2m tmpfs "$0" && '
                   'head -c $((2048*1024 - 1472*1024)) /dev/zero > "$0/filler" && '
                   '"$@"; rc=$?; cp "$0"/t.anat* "$keep"; exit $rc')
         cmd = ["unshare", "-rm", "sh", "-c", script, mnt, keep] + program()
         e = clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=PRELOAD, ANATOMIST_OUTPUT=trace,
-                      ANATOMIST_BUFFER_KB="64", ANATOMIST_CHUNK_KB="16")
+                      ANATOMIST_BUFFER_KB="64", ANATOMIST_CHUNK_KB="16", ANATOMIST_PACK="0")
         p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         said = [l for l in p.stderr.splitlines() if l.startswith("anatomist:")]
