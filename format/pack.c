@@ -37,6 +37,7 @@ static inline int is_gpu_activity(uint32_t kind)
 
 /* ---- each kind's plan: its fields after dt as a list of steps ---- */
 
+/* Steps before OP_DUR copy body bytes; OP_DUR and after are fields with columns of their own. */
 enum { OP_END, OP_COPY, OP_STR, OP_STRV, OP_FRAMES, OP_DUR, OP_CORR, OP_CALL };
 
 struct op {
@@ -280,6 +281,23 @@ static inline const uint8_t *skip_str(const uint8_t *p, const uint8_t *end)
     return bad || n > (uint64_t)(end - p) ? NULL : p + n;
 }
 
+/* Past the body field(s) of step o at p (OP_COPY, OP_STR, OP_STRV, OP_FRAMES), or NULL
+ * when [p, end) ends first. */
+static const uint8_t *skip_field(const struct op *o, const uint8_t *p, const uint8_t *end)
+{
+    if (o->code == OP_COPY)
+        return skip(p, end, o->n);
+    if (o->code == OP_STR)
+        return skip_str(p, end);
+    int bad = 0;
+    uint64_t n = take(&p, end, 0, &bad);
+    if (bad || n > (uint64_t)(end - p))
+        return NULL;
+    for (uint64_t i = 0; i < n && p; i++)
+        p = o->code == OP_STRV ? skip_str(p, end) : skip(p, end, 1);
+    return p;
+}
+
 /* One record's payload into its kind's columns: 1 = packed, 0 = not packable, -1 = out of
  * memory. */
 static int pack_payload(ana_packer *pk, uint32_t kind, const uint8_t *p, const uint8_t *end)
@@ -314,21 +332,14 @@ static int pack_payload(ana_packer *pk, uint32_t kind, const uint8_t *p, const u
     }
     struct col *body = &cols[BODY];
     for (const struct op *o = pk->plan.ops[kind]; o->code != OP_END; o++) {
-        const uint8_t *q = NULL;
-        switch (o->code) {
-        case OP_COPY: q = skip(p, end, o->n); break;
-        case OP_STR: q = skip_str(p, end); break;
-        case OP_STRV:
-        case OP_FRAMES: {
-            q = p;
-            uint64_t n = take(&q, end, 0, &bad);
-            if (bad || n > (uint64_t)(end - q))
+        if (o->code < OP_DUR) {
+            const uint8_t *q = skip_field(o, p, end);
+            if (!q)
                 return 0;
-            for (uint64_t i = 0; i < n && q; i++)
-                q = o->code == OP_STRV ? skip_str(q, end) : skip(q, end, 1);
-            break;
-        }
-        default: {
+            if (emit_bytes(body, p, (size_t)(q - p)) < 0)
+                return -1;
+            p = q;
+        } else {
             uint64_t v = take(&p, end, 1, &bad), code = v;
             if (o->code != OP_DUR) {
                 code = counter_out(o->code == OP_CORR ? &c->corr : &c->call, v);
@@ -341,14 +352,7 @@ static int pack_payload(ana_packer *pk, uint32_t kind, const uint8_t *p, const u
                 return 0;
             if (emit(&cols[o->slot], code) < 0)
                 return -1;
-            continue;
         }
-        }
-        if (!q)
-            return 0;
-        if (emit_bytes(body, p, (size_t)(q - p)) < 0)
-            return -1;
-        p = q;
     }
     return p == end; /* bytes left: fields this version does not know */
 }
@@ -465,28 +469,10 @@ static int unpack_payload(struct rcol *all, const struct plan *pl, uint32_t kind
     }
     struct rcol *body = &cols[BODY];
     for (const struct op *o = pl->ops[kind]; o->code != OP_END; o++) {
-        switch (o->code) {
-        case OP_COPY:
-            if (!move_body(body, skip(body->p, body->end, o->n), d))
+        if (o->code < OP_DUR) {
+            if (!move_body(body, skip_field(o, body->p, body->end), d))
                 return 0;
-            break;
-        case OP_STR:
-            if (!move_body(body, skip_str(body->p, body->end), d))
-                return 0;
-            break;
-        case OP_STRV:
-        case OP_FRAMES: {
-            const uint8_t *q = body->p;
-            uint64_t n = take(&q, body->end, 0, &bad);
-            if (bad || n > (uint64_t)(body->end - q))
-                return 0;
-            for (uint64_t i = 0; i < n && q; i++)
-                q = o->code == OP_STRV ? skip_str(q, body->end) : skip(q, body->end, 1);
-            if (!move_body(body, q, d))
-                return 0;
-            break;
-        }
-        default: {
+        } else {
             uint64_t v = get(&cols[o->slot], &bad);
             if (o->code != OP_DUR) {
                 v = counter_in(o->code == OP_CORR ? &c->corr : &c->call, v);
@@ -495,7 +481,6 @@ static int unpack_payload(struct rcol *all, const struct plan *pl, uint32_t kind
             }
             if (bad || !put(d, v))
                 return 0;
-        }
         }
     }
     return 1;

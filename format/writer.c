@@ -187,12 +187,14 @@ ana_tw *ana_tw_append_fd(int fd, int level, uint64_t bytes, uint64_t chunks)
         return NULL;
     tw->bytes = bytes;
     tw->chunks = chunks;
-    uint8_t flags[8], major[2];
-    if (bytes >= ANA_HEADER_SIZE && pread(fd, flags, 8, 16) == 8)
-        tw->shift = flags[0] <= ANA_TIME_SHIFT_MAX ? flags[0] : 0;
-    /* a trace begun by a 1.x writer is continued with chunks its readers can read */
-    if (bytes >= ANA_HEADER_SIZE && pread(fd, major, 2, 8) == 2 && major[0] + 256 * major[1] < 2)
-        tw->pack = 0;
+    /* from the header: major (offset 8) and flags (offset 16) */
+    uint8_t h[16];
+    if (bytes >= ANA_HEADER_SIZE && pread(fd, h, sizeof(h), 8) == (ssize_t)sizeof(h)) {
+        tw->shift = h[8] <= ANA_TIME_SHIFT_MAX ? h[8] : 0;
+        /* a trace begun by a 1.x writer is continued with chunks its readers can read */
+        if (h[0] + 256 * h[1] < 2)
+            tw->pack = 0;
+    }
     return tw;
 }
 
@@ -214,6 +216,19 @@ unsigned ana_tw_time_shift(const ana_tw *tw) { return tw->shift; }
 void ana_tw_set_pack(ana_tw *tw, int on) { tw->pack = on; }
 uint64_t ana_tw_packed(const ana_tw *tw) { return tw->packed; }
 
+/* Makes *buf hold at least need bytes: 0, or -1 (it is left as it was). */
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    uint8_t *nb = realloc(*buf, need);
+    if (!nb)
+        return -1;
+    *buf = nb;
+    *cap = need;
+    return 0;
+}
+
 /* The chunk's records packed (pack.h) into tw->pbuf: their size, or 0 to write them as
  * they are (packing off or not possible, or no memory for it). */
 static size_t pack_chunk(ana_tw *tw, const void *raw, size_t n)
@@ -222,14 +237,8 @@ static size_t pack_chunk(ana_tw *tw, const void *raw, size_t n)
         return 0;
     if (!tw->pk && !(tw->pk = ana_packer_new()))
         return 0;
-    size_t bound = ana_pack_bound(n);
-    if (bound > tw->pcap) {
-        uint8_t *nb = realloc(tw->pbuf, bound);
-        if (!nb)
-            return 0;
-        tw->pbuf = nb;
-        tw->pcap = bound;
-    }
+    if (grow(&tw->pbuf, &tw->pcap, ana_pack_bound(n)) < 0)
+        return 0;
     return ana_pack(tw->pk, raw, n, tw->pbuf, tw->pcap);
 }
 
@@ -242,15 +251,9 @@ int ana_tw_chunk(ana_tw *tw, const void *raw, size_t n)
     size_t pn = pack_chunk(tw, raw, n);
     const void *content = pn ? tw->pbuf : raw;
     size_t cn = pn ? pn : n;
-    size_t need = ZSTD_compressBound(cn);
-    if (need > tw->ccap) {
-        uint8_t *nb = realloc(tw->cbuf, need);
-        if (!nb) {
-            errno = ENOMEM;
-            return -1;
-        }
-        tw->cbuf = nb;
-        tw->ccap = need;
+    if (grow(&tw->cbuf, &tw->ccap, ZSTD_compressBound(cn)) < 0) {
+        errno = ENOMEM;
+        return -1;
     }
     size_t c = ZSTD_compress2(tw->cctx, tw->cbuf, tw->ccap, content, cn);
     if (ZSTD_isError(c) || c > ANA_CHUNK_MAX) {
