@@ -9,15 +9,10 @@
 
 #include "trace.h"
 #include "util.h"
+#include "../random.h"
 
 static uint64_t rng = 88172645463325252ull;
-static uint64_t next64(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next64(void) { return ana_xorshift64(&rng); }
 
 /* n LAUNCH records at times drawn from [0, span) (ties likely when span is small), corr
  * ids from [1, corr_span) or 0. */

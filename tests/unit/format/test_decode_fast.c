@@ -6,23 +6,11 @@
 #include <string.h>
 #include "decode_fast.h"
 #include "records.h"
+#include "../random.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static uint64_t next64(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-/* Values of every varint length: 0, small, pointer-like, 64-bit, negative as int64. */
-static uint64_t value(void)
-{
-    unsigned w = (unsigned)(next64() % 65);
-    uint64_t v = w ? next64() >> (64 - w) : 0;
-    return (next64() & 7) == 0 ? (uint64_t)-(int64_t)v : v;
-}
+static uint64_t next64(void) { return ana_xorshift64(&rng); }
+static uint64_t value(void) { return ana_random_value(&rng); }
 
 static const uint32_t kinds[] = { ANA_K_LAUNCH, ANA_K_GPU_KERNEL, ANA_K_ALLOC, ANA_K_FREE,
                                   ANA_K_MEMCPY, ANA_K_MEMSET, ANA_K_GPU_MEMCPY,

@@ -4,23 +4,11 @@
 #include <string.h>
 #include "encode_fast.h"
 #include "records.h"
+#include "../random.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t next64(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
-/* Values of every varint length: 0, small, pointer-like, 64-bit, negative as int64. */
-static uint64_t value(void)
-{
-    unsigned w = (unsigned)(next64() % 65);
-    uint64_t v = w ? next64() >> (64 - w) : 0;
-    return (next64() & 7) == 0 ? (uint64_t)-(int64_t)v : v;
-}
+static uint64_t next64(void) { return ana_xorshift64(&rng); }
+static uint64_t value(void) { return ana_random_value(&rng); }
 
 static uint64_t ips[2][200];
 static char name[70000];

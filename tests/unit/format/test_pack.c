@@ -12,23 +12,13 @@
 #include "reader.h"
 #include "records.h"
 #include "writer.h"
+#include "../random.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static uint64_t next64(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next64(void) { return ana_xorshift64(&rng); }
 
-/* Values of every varint length, 0 and small ones most often. */
-static uint64_t value(void)
-{
-    unsigned w = (unsigned)(next64() % 65);
-    uint64_t v = (next64() & 3) == 0 ? 0 : w ? next64() >> (64 - w) : 0;
-    return (next64() & 7) == 0 ? (uint64_t)-(int64_t)v : v;
-}
+/* Values of every varint length, 0 more often than ana_random_value gives it. */
+static uint64_t value(void) { return (next64() & 3) == 0 ? 0 : ana_random_value(&rng); }
 
 static uint64_t frames[3][300];
 static char text[4][3000];
