@@ -53,6 +53,11 @@ typedef struct ana_live_header {
     uint64_t stage_size;          /* 376 (2) its size */
     _Atomic uint64_t stage_seq;   /* 384 (2) the trace chunk the staged bytes will become */
     _Atomic uint64_t stage_len;   /* 392 (2) bytes staged: records, as in a chunk payload */
+    /* Who wrote the file, so that nobody acts on another machine's or namespace's process
+     * by its pid (0 = not known: files of earlier versions). */
+    uint8_t boot_id[16];          /* 400 (2) /proc/sys/kernel/random/boot_id of the host */
+    uint64_t pidns;               /* 416 (2) inode of the writer's pid namespace */
+    uint64_t run_id;              /* 424 (2) ANATOMIST_RUN_ID: the `anatomist run` it ran under */
 } ana_live_header;
 
 /* One thread's ring. [tail, head) are records neither in the trace nor staged; a drained
@@ -123,6 +128,19 @@ void ana_live_result_free(ana_live_result *res);
 
 /* The pid in the header of trace_path's live file; -1 when there is none (or not one). */
 int ana_live_pid_of(const char *trace_path, uint64_t *pid);
+
+/* Where the live file's process runs, as seen from here (live_recover.c). */
+enum {
+    ANA_LIVE_HERE = 0,     /* this host's boot and pid namespace: its pid can be asked */
+    ANA_LIVE_ELSEWHERE,    /* another host, boot or pid namespace: its pid means nothing here */
+    ANA_LIVE_UNKNOWN,      /* the file does not say (an earlier version) */
+};
+/* This host's boot id and pid namespace, as a live header records them (0s when unknown). */
+void ana_live_identity(uint8_t boot_id[16], uint64_t *pidns);
+int ana_live_where(const ana_live_header *h);
+/* The header of trace_path's live file (read without blocking, never following a link);
+ * 0, or -1 when there is none or it is not a live file. */
+int ana_live_header_of(const char *trace_path, ana_live_header *h);
 
 /* ---- writing it into the trace (live_recover.c) ---- */
 

@@ -2,21 +2,25 @@
 #include "naming.h"
 
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 static long env_first(const char *const *names)
 {
-    for (; *names; names++) {
+    int e = errno; /* read inside hooks: strtol's ERANGE is not the program's to see */
+    long found = -1;
+    for (; *names && found < 0; names++) {
         const char *v = getenv(*names);
         if (v && *v) {
             char *end;
             long n = strtol(v, &end, 10);
             if (*end == 0 && n >= 0)
-                return n;
+                found = n;
         }
     }
-    return -1;
+    errno = e;
+    return found;
 }
 
 long ana_env_rank(void)

@@ -173,8 +173,14 @@ ana_tw *ana_tw_create(const char *path, int level, uint64_t trace_id, char *why,
 {
     int fd = ana_file_create(path, why, cap);
     ana_tw *tw = open_fd_or_close(fd, level, trace_id);
-    if (fd >= 0 && !tw)
-        snprintf(why, cap, "%s", strerror(errno));
+    if (fd >= 0 && !tw) {
+        /* No header (a file size limit below it, a full disk): no stub is left that a
+         * reader would take for a damaged trace. */
+        int e = errno;
+        snprintf(why, cap, "%s", strerror(e));
+        unlink(path);
+        errno = e;
+    }
     return tw;
 }
 
@@ -294,6 +300,15 @@ int ana_tw_end(ana_tw *tw, uint64_t time_ns, uint64_t reason, const char *detail
 }
 
 uint64_t ana_tw_bytes(const ana_tw *tw) { return tw->bytes; }
+int ana_tw_fd(const ana_tw *tw) { return tw->fd; }
+
+int ana_tw_set_fd(ana_tw *tw, int fd)
+{
+    if (fd >= 0 && lseek(fd, (off_t)tw->bytes, SEEK_SET) < 0)
+        return -1;
+    tw->fd = fd;
+    return 0;
+}
 uint64_t ana_tw_chunks(const ana_tw *tw) { return tw->chunks; }
 
 int ana_tw_close(ana_tw *tw)

@@ -58,6 +58,10 @@ unsigned ana_tw_time_shift(const ana_tw *tw);
 void ana_tw_set_pack(ana_tw *tw, int on);
 uint64_t ana_tw_packed(const ana_tw *tw); /* packed chunks written */
 
+/* The descriptor written to; set_fd: the same file, opened again (the old number is not
+ * closed: it may be someone else's now), positioned at the end of what was written. */
+int ana_tw_fd(const ana_tw *tw);
+int ana_tw_set_fd(ana_tw *tw, int fd);
 /* Bytes written so far (header included) and chunks written. */
 uint64_t ana_tw_bytes(const ana_tw *tw);
 uint64_t ana_tw_chunks(const ana_tw *tw);

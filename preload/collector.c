@@ -30,12 +30,14 @@
 
 #include "varint.h"
 #include "naming.h"
+#include "safe_open.h"
 #include "writer.h"
 
 #define CHUNK_TARGET ((size_t)ana_cfg.chunk_kb * 1024)
 #define STAGE_MAX_NS (10ull * 1000000000ull) /* a staged chunk is written within this */
 
 static ana_tw *tw;
+static ana_ofile trace_of; /* tw's descriptor, checked before each write (ofile.c) */
 static char trace_path[1024];
 static pthread_t thr;
 static sem_t wake;
@@ -62,19 +64,31 @@ static void commit(ana_thread *t)
     atomic_store_explicit(&ls->pend_seq, ANA_LIVE_NONE, memory_order_release);
 }
 
+/* 0 when tw writes to the trace file: its descriptor is still ours, or the file could be
+ * opened again by its name (the program closed or reused the number); -1 when it is gone. */
+static int trace_fd_ok(void)
+{
+    int fd = ana_ofile_fd(&trace_of);
+    if (fd != ana_tw_fd(tw))
+        ana_tw_set_fd(tw, fd);
+    return fd >= 0 ? 0 : -1;
+}
+
+#define FD_LOST "the program closed or reused the trace's file descriptor and the file is gone"
+
 /* Writing failed: nothing more is written. What was not written stays in the live file,
  * whose header now carries the END a reader gives the trace; without a live file the END
- * goes into the trace if it still can. */
-static void write_failure(int e)
+ * goes into the trace if it still can. why: the error's words. */
+static void write_failure(const char *why)
 {
     char detail[200];
     write_failed = 1;
-    snprintf(detail, sizeof(detail), "cannot write the trace: %s", strerror(e));
+    snprintf(detail, sizeof(detail), "cannot write the trace: %s", why);
     int live = ana_live_set_end(ANA_END_DISABLED, detail);
-    if (!live)
+    if (!live && trace_fd_ok() == 0)
         ana_tw_end(tw, ana_now_ns(), ANA_END_DISABLED, detail);
     ana_disable("cannot write the trace %s: %s; profiling stopped, the program goes on%s%s%s",
-                trace_path, strerror(e), live ? "; the records not yet written are kept in " : "",
+                trace_path, why, live ? "; the records not yet written are kept in " : "",
                 live ? trace_path : "", live ? ANA_LIVE_SUFFIX " (anatomist recover)" : "");
 }
 
@@ -85,8 +99,12 @@ static void flush_chunk(void)
     if (chunk_len == 0 || write_failed)
         return;
     ana_live_stage_publish(chunk_len);
+    if (trace_fd_ok() < 0) {
+        write_failure(FD_LOST);
+        return;
+    }
     if (ana_tw_chunk(tw, chunk, chunk_len) < 0) {
-        write_failure(errno);
+        write_failure(strerror(errno));
         return;
     }
     ana_live_stage_begin(ana_tw_chunks(tw));
@@ -238,9 +256,29 @@ static void drain(ana_thread *t)
     atomic_store_explicit(&t->kicked, 0, memory_order_relaxed);
 }
 
+/* The live file was cut under us (ana_live_check): the stage and the rings were pages of
+ * it, so what they held is lost. The trace ends here, saying so. */
+static void live_cut(void)
+{
+    char detail[1300];
+    snprintf(detail, sizeof(detail), "%s" ANA_LIVE_SUFFIX " was truncated by another process; "
+             "the records not yet written were lost", trace_path);
+    chunk_len = 0;
+    write_failed = 1;
+    if (trace_fd_ok() == 0)
+        ana_tw_end(tw, ana_now_ns(), ANA_END_DISABLED, detail);
+    ana_disable("%s; profiling stopped, the program goes on", detail);
+}
+
 static void pass(int forced)
 {
     atomic_fetch_add(&passes_started, 1);
+    if (!write_failed && staged && ana_live_check() < 0)
+        live_cut();
+    if (write_failed) {
+        atomic_fetch_add(&passes_done, 1);
+        return;
+    }
     ana_thread *list = ana_thread_list();
     for (ana_thread *t = list; t; t = t->next) {
         t->c_state = atomic_load_explicit(&t->state, memory_order_acquire);
@@ -285,7 +323,11 @@ static void finish(void)
         wrec(&e);
         flush_chunk();
     }
-    if (!write_failed && ana_tw_close(tw) == 0)
+    /* Closes the trace's descriptor only if it is still ours. */
+    int ours = ana_fd_is(ana_tw_fd(tw), trace_of.dev, trace_of.ino);
+    if (!ours)
+        ana_tw_set_fd(tw, -1);
+    if (!write_failed && ana_tw_close(tw) == 0 && ours)
         ana_live_finish(); /* the trace is whole: the live file goes */
     else if (write_failed)
         ana_tw_close(tw);
@@ -345,7 +387,7 @@ static void write_preamble(void)
             snprintf(val, sizeof(val), "%s", field);
         else if (v->type == ANA_CFG_ENUM)
             ana_config_choice_text(v, *(const int *)field, val, sizeof(val));
-        else if (v->off == offsetof(ana_config, root_pid))
+        else if (v->off == offsetof(ana_config, root_pid) || v->off == offsetof(ana_config, run_id))
             snprintf(val, sizeof(val), "%ld", *(const long *)field);
         else
             snprintf(val, sizeof(val), "%d", *(const int *)field);
@@ -375,11 +417,14 @@ static int open_files(const char *path, char *why, size_t cap)
     ana_xfsz_hold(&xf);
     uint64_t id = new_trace_id();
     tw = ana_tw_create(path, ana_cfg.zstd_level, id, why, cap);
-    if (tw)
+    if (tw) {
         ana_tw_set_pack(tw, ana_cfg.pack);
+        ana_tw_set_fd(tw, ana_ofile_adopt(&trace_of, ana_tw_fd(tw), path));
+    }
     if (tw && ana_tw_set_time_shift(tw, ana_cfg.time_shift) < 0) {
         snprintf(why, cap, "cannot write the header: %s", strerror(errno));
         ana_tw_close(tw);
+        unlink(path); /* no stub a reader would take for a damaged trace */
         tw = NULL;
     }
     if (tw) {
@@ -420,7 +465,11 @@ int ana_collector_start(const char *path, char *why, size_t cap)
     sem_init(&wake, 0, 0);
     sigset_t all, old;
     sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the app's signals are not for our thread */
+    /* The app's signals are not for our thread; faults stay deliverable (a blocked SIGBUS
+     * from a cut live file would kill the process instead of reaching live.c's handler). */
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGSEGV);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(&thr, NULL, run, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
@@ -466,13 +515,12 @@ void ana_collector_stop(uint64_t reason, const char *detail)
 void ana_collector_atfork_child(void)
 {
     /* The parent owns its file and its writer thread; the child starts its own trace on
-     * its first CUDA call. */
-    if (tw) {
-        ana_tw_close(tw);
-        tw = NULL;
-    }
-    if (!staged) /* (the staging area is not mapped in the child: MADV_DONTFORK) */
-        free(chunk);
+     * its first CUDA call. Only async-signal-safe work here: the writer thread may have
+     * been inside malloc, zstd or our buffers at the fork, so what it owned (tw, the
+     * chunk) is abandoned as it is, never freed; the descriptor is closed if still ours. */
+    if (tw)
+        ana_ofile_close(&trace_of);
+    tw = NULL;
     chunk = NULL;
     chunk_len = chunk_cap = 0;
     staged = in_wseg = write_failed = 0;

@@ -1,6 +1,7 @@
 /* config.c — the configuration table (config.h, docs/configuration.md). */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,9 @@ static const ana_config_var VARS[] = {
     { "ANATOMIST_ROOT_PID", ANA_CFG_INT, "0", 0, 0x7fffffff, OFF(root_pid),
       "Set by `anatomist run`: the pid of the process it started, whose trace gets the name as "
       "given. Not for users." },
+    { "ANATOMIST_RUN_ID", ANA_CFG_INT, "0", 0, 0x7fffffff, OFF(run_id),
+      "Set by `anatomist run`: a random number it writes into each live file of the run, so that "
+      "its end-of-run recovery touches only its own processes' files. Not for users." },
     { "ANATOMIST_CUPTI", ANA_CFG_BOOL, "1", 0, 1, OFF(cupti),
       "0 collects no GPU activity (kernels, copies, sets as the GPU ran them): API calls only." },
     { "ANATOMIST_CUPTI_BUFFER_KB", ANA_CFG_INT, "4096", 64, 262144, OFF(cupti_buffer_kb),
@@ -141,7 +145,7 @@ static int store(ana_config *cfg, const ana_config_var *var, const char *text)
             return -1;
         if (var->off == OFF(time_res_ns) && (n & (n - 1)))
             return -1; /* not a power of two */
-        if (var->off == OFF(root_pid))
+        if (var->off == OFF(root_pid) || var->off == OFF(run_id))
             *(long *)field = n;
         else
             *(int *)field = (int)n;
@@ -154,7 +158,7 @@ static int store(ana_config *cfg, const ana_config_var *var, const char *text)
 int ana_config_load(ana_config *cfg, const char *(*get)(const char *name),
                     void (*warn)(const char *fmt, ...))
 {
-    int bad = 0;
+    int bad = 0, e = errno; /* strtol's ERANGE is not the program's to see */
     memset(cfg, 0, sizeof(*cfg));
     for (const ana_config_var *v = VARS; v->name; v++) {
         store(cfg, v, v->def);
@@ -180,5 +184,6 @@ int ana_config_load(ana_config *cfg, const char *(*get)(const char *name),
         }
     }
     cfg->time_shift = (unsigned)__builtin_ctz((unsigned)cfg->time_res_ns);
+    errno = e;
     return bad;
 }

@@ -19,6 +19,7 @@ typedef struct ana_config {
     int pack;         /* chunks packed in columns (format 2.0) */
     int chunk_kb;     /* raw bytes of a trace chunk, KiB (with the live file) */
     long root_pid; /* 0 = not set */
+    long run_id;   /* 0 = not set: the `anatomist run` this process runs under */
     int cupti;        /* collect GPU activity through CUPTI */
     int cupti_buffer_kb;
     int cupti_buffers; /* most activity buffers in use at once */

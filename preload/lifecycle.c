@@ -109,11 +109,14 @@ static int make_dirs(char *path)
  * under plain LD_PRELOAD: this one's becomes NAME-PID.anat, as a forked child's would). */
 static void avoid_live_trace(char *path, size_t cap, const char *host)
 {
-    uint64_t pid;
-    if (ana_live_pid_of(path, &pid) < 0)
+    ana_live_header h;
+    if (ana_live_header_of(path, &h) < 0)
         return;
-    if (pid != (uint64_t)getpid()) {
-        if (kill((pid_t)pid, 0) == 0 || errno == EPERM)
+    uint64_t pid = h.pid;
+    if (pid != (uint64_t)getpid() || ana_live_where(&h) == ANA_LIVE_ELSEWHERE) {
+        /* (a file from another host or pid namespace: its process may run; its pid is
+         * no question to ask here) */
+        if (ana_live_where(&h) == ANA_LIVE_ELSEWHERE || kill((pid_t)pid, 0) == 0 || errno == EPERM)
             ana_output_expand(ana_cfg.output, host, (long)getpid(), ana_env_rank(), 0, path, cap);
         return;
     }
@@ -237,12 +240,14 @@ static void atfork_child(void)
     atomic_store(&session, (ana_cfg.disable || said_disabled) ? S_OFF : S_NONE);
 }
 
-__attribute__((constructor)) static void ana_init(void)
+/* errno is the program's: it sees the value it had before the preload loaded (0 at
+ * start-up, whatever a dlopen left when NVTX loads the preload as its injection). */
+static void init(void)
 {
     ana_config_load(&ana_cfg, NULL, ana_warn);
     if (ana_cfg.disable)
         return;
-    ana_modules_find_self((const void *)ana_init, &ana_self_lo, &ana_self_hi);
+    ana_modules_find_self((const void *)init, &ana_self_lo, &ana_self_hi);
     ana_clock_refresh(); /* whether the TSC can be used: learnt here, not in the first hook */
     if (ana_cfg.stacks && ana_stacks_init() < 0)
         ana_warn("call stacks are off: libunwind.so.8 could not be loaded (install libunwind8)");
@@ -251,7 +256,14 @@ __attribute__((constructor)) static void ana_init(void)
     atomic_store(&session, S_NONE);
 }
 
-__attribute__((destructor)) static void ana_fini(void)
+__attribute__((constructor)) static void ana_init(void)
+{
+    int e = errno;
+    init();
+    errno = e;
+}
+
+static void fini(void)
 {
     int s = atomic_load(&session);
     if (s != S_RUNNING) {
@@ -265,4 +277,11 @@ __attribute__((destructor)) static void ana_fini(void)
     atomic_store(&ana_active, 0);
     atomic_store(&session, S_OFF);
     ana_collector_stop(ANA_END_EXIT, "exit");
+}
+
+__attribute__((destructor)) static void ana_fini(void)
+{
+    int e = errno;
+    fini();
+    errno = e;
 }

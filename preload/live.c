@@ -5,7 +5,15 @@
  * allocated (posix_fallocate) before it is mapped: a full disk refuses the slot up front
  * instead of raising SIGBUS in the program later, and a thread that gets no slot in the
  * file records into anonymous memory (crash survival is then off for it; said once).
- * The mappings are MADV_DONTFORK: a forked child never writes into its parent's file. */
+ * The mappings are MADV_DONTFORK: a forked child never writes into its parent's file.
+ *
+ * Someone else may truncate the file under us (a cleanup script, `: > T.live`): a store to
+ * a mapped page past the new end raises SIGBUS in whichever thread made it — the program's.
+ * A SIGBUS handler, installed with the file, catches exactly the faults inside our mappings:
+ * it puts anonymous memory over every mapping (the store then goes through), and the writer
+ * stops with one line. Any other SIGBUS goes on to the program's handler or the default
+ * action, as without us. The writer also compares the file's size with what it mapped at
+ * each pass, to stop before any thread faults. */
 #define _GNU_SOURCE
 #include "preload.h"
 
@@ -16,17 +24,28 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "writer.h"
 
-static int live_fd = -1;
+static ana_ofile live_of = { .fd = -1 }; /* ofile.c: checked before each use */
+#define live_fd (live_of.fd)
 static ana_live_header *hdr;
 static uint8_t *defs, *stage;
 static char live_path[1100];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t enc[ANA_RECORD_FIXED_MAX + 16384]; /* under lock */
 static int said_full;
+
+/* Every mapping of the file, for the SIGBUS handler: appended under lock, read anywhere. */
+#define MAX_MAPS 4096
+static struct map { void *p; size_t len; } maps[MAX_MAPS];
+static _Atomic int nmaps;
+static _Atomic int lost;  /* the file was cut under us: the mappings are anonymous now */
+static uint64_t mapped_end; /* bytes of the file the mappings cover (under lock) */
+static struct sigaction prev_bus;
+static _Atomic int bus_installed;
 
 void ana_xfsz_hold(ana_xfsz *x)
 {
@@ -65,11 +84,66 @@ int ana_file_grow(int fd, uint64_t off, uint64_t len)
     return rc ? -1 : 0;
 }
 
+/* Anonymous memory over every mapping: async-signal-safe (system calls only). Stores into
+ * them go on harmlessly; what they held past the file's new end is gone anyway. */
+static void unmap_file(void)
+{
+    int n = atomic_load(&nmaps);
+    for (int i = 0; i < n; i++)
+        mmap(maps[i].p, maps[i].len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+}
+
+static int in_maps(const void *a)
+{
+    int n = atomic_load(&nmaps);
+    for (int i = 0; i < n; i++)
+        if ((const char *)a >= (const char *)maps[i].p && (const char *)a < (const char *)maps[i].p + maps[i].len)
+            return 1;
+    return 0;
+}
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    int e = errno;
+    if (si && in_maps(si->si_addr)) {
+        atomic_store(&lost, 1);
+        unmap_file();
+        errno = e;
+        return; /* the faulting store runs again, into anonymous memory */
+    }
+    /* Not ours: as if we were not here. */
+    if (prev_bus.sa_flags & SA_SIGINFO) {
+        prev_bus.sa_sigaction(sig, si, uc);
+    } else if (prev_bus.sa_handler != SIG_DFL && prev_bus.sa_handler != SIG_IGN) {
+        prev_bus.sa_handler(sig);
+    } else {
+        /* The fault happens again on return, and now takes the default action. */
+        sigaction(SIGBUS, &prev_bus, NULL);
+    }
+    errno = e;
+}
+
+static void install_sigbus(void)
+{
+    if (atomic_exchange(&bus_installed, 1))
+        return;
+    struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &prev_bus);
+}
+
 static void *map_shared(uint64_t off, uint64_t len)
 {
+    int n = atomic_load(&nmaps);
+    if (n >= MAX_MAPS || ana_ofile_fd(&live_of) < 0)
+        return NULL;
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, live_fd, (off_t)off);
     if (p == MAP_FAILED)
         return NULL;
+    maps[n] = (struct map){ p, len };
+    atomic_store(&nmaps, n + 1);
+    if (off + len > mapped_end)
+        mapped_end = off + len;
     madvise(p, len, MADV_DONTFORK);
     madvise(p, len, MADV_RANDOM); /* no readahead: a first touch zero-fills one page, not a window */
     return p;
@@ -79,13 +153,13 @@ int ana_live_open(const char *trace_path, uint64_t trace_id, uint64_t ring_size,
 {
     char why[256];
     snprintf(live_path, sizeof(live_path), "%s%s", trace_path, ANA_LIVE_SUFFIX);
-    live_fd = ana_file_create(live_path, why, sizeof(why));
+    ana_ofile_adopt(&live_of, ana_file_create(live_path, why, sizeof(why)), live_path);
     stage_size = (stage_size + 4095) & ~(uint64_t)4095;
     uint64_t first = ANA_LIVE_HEADER_SIZE + ANA_LIVE_DEFS_SIZE + stage_size;
     if (live_fd < 0 || ana_file_grow(live_fd, 0, first) < 0 || !(hdr = map_shared(0, first))) {
         if (live_fd >= 0) {
             snprintf(why, sizeof(why), "%s", strerror(errno));
-            close(live_fd);
+            ana_ofile_close(&live_of);
             unlink(live_path);
         }
         live_fd = -1;
@@ -106,6 +180,9 @@ int ana_live_open(const char *trace_path, uint64_t trace_id, uint64_t ring_size,
     hdr->slots_off = first;
     hdr->slot_stride = ANA_LIVE_SLOT_HEADER + ring_size;
     hdr->created_ns = ana_now_ns();
+    ana_live_identity(hdr->boot_id, &hdr->pidns);
+    hdr->run_id = (uint64_t)ana_cfg.run_id;
+    install_sigbus();
     atomic_store_explicit((_Atomic uint64_t *)&hdr->nslots, 0, memory_order_relaxed);
     memcpy(hdr->magic, ANA_LIVE_MAGIC, 8);
     return 0;
@@ -129,7 +206,7 @@ static ana_live_slot *file_slot(uint64_t ring_size)
     uint64_t i = atomic_load(&hdr->nslots), off = hdr->slots_off + i * hdr->slot_stride;
     void *mem = NULL;
     errno = EBADF;
-    if (live_fd >= 0 && ana_file_grow(live_fd, off, hdr->slot_stride) == 0)
+    if (!atomic_load(&lost) && ana_ofile_fd(&live_of) >= 0 && ana_file_grow(live_fd, off, hdr->slot_stride) == 0)
         mem = map_shared(off, hdr->slot_stride);
     int e = errno;
     if (mem) {
@@ -225,18 +302,35 @@ void ana_live_finish(void)
     pthread_mutex_lock(&lock);
     if (live_fd >= 0) {
         unlink(live_path);
-        close(live_fd);
-        live_fd = -1;
+        ana_ofile_close(&live_of);
     }
     pthread_mutex_unlock(&lock);
 }
 
+int ana_live_check(void)
+{
+    if (atomic_load(&lost))
+        return -1;
+    struct stat sb;
+    pthread_mutex_lock(&lock);
+    int fd = hdr ? ana_ofile_fd(&live_of) : -1;
+    int cut = fd >= 0 && fstat(fd, &sb) == 0 && (uint64_t)sb.st_size < mapped_end;
+    if (cut) {
+        atomic_store(&lost, 1);
+        unmap_file();
+    }
+    pthread_mutex_unlock(&lock);
+    return atomic_load(&lost) ? -1 : 0;
+}
+
 void ana_live_atfork_child(void)
 {
-    /* The parent's mappings are not in the child (MADV_DONTFORK); its descriptor is. */
-    if (live_fd >= 0)
-        close(live_fd);
-    live_fd = -1;
+    /* The parent's mappings are not in the child (MADV_DONTFORK); its descriptor is (closed
+     * only if the number is still ours). */
+    ana_ofile_close(&live_of);
+    atomic_store(&nmaps, 0);
+    atomic_store(&lost, 0);
+    mapped_end = 0;
     hdr = NULL;
     defs = stage = NULL;
     said_full = 0;

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "config.h"
@@ -133,6 +134,9 @@ void ana_live_defs_commit(uint64_t head);
 int ana_live_set_end(uint64_t reason, const char *detail);
 /* The trace ended cleanly: the live file goes. */
 void ana_live_finish(void);
+/* Collector, each pass: 0, or -1 once the file was cut under us (truncated by someone
+ * else, or gone): every mapping is then anonymous memory and what it held is lost. */
+int ana_live_check(void);
 void ana_live_atfork_child(void);
 /* posix_fallocate that fails with EFBIG past RLIMIT_FSIZE instead of raising SIGXFSZ. */
 int ana_file_grow(int fd, uint64_t off, uint64_t len);
@@ -144,6 +148,25 @@ typedef struct ana_xfsz {
 } ana_xfsz;
 void ana_xfsz_hold(ana_xfsz *x);
 void ana_xfsz_release(ana_xfsz *x);
+
+/* ---- ofile.c: the preload's own descriptors (the trace, the live file) ----
+ * Placed high and checked before each use: a program that closes or reuses descriptor
+ * numbers never gets our writes, and never has its file closed by us. Not for the hot path
+ * (fstat per use); no locking of its own. */
+typedef struct ana_ofile {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    char path[1100];
+} ana_ofile;
+/* Takes fd (opened on path) as ours, moved to a high number; returns the number, -1 on a
+ * bad fd. errno kept. */
+int ana_ofile_adopt(ana_ofile *f, int fd, const char *path);
+/* The descriptor, still naming the file that was adopted, or reopened by its path (and
+ * checked to be that same file); -1 when the file is gone. errno kept. */
+int ana_ofile_fd(ana_ofile *f);
+/* Closes the descriptor if it is still ours (never the program's). */
+void ana_ofile_close(ana_ofile *f);
 
 /* ---- stacks.c ---- */
 /* Loads the unwinder; returns 0 or -1 (stacks then stay off). */

@@ -141,6 +141,8 @@ int ana_unwind_init(void *h)
 
 void ana_unwind_atfork_child(void) { atomic_fetch_add(&cache_gen, 1); }
 
+int ana_unwind_owns(uintptr_t pc) { return pc >= unw_lo && pc < unw_hi; }
+
 int ana_unwind_skippable(uintptr_t ip)
 {
     return (ip >= ana_self_lo && ip < ana_self_hi) || (ip >= unw_lo && ip < unw_hi);

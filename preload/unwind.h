@@ -31,4 +31,7 @@ int ana_unwind_skippable(uintptr_t ip);
 /* After fork, in the child: forget the cached stacks. */
 void ana_unwind_atfork_child(void);
 
+/* 1 when pc lies in libunwind's code (once loaded). */
+int ana_unwind_owns(uintptr_t pc);
+
 #endif

@@ -59,14 +59,7 @@ static struct {
 } S;
 static __thread int tls_in_request, tls_in_complete;
 
-static void after_fork_child(void)
-{
-    pthread_mutex_init(&lock, NULL);
-    S.worker_started = 0; /* the worker did not survive the fork; restarted on demand */
-    S.delivering = 0;
-}
-
-static void init(void)
+static void init_conds(void)
 {
     pthread_condattr_t a;
     pthread_condattr_init(&a);
@@ -74,6 +67,22 @@ static void init(void)
     pthread_cond_init(&wake, &a);
     pthread_condattr_destroy(&a);
     pthread_cond_init(&idle, NULL);
+}
+
+static void after_fork_child(void)
+{
+    /* The parent's worker may have been waiting on the condition variables at the fork:
+     * their copies hold its waiter counts, and a broadcast in the child would wait forever
+     * for a waiter that is not there. */
+    init_conds();
+    pthread_mutex_init(&lock, NULL);
+    S.worker_started = 0; /* the worker did not survive the fork; restarted on demand */
+    S.delivering = 0;
+}
+
+static void init(void)
+{
+    init_conds();
     const char *late = getenv("ANATOMIST_SIM_CUPTI_LATE");
     S.late = late && strcmp(late, "1") == 0;
     pthread_atfork(NULL, NULL, after_fork_child);
