@@ -21,7 +21,7 @@ int ana_cmd_recover(int argc, char **argv);
 void ana_cli_tty_guard(void);
 /* After `anatomist run`'s child ended (status in the shell's convention): recovers the
  * traces of the run (named by pattern, written since `started`) that have a live file. */
-void ana_recover_after_run(const char *pattern, long child, int status, time_t started, int quiet);
+void ana_recover_after_run(const char *pattern, long child, long run_id, int status, int quiet);
 int ana_cmd_flame(int argc, char **argv);
 int ana_cmd_html(int argc, char **argv);
 int ana_cmd_diff(int argc, char **argv);
@@ -48,13 +48,16 @@ int ana_cli_metric(const char *cmd, const char *arg, int *metric);
  * message printed, when there is none or more than one. */
 const char *ana_cli_one_trace(const char *cmd, int argc, char **argv);
 
-/* Writes a command's output. path NULL or "-": standard output, through write_stream.
- * Otherwise PATH.tmp is written and renamed to path once complete, so no reader sees half
- * a file and a failure leaves none: write_stream gets the open file, or, when it is NULL,
- * write_path gets the temporary file's name (for writers that open it themselves, like
- * SQLite) and puts why it failed in err. Each returns 0, or -1 (errno set for streams).
- * Prints "anatomist: CMD: cannot write PATH: why (choose another -o FILE)" on failure.
- * Returns ANA_EXIT_OK or ANA_EXIT_BAD. */
+/* Writes a command's output (cli_output.c). path NULL or "-": standard output, through
+ * write_stream. Otherwise a new file of unpredictable name beside path (".NAME.XXXXXX",
+ * mode 0666 less the umask) is written and renamed to path once complete, so no reader
+ * sees half a file, a failure leaves none, and no planted link is written through:
+ * write_stream gets the open file, or, when it is NULL, write_path gets the temporary
+ * file's name (an empty file, for writers that open it themselves, like SQLite) and puts
+ * why it failed in err. Each returns 0, or -1 (errno set for streams). An existing path
+ * that is a symbolic link or not a regular file is refused ("anatomist: CMD: PATH is a
+ * symbolic link; remove it or choose another -o"). Prints "anatomist: CMD: cannot write
+ * PATH: why (choose another -o FILE)" on failure. Returns ANA_EXIT_OK or ANA_EXIT_BAD. */
 typedef int (*ana_cli_write_stream_fn)(FILE *f, void *ctx);
 typedef int (*ana_cli_write_path_fn)(const char *path, void *ctx, char *err, size_t cap);
 int ana_cli_write_output(const char *cmd, const char *path, ana_cli_write_stream_fn write_stream,

@@ -103,35 +103,48 @@ static void ana_recover_how(int status, uint64_t live_pid, long child, char *buf
                            "live file", status);
 }
 
-void ana_recover_after_run(const char *pattern, long child, int status, time_t started, int quiet)
+/* The glob pattern of every trace name the output pattern can give, with a live file's
+ * suffix: each %-escape matches anything, and the name's own glob characters match only
+ * themselves. */
+static void ana_recover_glob(const char *pattern, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (const char *p = pattern; *p && n + 8 < cap; p++) {
+        if (p[0] == '%' && p[1] == '%') {
+            out[n++] = *++p;
+        } else if (p[0] == '%' && p[1]) {
+            out[n++] = '*';
+            p++;
+        } else {
+            if (strchr("[]*?\\", *p))
+                out[n++] = '\\';
+            out[n++] = *p;
+        }
+    }
+    snprintf(out + n, cap - n, "*%s", ANA_LIVE_SUFFIX); /* * : NAME.1.anat */
+}
+
+/* Recovers the traces this run's processes left unfinished: only live files that carry
+ * this run's id and come from this host's boot and pid namespace. Another job's running
+ * trace in the same directory (here or on another node sharing it) is never touched. */
+void ana_recover_after_run(const char *pattern, long child, long run_id, int status, int quiet)
 {
     char glob_pat[4200];
-    size_t n = 0;
-    for (const char *p = pattern; *p && n + 8 < sizeof(glob_pat); p++) {
-        if (p[0] == '%' && p[1] == '%')
-            glob_pat[n++] = *++p;
-        else if (p[0] == '%' && p[1]) {
-            glob_pat[n++] = '*';
-            p++;
-        } else
-            glob_pat[n++] = *p;
-    }
-    snprintf(glob_pat + n, sizeof(glob_pat) - n, "*%s", ANA_LIVE_SUFFIX); /* * : NAME.1.anat */
+    ana_recover_glob(pattern, glob_pat, sizeof(glob_pat));
     glob_t g;
     if (glob(glob_pat, GLOB_NOSORT, NULL, &g) != 0)
         return;
     for (size_t i = 0; i < g.gl_pathc; i++) {
         char trace[4200], how[300];
-        struct stat st;
         size_t len = strlen(g.gl_pathv[i]) - strlen(ANA_LIVE_SUFFIX);
         snprintf(trace, sizeof(trace), "%.*s", (int)len, g.gl_pathv[i]);
-        if (stat(trace, &st) != 0 || st.st_mtime + 1 < started)
+        ana_live_header h;
+        if (ana_live_header_of(trace, &h) < 0 || h.run_id != (uint64_t)run_id ||
+            ana_live_where(&h) != ANA_LIVE_HERE)
             continue; /* not a trace of this run */
         ana_live_recovery info = { 0 };
         char msg[1024];
-        uint64_t live_pid = 0;
-        ana_live_pid_of(trace, &live_pid);
-        ana_recover_how(status, live_pid, child, how, sizeof(how));
+        ana_recover_how(status, h.pid, child, how, sizeof(how));
         int rc = ana_live_recover(trace, how, 0, &info, msg, sizeof(msg));
         if (rc == -1)
             fprintf(stderr, "anatomist: %s\n", msg);

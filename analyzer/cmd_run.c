@@ -1,12 +1,16 @@
 /* cmd_run.c — `anatomist run [OPTIONS] -- PROGRAM [ARGS...]`: runs a program with the
  * profiler preloaded and says where its trace went.
  *
- * Like time(1) and nsys, the parent ignores SIGINT/SIGQUIT (the terminal delivers them to
- * the program, which decides) and forwards SIGTERM/SIGHUP; it exits with the program's
- * status (128 + signal when a signal killed it). */
+ * Like time(1) and nsys, the parent lets the terminal's SIGINT/SIGQUIT go to the program,
+ * which decides (the terminal sends them to the whole foreground group); one sent to this
+ * process alone (kill PID) is passed on to the program, as are SIGTERM and SIGHUP. It exits
+ * with the program's status (128 + signal when a signal killed it). Each run has a random
+ * id (ANATOMIST_RUN_ID) that its processes write into their live files, so that the
+ * recovery at its end touches only the files of this run. */
 #define _GNU_SOURCE /* pipe2 */
 #include "cli.h"
 #include "format/naming.h"
+#include "format/safe_open.h"
 #include "util.h"
 
 #include <errno.h>
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -70,8 +75,13 @@ enum { ANA_OPT_SIM = 256, ANA_OPT_SIM_MEMORY, ANA_OPT_NO_STACKS, ANA_OPT_DEPTH, 
 
 static volatile sig_atomic_t ana_run_child = 0;
 
-static void ana_run_forward(int sig)
+static void ana_run_forward(int sig, siginfo_t *si, void *uc)
 {
+    (void)uc;
+    /* The terminal's SIGINT/SIGQUIT (si_code SI_KERNEL) reached the program already; one
+     * of our own (kill of our group) is not to be sent twice. */
+    if ((sig == SIGINT || sig == SIGQUIT) && si && (si->si_code == SI_KERNEL || si->si_pid == getpid()))
+        return;
     if (ana_run_child > 0)
         kill((pid_t)ana_run_child, sig);
 }
@@ -104,7 +114,8 @@ static int ana_run_parse_opt(ana_run_opts *o, int c, char **argv)
         o->sim = 1;
         return 0;
     case ANA_OPT_DEPTH: o->stack_depth = optarg; return ana_run_check_uint("--stack-depth", optarg, 1, 256);
-    case ANA_OPT_FLUSH: o->flush_ms = optarg; return ana_run_check_uint("--flush-ms", optarg, 1, 3600000);
+    /* the preload's ranges (preload/config.c): a value outside is ignored there */
+    case ANA_OPT_FLUSH: o->flush_ms = optarg; return ana_run_check_uint("--flush-ms", optarg, 10, 10000);
     default: return ana_cli_bad_option("run", argv, c);
     }
 }
@@ -200,7 +211,18 @@ static int ana_run_check_outdir(const char *pattern)
 typedef struct ana_run_env {
     char preload[PATH_MAX], simdir[PATH_MAX];
     const char *pattern;
+    long run_id; /* ANATOMIST_RUN_ID: 1..2^31-1 */
 } ana_run_env;
+
+/* A random id for this run (never 0: 0 is "not under anatomist run"). */
+static long ana_run_new_id(void)
+{
+    uint32_t v = 0;
+    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
+        v = (uint32_t)time(NULL) ^ ((uint32_t)getpid() << 12);
+    v &= 0x7fffffff;
+    return v ? (long)v : 1;
+}
 
 static int ana_run_locate(const ana_run_opts *o, ana_run_env *env)
 {
@@ -264,7 +286,9 @@ static void ana_run_child_env(const ana_run_opts *o, const ana_run_env *env)
 {
     if (o->torch_per_tensor)
         ana_run_torch_env(o);
-    char pid[32];
+    char pid[32], id[32];
+    snprintf(id, sizeof(id), "%ld", env->run_id);
+    setenv("ANATOMIST_RUN_ID", id, 1);
     ana_run_prepend("LD_PRELOAD", env->preload);
 #ifdef ANA_SANITIZER_RUNTIME
     /* A sanitizer build (cmake/AnaSanitize.cmake): the preload is instrumented, and
@@ -293,11 +317,11 @@ static void ana_run_child_env(const ana_run_opts *o, const ana_run_env *env)
 
 static void ana_run_signals(int install)
 {
-    struct sigaction ign = { .sa_handler = SIG_IGN }, fwd = { .sa_handler = ana_run_forward },
+    struct sigaction fwd = { .sa_sigaction = ana_run_forward, .sa_flags = SA_SIGINFO | SA_RESTART },
                      dfl = { .sa_handler = SIG_DFL };
     sigemptyset(&fwd.sa_mask);
-    sigaction(SIGINT, install ? &ign : &dfl, NULL);
-    sigaction(SIGQUIT, install ? &ign : &dfl, NULL);
+    sigaction(SIGINT, install ? &fwd : &dfl, NULL);
+    sigaction(SIGQUIT, install ? &fwd : &dfl, NULL);
     sigaction(SIGTERM, install ? &fwd : &dfl, NULL);
     sigaction(SIGHUP, install ? &fwd : &dfl, NULL);
 }
@@ -354,8 +378,16 @@ static void ana_run_tell(const ana_run_env *env, pid_t pid, time_t started)
                 env->pattern);
         return;
     }
-    if (stat(path, &st) != 0)
+    char magic[8];
+    int fd = ana_open_file(path, O_RDONLY, ANA_OPEN_NOFOLLOW, &st);
+    int is_trace = fd >= 0 && pread(fd, magic, 8, 0) == 8 && memcmp(magic, "ANATRACE", 8) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (fd < 0 && errno == ENOENT)
         fprintf(stderr, "anatomist: no trace was written (the program made no CUDA call?)\n");
+    else if (fd < 0 || !is_trace)
+        fprintf(stderr, "anatomist: no trace was written to %s (%s)\n", path,
+                fd < 0 ? ana_open_strerror(errno) : "it is not a trace");
     else if (st.st_mtime + 1 < started)
         fprintf(stderr, "anatomist: no trace was written (%s is from an earlier run)\n", path);
     else
@@ -386,6 +418,7 @@ int ana_cmd_run(int argc, char **argv)
         return idx == 0 ? ANA_EXIT_OK : -idx;
     if (ana_run_locate(&o, &env) != 0 || pipe2(pfd, O_CLOEXEC) != 0)
         return ANA_EXIT_BAD;
+    env.run_id = ana_run_new_id();
     time_t started = time(NULL);
     fflush(NULL);
     ana_run_signals(1);
@@ -405,9 +438,11 @@ int ana_cmd_run(int argc, char **argv)
     ana_run_block(0, &saved);
     int failed = ana_run_exec_failed(pfd[0], argv[idx]);
     rc = ana_run_wait(pid);
+    ana_run_child = 0;
+    ana_run_signals(0); /* the program is gone: ^C now stops us */
     if (failed)
         return failed;
-    ana_recover_after_run(env.pattern, (long)pid, rc, started, o.quiet);
+    ana_recover_after_run(env.pattern, (long)pid, env.run_id, rc, o.quiet);
     if (!o.quiet)
         ana_run_tell(&env, pid, started);
     return rc;

@@ -265,8 +265,8 @@ static void live_cut(void)
              "the records not yet written were lost", trace_path);
     chunk_len = 0;
     write_failed = 1;
-    if (trace_fd_ok() == 0)
-        ana_tw_end(tw, ana_now_ns(), ANA_END_DISABLED, detail);
+    if (trace_fd_ok() == 0 && ana_tw_end(tw, ana_now_ns(), ANA_END_DISABLED, detail) == 0)
+        ana_live_finish(); /* what is left of it holds nothing a reader could use */
     ana_disable("%s; profiling stopped, the program goes on", detail);
 }
 
