@@ -470,7 +470,12 @@ int ana_collector_start(const char *path, char *why, size_t cap)
     sigdelset(&all, SIGBUS);
     sigdelset(&all, SIGSEGV);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&thr, NULL, run, NULL);
+    /* 2 MiB of stack, not the default 8: address space is the program's (ulimit -v). */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 2u << 20);
+    int rc = pthread_create(&thr, &attr, run, NULL);
+    pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         snprintf(why, cap, "cannot start the writer thread: %s", strerror(rc));

@@ -249,8 +249,8 @@ static void init(void)
         return;
     ana_modules_find_self((const void *)init, &ana_self_lo, &ana_self_hi);
     ana_clock_refresh(); /* whether the TSC can be used: learnt here, not in the first hook */
-    if (ana_cfg.stacks && ana_stacks_init() < 0)
-        ana_warn("call stacks are off: libunwind.so.8 could not be loaded (install libunwind8)");
+    if (ana_cfg.stacks)
+        ana_stacks_init(); /* says why when stacks are off */
     ana_nvtx_setup();
     pthread_atfork(NULL, NULL, atfork_child);
     atomic_store(&session, S_NONE);

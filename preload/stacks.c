@@ -51,15 +51,25 @@ static void *reserve(size_t bytes)
 int ana_stacks_init(void)
 {
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    if (!h)
+    if (!h) {
+        ana_warn("call stacks are off: libunwind.so.8 could not be loaded (install libunwind8)");
         return -1;
+    }
     slots = reserve(sizeof(struct slot) * SLOTS);
     entries = reserve(sizeof(struct entry) * MAX_IDS);
     frames = reserve(sizeof(uint64_t) * MAX_FRAMES_TOTAL);
     emitted = reserve(MAX_IDS);
-    if (!slots || !entries || !frames || !emitted)
+    if (!slots || !entries || !frames || !emitted) {
+        ana_warn("call stacks are off: no room for their tables (%zu MiB of address space; "
+                 "is there a limit, ulimit -v?)", (sizeof(struct slot) * SLOTS + sizeof(struct entry) *
+                 MAX_IDS + sizeof(uint64_t) * MAX_FRAMES_TOTAL + MAX_IDS) >> 20);
         return -1;
-    return ana_unwind_init(h);
+    }
+    if (ana_unwind_init(h) < 0) {
+        ana_warn("call stacks are off: this libunwind.so.8 lacks unw_backtrace");
+        return -1;
+    }
+    return 0;
 }
 
 static uint64_t hash_frames(const uint64_t *ip, uint32_t n)
