@@ -76,6 +76,10 @@ static void after_fork_child(void)
      * for a waiter that is not there. */
     init_conds();
     pthread_mutex_init(&lock, NULL);
+    /* The buffer lists may have been mid-update by another thread at the fork: the child
+     * keeps none of them (leaked, never freed or delivered), as CUPTI does not survive a
+     * fork; a child that uses CUPTI starts from empty lists. */
+    S.cur = S.spare = S.full = S.full_tail = NULL;
     S.worker_started = 0; /* the worker did not survive the fork; restarted on demand */
     S.delivering = 0;
 }

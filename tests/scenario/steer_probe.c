@@ -100,8 +100,8 @@ static int mode_forks(int threads, long n)
         int st;
         if (c < 0 || waitpid(c, &st, 0) < 0)
             return 1;
-        if (WIFSIGNALED(st))
-            died++;
+        if (WIFSIGNALED(st) && died++ < 8)
+            fprintf(stderr, "child %ld died of signal %d\n", i, WTERMSIG(st));
         else if (WEXITSTATUS(st) != 0)
             bad_status++;
     }
