@@ -156,10 +156,15 @@ class Statuses(RunTest):
 
 class Messages(RunTest):
     def test_trace_written(self):
-        p = run([self.exe, "run", "-o", "out-%p.anat", "--", "sh", "-c", "touch out-$$.anat; echo $$"],
+        # a file that begins like a trace (the magic) is reported; any other is not
+        p = run([self.exe, "run", "-o", "out-%p.anat", "--", "sh", "-c", "printf ANATRACE > out-$$.anat; echo $$"],
                 env=self.env, cwd=self.tmp)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stderr, f"anatomist: trace written to out-{p.stdout.strip()}.anat\n")
+        p = run([self.exe, "run", "-o", "out-%p.anat", "--", "sh", "-c", "touch out-$$.anat; echo $$"],
+                env=self.env, cwd=self.tmp)
+        self.assertEqual(p.stderr, f"anatomist: no trace was written to out-{p.stdout.strip()}.anat "
+                                   "(it is not a trace)\n")
 
     def test_no_trace(self):
         p = run([self.exe, "run", "--", "true"], env=self.env, cwd=self.tmp)
