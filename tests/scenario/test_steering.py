@@ -177,6 +177,7 @@ class RunAndRecover(unittest.TestCase):
         self.assertFalse(os.path.exists(trace + ".live"))
         self.assertEqual(info(trace)["ended"], "recovered")
 
+    @unittest.skipIf(SANITIZER_RUNTIME, "LeakSanitizer cannot stop the world inside a new pid namespace")
     def test_run_leaves_another_jobs_live_file(self):
         """A job in another pid namespace writes into the same directory with the default
         name pattern; this run's end-of-run recovery must not end its trace."""
