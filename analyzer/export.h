@@ -15,7 +15,7 @@ struct ana_report;
 
 /* 0, or -1 when writing failed. */
 int ana_export_chrome(const struct ana_report *r, FILE *out);
-/* Writes a new database at path (an existing file is replaced). 0, or -1 with why in err. */
+/* Writes a new database into the empty file (or new name) path. 0, or -1 with why in err. */
 int ana_export_sqlite(const struct ana_report *r, const char *path, char *err, size_t cap);
 
 #endif

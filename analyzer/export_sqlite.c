@@ -561,10 +561,8 @@ static void ana_sq_fill(ana_sq *q)
 int ana_export_sqlite(const ana_report *r, const char *path, char *err, size_t cap)
 {
     ana_sq q = { .err = err, .cap = cap, .r = r, .t = r->t };
-    if (unlink(path) != 0 && errno != ENOENT) {
-        snprintf(err, cap, "%s", strerror(errno));
-        return -1;
-    }
+    /* path is the empty file ana_cli_write_output made for us (an empty file is an empty
+     * database): unlinking it first would free its name for someone else's link. */
     if (sqlite3_open_v2(path, &q.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
         snprintf(err, cap, "%s", q.db ? sqlite3_errmsg(q.db) : "cannot open the database");
         sqlite3_close(q.db);

@@ -7,13 +7,16 @@
  * byte), so a refill may happen anywhere. */
 #include "jsonr.h"
 
+#include "safe_open.h"
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define ANA_JSONR_BUF (256u << 10)
@@ -471,16 +474,18 @@ static ana_jsonr *jr_new(void)
 ana_jsonr *ana_jsonr_open(const char *path, char *msg, size_t cap)
 {
     uint8_t magic[2] = { 0, 0 };
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(msg, cap, "cannot open: %s", strerror(errno));
+    /* Regular files only: a FIFO planted at the name would block gzopen for ever. The
+     * one descriptor is read by zlib (gzdopen), so what was looked at is what is read. */
+    int fd = ana_open_file(path, O_RDONLY, 0, NULL);
+    if (fd < 0) {
+        snprintf(msg, cap, "cannot open: %s", ana_open_strerror(errno));
         return NULL;
     }
-    size_t n = fread(magic, 1, 2, f);
-    fclose(f);
-    gzFile gz = gzopen(path, "rb");
+    ssize_t n = pread(fd, magic, 2, 0);
+    gzFile gz = gzdopen(fd, "rb");
     if (!gz) {
-        snprintf(msg, cap, "cannot open: %s", errno ? strerror(errno) : "out of memory");
+        close(fd);
+        snprintf(msg, cap, "cannot open: out of memory");
         return NULL;
     }
     gzbuffer(gz, 128u << 10);

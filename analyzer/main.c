@@ -108,57 +108,6 @@ const char *ana_cli_one_trace(const char *cmd, int argc, char **argv)
     return argv[optind];
 }
 
-/* A stream writer run on tmp (opened here); 0, or -1 with the reason in err. */
-static int ana_cli_write_tmp(const char *tmp, ana_cli_write_stream_fn write_stream, void *ctx,
-                             char *err, size_t cap)
-{
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, cap, "%s", strerror(errno));
-        return -1;
-    }
-    errno = 0;
-    int rc = write_stream(f, ctx);
-    if (rc == 0 && (fflush(f) != 0 || ferror(f)))
-        rc = -1;
-    int saved = errno;
-    if (fclose(f) != 0 && rc == 0)
-        rc = -1, saved = errno;
-    if (rc != 0)
-        snprintf(err, cap, "%s", saved ? strerror(saved) : "write error (is the disk full?)");
-    return rc;
-}
-
-int ana_cli_write_output(const char *cmd, const char *path, ana_cli_write_stream_fn write_stream,
-                         ana_cli_write_path_fn write_path, void *ctx)
-{
-    char err[256] = "";
-    if (!path || strcmp(path, "-") == 0) {
-        errno = 0;
-        if (write_stream(stdout, ctx) == 0 && fflush(stdout) == 0 && !ferror(stdout))
-            return ANA_EXIT_OK;
-        fprintf(stderr, "anatomist: %s: writing to standard output failed: %s\n", cmd,
-                errno ? strerror(errno) : "write error");
-        return ANA_EXIT_BAD;
-    }
-    size_t n = strlen(path) + sizeof(".tmp");
-    char *tmp = ana_xmalloc(n);
-    snprintf(tmp, n, "%s.tmp", path);
-    int rc = write_stream ? ana_cli_write_tmp(tmp, write_stream, ctx, err, sizeof(err))
-                          : write_path(tmp, ctx, err, sizeof(err));
-    if (rc == 0 && rename(tmp, path) != 0) {
-        snprintf(err, sizeof(err), "%s", strerror(errno));
-        rc = -1;
-    }
-    if (rc != 0) {
-        unlink(tmp);
-        fprintf(stderr, "anatomist: %s: cannot write %s: %s (choose another -o FILE)\n", cmd,
-                path, err);
-    }
-    free(tmp);
-    return rc == 0 ? ANA_EXIT_OK : ANA_EXIT_BAD;
-}
-
 ana_trace *ana_cli_load(const char *path, unsigned flags)
 {
     struct stat st;
@@ -178,6 +127,12 @@ ana_trace *ana_cli_load(const char *path, unsigned flags)
         fprintf(stderr, "anatomist: %s\n", msg);
         return NULL;
     }
+    /* A live file that cannot be read (planted FIFO, link, garbage) is left out, not
+     * fatal: the trace itself is whole. Say so once, or the records it held go missing
+     * without a word. */
+    if (t->stats.live_error[0])
+        fprintf(stderr, "anatomist: note: %s; the trace is read without it\n",
+                t->stats.live_error);
     return t;
 }
 

@@ -3,14 +3,18 @@
 #include "ranks.h"
 
 #include "cli.h"
+#include "records.h"
 #include "report.h"
+#include "safe_open.h"
 #include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int ana_rl_ends(const char *s, const char *suffix)
 {
@@ -34,6 +38,31 @@ int ana_ranks_wanted(char **paths, size_t n)
 static int ana_rl_name_cmp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* 1 when the directory entry path starts like a trace; otherwise 0, with a note saying
+ * why it is skipped. A process stopped by RLIMIT_FSIZE, or killed before its header was
+ * written, leaves a stub of under 32 bytes; others may plant FIFOs or junk in a shared
+ * directory. One such file must not cost the report of every other rank. Named files
+ * are not scanned: they fail loudly in the reader (file and offset). */
+static int ana_rl_usable(const char *cmd, const char *path)
+{
+    struct stat st;
+    char magic[8];
+    int fd = ana_open_file(path, O_RDONLY, 0, &st);
+    if (fd < 0) {
+        fprintf(stderr, "anatomist: %s: %s: %s; skipped\n", cmd, path, ana_open_strerror(errno));
+        return 0;
+    }
+    int whole = st.st_size >= ANA_HEADER_SIZE && pread(fd, magic, 8, 0) == 8;
+    close(fd);
+    if (!whole)
+        fprintf(stderr, "anatomist: %s: %s: %lld bytes, not a trace; skipped\n", cmd, path,
+                (long long)st.st_size);
+    else if (memcmp(magic, "ANATRACE", 8) != 0)
+        fprintf(stderr, "anatomist: %s: %s: not a trace (no \"ANATRACE\" at its start); "
+                        "skipped\n", cmd, path);
+    return whole && memcmp(magic, "ANATRACE", 8) == 0;
 }
 
 /* The *.anat files of dir, sorted, as malloc'd paths; -1 with the reason printed. */
@@ -60,12 +89,24 @@ static int ana_rl_dir(const char *cmd, const char *dir, char ***out, size_t *n)
         (*out)[(*n)++] = p;
     }
     closedir(d);
-    if (!*n) {
-        fprintf(stderr, "anatomist: %s: %s holds no traces (*.anat): give the directory the "
-                        "job's ranks wrote (ANATOMIST_OUTPUT) or the trace files\n", cmd, dir);
+    ana_sort(*out, *n, sizeof(char *), ana_rl_name_cmp);
+    size_t kept = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if (ana_rl_usable(cmd, (*out)[i]))
+            (*out)[kept++] = (*out)[i];
+        else
+            free((*out)[i]);
+    }
+    if (!kept) {
+        fprintf(stderr, "anatomist: %s: %s holds no %straces (*.anat): give the directory the "
+                        "job's ranks wrote (ANATOMIST_OUTPUT) or the trace files\n", cmd, dir,
+                *n ? "usable " : "");
+        free(*out);
+        *out = NULL;
+        *n = 0;
         return -1;
     }
-    ana_sort(*out, *n, sizeof(char *), ana_rl_name_cmp);
+    *n = kept;
     return 0;
 }
 

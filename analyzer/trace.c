@@ -1,12 +1,15 @@
 /* trace.c — see trace.h. */
 #include "trace.h"
 #include "kineto.h"
+#include "safe_open.h"
 
 #include "util.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int ana_trace_alloc_class(uint64_t api)
 {
@@ -603,11 +606,13 @@ void ana_trace_add(ana_trace *t, const ana_record *rec)
 static int ana_trace_is_foreign(const char *path)
 {
     unsigned char b[64];
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* What cannot be opened here (a FIFO, a device) the trace reader refuses in words. */
+    int fd = ana_open_file(path, O_RDONLY, 0, NULL);
+    if (fd < 0)
         return 0;
-    size_t n = fread(b, 1, sizeof(b), f);
-    fclose(f);
+    ssize_t got = pread(fd, b, sizeof(b), 0);
+    close(fd);
+    size_t n = got > 0 ? (size_t)got : 0;
     if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b)
         return 1;
     for (size_t i = 0; i < n; i++) {

@@ -7,6 +7,7 @@
 #include "live.h"
 #include "reader.h"
 #include "records.h"
+#include "safe_open.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -329,18 +330,14 @@ static int open_live(const char *trace_path, int *fd, uint64_t *fsize, char *msg
     char path[4096];
     if ((size_t)snprintf(path, sizeof(path), "%s%s", trace_path, ANA_LIVE_SUFFIX) >= sizeof(path))
         return 0;
-    *fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* Anyone who can write the directory can plant this name: a FIFO there would block
+     * the reader for ever, a link would steer it (safe_open.h). */
+    struct stat sb;
+    *fd = ana_open_file(path, O_RDONLY, ANA_OPEN_NOFOLLOW, &sb);
     if (*fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return 0;
-        snprintf(msg, cap, "%s: cannot open: %s", path,
-                 errno == ELOOP ? "it is a symbolic link, not followed" : strerror(errno));
-        return -1;
-    }
-    struct stat sb;
-    if (fstat(*fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-        close(*fd);
-        snprintf(msg, cap, "%s: not a regular file", path);
+        snprintf(msg, cap, "%s: cannot open: %s", path, ana_open_strerror(errno));
         return -1;
     }
     *fsize = (uint64_t)sb.st_size;
@@ -405,7 +402,7 @@ int ana_live_pid_of(const char *trace_path, uint64_t *pid)
 {
     char path[4200];
     snprintf(path, sizeof(path), "%s%s", trace_path, ANA_LIVE_SUFFIX);
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = ana_open_file(path, O_RDONLY, ANA_OPEN_NOFOLLOW, NULL);
     if (fd < 0)
         return -1;
     ana_live_header h;

@@ -4,6 +4,7 @@
 #include "decode_fast.h"
 #include "live.h"
 #include "pack.h"
+#include "safe_open.h"
 #include "varint.h"
 
 #include <errno.h>
@@ -103,14 +104,12 @@ static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v
 int ana_reader_open(const char *path, ana_reader **out, ana_error *err)
 {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return fail(err, NULL, path, 0, 0, UINT64_MAX, 0, "cannot open: %s", strerror(errno));
+    /* A FIFO or device at the name would block or act on open: regular files only. */
     struct stat sb;
-    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return fail(err, NULL, path, 0, 0, UINT64_MAX, 0, "not a regular file");
-    }
+    int fd = ana_open_file(path, O_RDONLY, 0, &sb);
+    if (fd < 0)
+        return fail(err, NULL, path, 0, 0, UINT64_MAX, 0, "cannot open: %s",
+                    ana_open_strerror(errno));
     uint8_t h[ANA_HEADER_SIZE];
     if ((uint64_t)sb.st_size < ANA_HEADER_SIZE || ana_pread_all(fd, h, sizeof(h), 0) < 0) {
         close(fd);
