@@ -1,7 +1,8 @@
 /* cmd_classify.c — `anatomist classify [--explain] [--context CTX]`: kernel names on
  * stdin, one per line, to "name<TAB>class" (and the deciding rule with --explain) on
  * stdout, line by line as they come (names of any length; a trailing \r is dropped; empty
- * lines are skipped). Each name is printed exactly as given, mangled or not. */
+ * lines are skipped). Each name is printed as given, mangled or not, but for its control
+ * bytes, shown as \xNN (util.h ana_text_escape): names come from traces. */
 #include "classify.h"
 #include "cli.h"
 #include "util.h"
@@ -54,11 +55,13 @@ static void ana_classify_stream(FILE *in, FILE *out, int ctx, int explain)
         if (n == 0)
             continue;
         ana_classification c = ana_classify(line, ctx);
+        char *shown = ana_text_escape(line, (size_t)n);
         if (explain)
-            fprintf(out, "%s\t%s\t%s\n", line, ana_class_name(c.cls),
+            fprintf(out, "%s\t%s\t%s\n", shown, ana_class_name(c.cls),
                     ana_classify_rule_name(c.rule));
         else
-            fprintf(out, "%s\t%s\n", line, ana_class_name(c.cls));
+            fprintf(out, "%s\t%s\n", shown, ana_class_name(c.cls));
+        free(shown);
     }
     free(line);
 }

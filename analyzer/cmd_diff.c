@@ -273,6 +273,7 @@ int ana_cmd_diff(int argc, char **argv)
 {
     ana_diff_args a = { .format = ANA_DIFF_MD, .metric = -1, .top = 10, .symbols = 1 };
     int rc = ana_diff_parse(argc, argv, &a);
+    ana_text_names(a.format == ANA_DIFF_MD); /* markdown is read by people (util.h) */
     if (rc == ANA_EXIT_OK && a.jobs)
         rc = ana_diff_run_jobs(&a);
     free(a.sets[0]);

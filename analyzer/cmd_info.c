@@ -189,6 +189,7 @@ int ana_cmd_info(int argc, char **argv)
     const char *path = ana_cli_one_trace("info", argc, argv);
     if (!path)
         return ANA_EXIT_BAD;
+    ana_text_names(!json); /* the trace's strings escaped in text (util.h) */
     ana_trace *t = ana_cli_load(path, ANA_LOAD_SUMMARY);
     if (!t)
         return ANA_EXIT_BAD;

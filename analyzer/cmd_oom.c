@@ -88,6 +88,7 @@ int ana_cmd_oom(int argc, char **argv)
     const char *path = ana_cli_one_trace("oom", argc, argv);
     if (!path)
         return ANA_EXIT_BAD;
+    ana_text_names(!json); /* the trace's strings escaped in text (util.h) */
     ana_report r;
     if (ana_cli_report_open(path, &ro, &r) != 0)
         return ANA_EXIT_BAD;

@@ -118,6 +118,7 @@ int ana_cmd_report(int argc, char **argv)
         default: return ana_cli_bad_option("report", argv, c);
         }
     }
+    ana_text_names(!json); /* the trace's strings escaped in text (util.h) */
     if (ana_ranks_wanted(argv + optind, (size_t)(argc - optind)))
         return ana_report_ranks(argv + optind, (size_t)(argc - optind), &ro, json);
     const char *path = ana_cli_one_trace("report", argc, argv);

@@ -42,22 +42,29 @@ void ana_libs_free(ana_libs *l)
     memset(l, 0, sizeof(*l));
 }
 
-/* Interns s; equal strings get one index. Hash collisions probe the next key. */
-static uint32_t ana_libs_intern(ana_libs *l, ana_str s)
+/* Interns s as shown (util.h ana_name_dup); equal strings get one index. Hash collisions
+ * probe the next key. */
+static uint32_t ana_libs_intern(ana_libs *l, ana_str raw)
 {
     uint64_t idx, h;
-    if (!s.s || !s.len)
+    if (!raw.s || !raw.len)
         return 0;
-    for (h = ana_fnv1a(s.s, s.len, ANA_FNV1A_SEED);; h++) {
+    char *s = ana_name_dup(raw.s, raw.len);
+    size_t len = strlen(s);
+    for (h = ana_fnv1a(s, len, ANA_FNV1A_SEED);; h++) {
         if (!ana_u64map_get(&l->str_idx, h, &idx))
             break;
-        if (strlen(l->strs[idx]) == s.len && memcmp(l->strs[idx], s.s, s.len) == 0)
+        if (strcmp(l->strs[idx], s) == 0) {
+            free(s);
             return (uint32_t)idx;
+        }
     }
-    if (l->n_strs >= UINT32_MAX)
+    if (l->n_strs >= UINT32_MAX) {
+        free(s);
         return 0;
+    }
     ANA_GROW(l->strs, l->cap_strs, l->n_strs + 1);
-    l->strs[l->n_strs] = ana_xstrndup(s.s, s.len);
+    l->strs[l->n_strs] = s;
     ana_u64map_put(&l->str_idx, h, l->n_strs);
     return (uint32_t)l->n_strs++;
 }

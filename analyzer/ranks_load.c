@@ -40,16 +40,13 @@ static int ana_rl_name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* 1 when the directory entry path starts like a trace; otherwise 0, with a note saying
- * why it is skipped. A process stopped by RLIMIT_FSIZE, or killed before its header was
- * written, leaves a stub of under 32 bytes; others may plant FIFOs or junk in a shared
- * directory. One such file must not cost the report of every other rank. Named files
- * are not scanned: they fail loudly in the reader (file and offset). */
-static int ana_rl_usable(const char *cmd, const char *path)
+/* 1 when the directory entry raw starts like a trace; otherwise 0, with a note saying
+ * why it is skipped (path: raw as shown). */
+static int ana_rl_check(const char *cmd, const char *raw, const char *path)
 {
     struct stat st;
     char magic[8];
-    int fd = ana_open_file(path, O_RDONLY, 0, &st);
+    int fd = ana_open_file(raw, O_RDONLY, 0, &st);
     if (fd < 0) {
         fprintf(stderr, "anatomist: %s: %s: %s; skipped\n", cmd, path, ana_open_strerror(errno));
         return 0;
@@ -63,6 +60,18 @@ static int ana_rl_usable(const char *cmd, const char *path)
         fprintf(stderr, "anatomist: %s: %s: not a trace (no \"ANATRACE\" at its start); "
                         "skipped\n", cmd, path);
     return whole && memcmp(magic, "ANATRACE", 8) == 0;
+}
+
+/* A process stopped by RLIMIT_FSIZE, or killed before its header was written, leaves a
+ * stub of under 32 bytes; others may plant FIFOs or junk in a shared directory. One such
+ * file must not cost the report of every other rank, so a directory scan skips it with a
+ * note. Named files are not scanned: they fail loudly in the reader (file and offset). */
+static int ana_rl_usable(const char *cmd, const char *raw)
+{
+    char *path = ana_text_escape(raw, strlen(raw)); /* anyone's name, shown on stderr */
+    int ok = ana_rl_check(cmd, raw, path);
+    free(path);
+    return ok;
 }
 
 /* The *.anat files of dir, sorted, as malloc'd paths; -1 with the reason printed. */

@@ -68,7 +68,7 @@ static int ana_rr_str(ana_rr *x, const char *key, char **out)
     const char *s = ana_jsonr_text(x->r, &len);
     if (tok != ANA_JSON_STRING)
         return ana_rr_fail(x, key);
-    *out = ana_xstrndup(s, len);
+    *out = ana_name_dup(s, len);
     return 0;
 }
 
@@ -318,7 +318,7 @@ int ana_rank_read_json(const char *path, ana_rank *out, char *err, size_t cap)
         return -1;
     }
     if (!out->source)
-        out->source = ana_xstrdup(path);
+        out->source = ana_name_dup(path, strlen(path));
     if (!out->step_ns) { /* no steps: empty arrays, as ana_rank_from_report makes */
         out->step_ns = ana_xcalloc(1, sizeof(uint64_t));
         out->step_coll_ns = ana_xcalloc(1, sizeof(uint64_t));

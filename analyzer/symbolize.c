@@ -2,11 +2,13 @@
  * that modules whose recorded ranges overlap over time never conflict. */
 #include "symbolize.h"
 
+#include "safe_open.h"
 #include "util.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,14 +97,22 @@ static ana_sym_module *ana_sym_open(ana_symbolizer *s, const ana_trace_module *m
     if (sm->state != 0)
         return sm->state > 0 ? sm : NULL;
     sm->state = -1;
-    if (!s->enabled || !m->path[0] || access(m->path, R_OK) != 0)
+    if (!s->enabled || !m->path[0])
+        return NULL;
+    /* The path comes from the trace: a FIFO planted there would block libdwfl's open. */
+    int fd = ana_open_file(m->path, O_RDONLY, 0, NULL);
+    if (fd < 0)
         return NULL;
     sm->dwfl = dwfl_begin(&ana_sym_callbacks);
-    if (!sm->dwfl)
+    if (!sm->dwfl) {
+        close(fd);
         return NULL;
+    }
     dwfl_report_begin(sm->dwfl);
-    sm->mod = dwfl_report_elf(sm->dwfl, m->path, m->path, -1, m->bias, false);
+    sm->mod = dwfl_report_elf(sm->dwfl, m->path, m->path, fd, m->bias, false);
     dwfl_report_end(sm->dwfl, NULL, NULL);
+    if (!sm->mod)
+        close(fd); /* consumed only on success (libdwfl.h) */
     if (!sm->mod || !ana_sym_build_id_matches(sm->mod, m)) {
         dwfl_end(sm->dwfl);
         sm->dwfl = NULL;
@@ -113,6 +123,16 @@ static ana_sym_module *ana_sym_open(ana_symbolizer *s, const ana_trace_module *m
     return sm;
 }
 
+/* A symbol's name as shown: its demangled form (malloc'd, taken) or else the raw name,
+ * escaped for text outputs (util.h ana_name_dup) — the module file is anyone's. */
+static char *ana_sym_name(char *demangled, const char *raw)
+{
+    const char *s = demangled ? demangled : raw;
+    char *out = ana_name_dup(s, strlen(s));
+    free(demangled);
+    return out;
+}
+
 /* The name of an inlined instance: its abstract origin's linkage name demangled (the
  * qualified name), else its plain name; NULL when it has neither. */
 static char *ana_sym_die_name(Dwarf_Die *die)
@@ -121,11 +141,8 @@ static char *ana_sym_die_name(Dwarf_Die *die)
     const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &mem));
     if (!link)
         link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &mem));
-    char *d = link ? ana_demangle(link) : NULL;
-    if (d)
-        return d;
     const char *name = link ? link : dwarf_diename(die);
-    return name ? ana_xstrdup(name) : NULL;
+    return name ? ana_sym_name(link ? ana_demangle(link) : NULL, name) : NULL;
 }
 
 /* The chain of inlined subroutines that hold pc, outermost first (scopes come innermost
@@ -154,7 +171,7 @@ static void ana_sym_resolve(ana_symbolizer *s, ana_sym_entry *e, uint64_t pc)
     const ana_trace_module *m = ana_trace_module_at(s->t, pc);
     if (!m)
         return;
-    e->frame.module = m->path;
+    e->frame.module = m->shown;
     e->frame.offset = e->frame.address - m->bias;
     ana_sym_module *sm = ana_sym_open(s, m);
     if (!sm)
@@ -162,16 +179,13 @@ static void ana_sym_resolve(ana_symbolizer *s, ana_sym_entry *e, uint64_t pc)
     GElf_Off off;
     GElf_Sym sym;
     const char *name = dwfl_module_addrinfo(sm->mod, pc, &off, &sym, NULL, NULL, NULL);
-    if (name) {
-        e->function = ana_demangle(name);
-        if (!e->function)
-            e->function = ana_xstrdup(name);
-    }
+    if (name)
+        e->function = ana_sym_name(ana_demangle(name), name);
     Dwfl_Line *line = dwfl_module_getsrc(sm->mod, pc);
     int lineno = 0;
     const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
     if (file) {
-        e->file = ana_xstrdup(file);
+        e->file = ana_name_dup(file, strlen(file));
         e->frame.line = lineno > 0 ? lineno : 0;
     }
     e->frame.function = e->function;

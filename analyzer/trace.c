@@ -29,6 +29,8 @@ static uint8_t ana_trace_memkind_class(uint64_t kind)
 }
 
 static char *ana_str_dup(ana_str s) { return ana_xstrndup(s.s ? s.s : "", s.s ? s.len : 0); }
+/* A string of the trace as it is shown (util.h ana_name_dup: escaped for text outputs). */
+static char *ana_str_name(ana_str s) { return ana_name_dup(s.s ? s.s : "", s.s ? s.len : 0); }
 
 static size_t ana_api_slot(uint64_t api) { return api < ANA_API_COUNT ? (size_t)api : 0; }
 
@@ -46,12 +48,12 @@ static void ana_trace_on_process(ana_trace *t, const ana_record *r)
     tp->world_size = p->world_size;
     tp->realtime_ns = p->realtime_ns;
     tp->time_ns = r->time_ns;
-    tp->host = ana_str_dup(p->host);
-    tp->exe = ana_str_dup(p->exe);
+    tp->host = ana_str_name(p->host);
+    tp->exe = ana_str_name(p->exe);
     tp->argc = p->argv.n;
     tp->argv = ana_xcalloc(tp->argc + 1, sizeof(char *));
     for (size_t i = 0; i < tp->argc; i++)
-        tp->argv[i] = ana_str_dup(p->argv.v[i]);
+        tp->argv[i] = ana_str_name(p->argv.v[i]);
 }
 
 /* libcupti, libcuda or libcudart, by file name. */
@@ -89,7 +91,8 @@ static void ana_trace_on_module(ana_trace *t, const ana_rec_module *m)
     d->bias = m->bias;
     d->lo = m->lo;
     d->hi = m->hi;
-    d->path = ana_str_dup(m->path);
+    d->path = ana_str_dup(m->path); /* exact: the symbolizer opens it */
+    d->shown = ana_str_name(m->path);
     d->cuda_lib = ana_trace_is_cuda_lib(d->path);
     d->build_id_len = m->build_id.len;
     d->build_id = ana_xmalloc(m->build_id.len + 1);
@@ -104,7 +107,7 @@ static void ana_trace_on_device(ana_trace *t, const ana_rec_device *dv)
     ana_u64map_put(&t->device_idx, (uint64_t)dv->ordinal, t->n_devices);
     ANA_GROW(t->devices, t->cap_devices, t->n_devices + 1);
     t->devices[t->n_devices++] = (ana_trace_device){
-        .ordinal = dv->ordinal, .name = ana_str_dup(dv->name), .total_mem = dv->total_mem,
+        .ordinal = dv->ordinal, .name = ana_str_name(dv->name), .total_mem = dv->total_mem,
         .sm_count = dv->sm_count, .cc_major = dv->cc_major, .cc_minor = dv->cc_minor,
     };
 }
@@ -126,7 +129,7 @@ static void ana_trace_on_kernel(ana_trace *t, const ana_rec_kernel *kr)
     ana_trace_kernel *k = ana_trace_kernel_get(t, kr->id);
     if (k->name)
         return;
-    k->name = ana_str_dup(kr->name);
+    k->name = ana_str_name(kr->name);
     k->host_fn = kr->host_fn;
 }
 
@@ -403,7 +406,7 @@ static void ana_trace_on_info(ana_trace *t, const ana_rec_info *in)
     if (t->n_info >= ANA_TRACE_MAX_INFO)
         return;
     ANA_GROW(t->info, t->cap_info, t->n_info + 1);
-    t->info[t->n_info++] = (ana_kv){ ana_str_dup(in->key), ana_str_dup(in->value) };
+    t->info[t->n_info++] = (ana_kv){ ana_str_name(in->key), ana_str_name(in->value) };
 }
 
 static void ana_trace_on_end(ana_trace *t, const ana_rec_end *e)
@@ -412,7 +415,7 @@ static void ana_trace_on_end(ana_trace *t, const ana_rec_end *e)
         return;
     t->has_end = 1;
     t->end_reason = e->reason;
-    t->end_detail = ana_str_dup(e->detail);
+    t->end_detail = ana_str_name(e->detail);
 }
 
 static void ana_trace_on_record(ana_trace *t, const ana_record *r)
@@ -579,7 +582,7 @@ void ana_trace_finish(ana_trace *t)
 ana_trace *ana_trace_new(const char *path, unsigned flags)
 {
     ana_trace *t = ana_xcalloc(1, sizeof(*t));
-    t->path = ana_xstrdup(path);
+    t->path = ana_name_dup(path, strlen(path)); /* a job directory's entries are anyone's names */
     t->flags = flags;
     t->source = "anatomist";
     ana_u64map_init(&t->kernel_idx);
@@ -665,6 +668,7 @@ void ana_trace_free(ana_trace *t)
         free(t->devices[i].name);
     for (size_t i = 0; i < t->n_modules; i++) {
         free(t->modules[i].path);
+        free(t->modules[i].shown);
         free(t->modules[i].build_id);
     }
     for (size_t i = 0; i < t->n_kernels; i++)

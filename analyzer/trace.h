@@ -22,7 +22,8 @@
 
 typedef struct ana_trace_module {
     uint64_t bias, lo, hi;
-    char *path;
+    char *path;  /* exact, to open */
+    char *shown; /* as printed (util.h ana_name_dup) */
     uint8_t *build_id;
     size_t build_id_len;
     int cuda_lib; /* libcupti, libcuda or libcudart: CUDA's own frames (trace.c) */

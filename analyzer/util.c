@@ -212,3 +212,30 @@ size_t ana_utf8_len(const unsigned char *s, size_t n)
         return 0;
     return len;
 }
+
+static int ana_text_on; /* util.h: ana_text_names */
+
+void ana_text_names(int on) { ana_text_on = on; }
+
+char *ana_text_escape(const char *s, size_t n)
+{
+    char *out = ana_xmalloc(n * 4 + 1), *o = out; /* a byte becomes at most 4 */
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f) {
+            o += sprintf(o, "\\xc2\\x%02x", p[i + 1]);
+            i++;
+        } else if (p[i] < 0x20 || p[i] == 0x7f) {
+            o += sprintf(o, "\\x%02x", p[i]);
+        } else {
+            *o++ = (char)p[i];
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+char *ana_name_dup(const char *s, size_t n)
+{
+    return ana_text_on ? ana_text_escape(s, n) : ana_xstrndup(s, n);
+}

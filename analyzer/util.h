@@ -2,7 +2,8 @@
  * formatting of bytes and durations for the analyzer.
  *
  * The analyzer is a batch tool: running out of memory ends it with a message and exit
- * status 2 (ANA_EXIT_BAD) rather than a crash. Single-threaded; no global state. */
+ * status 2 (ANA_EXIT_BAD) rather than a crash. Single-threaded; the one global state is
+ * ana_text_names (below). */
 #ifndef ANA_UTIL_H
 #define ANA_UTIL_H
 
@@ -50,5 +51,20 @@ char *ana_demangle(const char *s);
 /* Length of the well-formed UTF-8 character at s (at most n bytes): 1 for ASCII, 2–4, or
  * 0 for a byte that does not start one (overlong forms, surrogates, above U+10FFFF). */
 size_t ana_utf8_len(const unsigned char *s, size_t n);
+
+/* Strings a traced program (or anyone who wrote the trace) chose — kernel, NVTX and
+ * function names, paths, argv, file names of a job directory — reach text outputs that
+ * people read in terminals and pagers (`report | less -R`) and that tools split into
+ * lines. After ana_text_names(1), which a command calls before it loads anything when
+ * what it prints is text for people, ana_name_dup returns such a string with every
+ * control byte — C0 including tab and newline, DEL, and C1 (U+0080..U+009F in UTF-8) —
+ * written as \xNN, so a name can neither drive a terminal nor forge a line. Outputs for
+ * programs (JSON, HTML, SQLite, folded stacks, Perfetto) leave the switch off and keep the
+ * exact bytes, escaped by their own writers. The one global switch of the analyzer: a
+ * command writes one kind of output. */
+void ana_text_names(int on);
+char *ana_name_dup(const char *s, size_t n);
+/* s with its control bytes escaped as above, into a malloc'd string. */
+char *ana_text_escape(const char *s, size_t n);
 
 #endif
