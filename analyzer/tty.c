@@ -4,8 +4,10 @@
  * escape sequences that retitle, recolour or (with some terminals) write into the user's
  * terminal. When standard output is a terminal, it goes through a filter that shows C0
  * control bytes other than tab and newline, DEL, and the C1 controls (U+0080..U+009F, as
- * UTF-8) as \xNN. Pipes and files get the bytes as they are: JSON is escaped by its writer,
- * and outputs meant for other programs stay byte-exact. */
+ * UTF-8) as \xNN. Text outputs escape the trace's strings themselves, whatever stdout is
+ * (util.h ana_text_names); this filter stays as a second guard for what a terminal shows.
+ * Pipes and files get the bytes as they are: JSON is escaped by its writer, and outputs
+ * meant for other programs stay byte-exact. */
 #define _GNU_SOURCE
 #include "cli.h"
 
