@@ -55,9 +55,10 @@ const char *ana_cli_one_trace(const char *cmd, int argc, char **argv);
  * write_stream gets the open file, or, when it is NULL, write_path gets the temporary
  * file's name (an empty file, for writers that open it themselves, like SQLite) and puts
  * why it failed in err. Each returns 0, or -1 (errno set for streams). An existing path
- * that is a symbolic link or not a regular file is refused ("anatomist: CMD: PATH is a
- * symbolic link; remove it or choose another -o"). Prints "anatomist: CMD: cannot write
- * PATH: why (choose another -o FILE)" on failure. Returns ANA_EXIT_OK or ANA_EXIT_BAD. */
+ * that is a symbolic link or not a regular file is refused ("anatomist: CMD: cannot
+ * write PATH: it is a symbolic link; remove it or choose another -o"). Prints "anatomist:
+ * CMD: cannot write PATH: why (choose another -o FILE)" on failure. Returns ANA_EXIT_OK
+ * or ANA_EXIT_BAD. */
 typedef int (*ana_cli_write_stream_fn)(FILE *f, void *ctx);
 typedef int (*ana_cli_write_path_fn)(const char *path, void *ctx, char *err, size_t cap);
 int ana_cli_write_output(const char *cmd, const char *path, ana_cli_write_stream_fn write_stream,

@@ -26,9 +26,11 @@ static int ana_out_check(const char *path, char *err, size_t cap)
     if (lstat(path, &st) != 0)
         return errno == ENOENT ? 0 : (snprintf(err, cap, "%s", strerror(errno)), -1);
     if (S_ISLNK(st.st_mode))
-        snprintf(err, cap, "%s is a symbolic link; remove it or choose another -o", path);
+        snprintf(err, cap, "cannot write %s: it is a symbolic link; remove it or choose another -o",
+                 path);
     else if (!S_ISREG(st.st_mode))
-        snprintf(err, cap, "%s is not a regular file; remove it or choose another -o", path);
+        snprintf(err, cap, "cannot write %s: it is not a regular file; remove it or choose "
+                           "another -o", path);
     else
         return 0;
     return -1;

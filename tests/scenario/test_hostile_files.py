@@ -223,8 +223,9 @@ class PlantedOutputs(unittest.TestCase):
                     self.assertEqual(p.returncode, 2, p.stderr)
                     lines = [l for l in p.stderr.splitlines() if l.startswith("anatomist:")]
                     what = "a symbolic link" if kind == "link" else NOT_REGULAR
-                    self.assertEqual(lines, ["anatomist: %s: %s is %s; remove it or choose "
-                                             "another -o" % (args[0], out, what)], p.stderr)
+                    self.assertEqual(lines, ["anatomist: %s: cannot write %s: it is %s; remove "
+                                             "it or choose another -o" % (args[0], out, what)],
+                                     p.stderr)
                     self.assert_untouched(v)
                     self.assertEqual(sorted(os.listdir(d)), sorted(["victim", os.path.basename(out)]))
 
