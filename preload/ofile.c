@@ -33,6 +33,19 @@ static int floor_fd(void)
     return rl.rlim_cur > 32 ? (int)rl.rlim_cur - 16 : 3;
 }
 
+int ana_fd_raise(int fd, int floor)
+{
+    if (fd < 0 || fd >= floor)
+        return fd;
+    int e = errno, high = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+    if (high >= 0) {
+        close(fd);
+        fd = high;
+    }
+    errno = e;
+    return fd;
+}
+
 int ana_ofile_adopt(ana_ofile *f, int fd, const char *path)
 {
     struct stat sb;
@@ -42,11 +55,7 @@ int ana_ofile_adopt(ana_ofile *f, int fd, const char *path)
         errno = e;
         return -1;
     }
-    int high = fd < floor_fd() ? fcntl(fd, F_DUPFD_CLOEXEC, floor_fd()) : -1;
-    if (high >= 0) {
-        close(fd);
-        fd = high;
-    }
+    fd = ana_fd_raise(fd, floor_fd());
     f->fd = fd;
     f->dev = sb.st_dev;
     f->ino = sb.st_ino;

@@ -167,6 +167,9 @@ int ana_ofile_adopt(ana_ofile *f, int fd, const char *path);
 int ana_ofile_fd(ana_ofile *f);
 /* Closes the descriptor if it is still ours (never the program's). */
 void ana_ofile_close(ana_ofile *f);
+/* fd moved to the lowest free number >= floor (close-on-exec), the old number closed; fd
+ * itself when it is already there or no such number is free. errno kept. */
+int ana_fd_raise(int fd, int floor);
 
 /* ---- stacks.c ---- */
 /* Loads the unwinder; returns 0 or -1 (stacks then stay off). */

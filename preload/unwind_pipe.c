@@ -15,7 +15,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -28,11 +27,7 @@ static int move_high(int fd)
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1100)
         return fd;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, ANA_UNWIND_FD_FLOOR);
-    if (high < 0)
-        return fd;
-    close(fd);
-    return high;
+    return ana_fd_raise(fd, ANA_UNWIND_FD_FLOOR);
 }
 
 ANA_EXPORT int pipe2(int fds[2], int flags)
@@ -44,10 +39,8 @@ ANA_EXPORT int pipe2(int fds[2], int flags)
     }
     int rc = real(fds, flags);
     if (rc == 0 && ana_unwind_owns((uintptr_t)__builtin_return_address(0))) {
-        int e = errno;
         fds[0] = move_high(fds[0]);
         fds[1] = move_high(fds[1]);
-        errno = e;
     }
     return rc;
 }
