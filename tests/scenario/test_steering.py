@@ -30,6 +30,14 @@ def info(trace):
     return json.loads(r.stdout)
 
 
+def wait_for(path, seconds):
+    """Waits until path exists (a process of the test opened its trace), at most `seconds`."""
+    for _ in range(int(seconds * 100)):
+        if os.path.exists(path):
+            return
+        time.sleep(0.01)
+
+
 def allocs(trace):
     return info(trace)["records"].get("alloc", 0)
 
@@ -97,10 +105,7 @@ class Steering(unittest.TestCase):
         trace = os.path.join(d, "t.anat")
         p = subprocess.Popen([PROBE, "loop", "4000", "500"], env=traced_env(trace),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(200):
-            if os.path.exists(trace + ".live"):
-                break
-            time.sleep(0.01)
+        wait_for(trace + ".live", 2)
         time.sleep(0.3)
         os.truncate(trace + ".live", 0)
         out, err = p.communicate(timeout=120)
@@ -163,10 +168,7 @@ class RunAndRecover(unittest.TestCase):
         p = subprocess.Popen([ANATOMIST, "run", "--sim", "-o", trace, "--", PROBE, "loop", "100000",
                               "200"], env=clean_env(ANATOMIST_FLUSH_MS="10000"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(300):
-            if os.path.exists(trace + ".live"):
-                break
-            time.sleep(0.01)
+        wait_for(trace + ".live", 3)
         time.sleep(0.5)
         kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
         self.assertEqual(len(kids), 1)
@@ -210,10 +212,7 @@ class RunAndRecover(unittest.TestCase):
         trace = os.path.join(d, "t.anat")
         p = subprocess.Popen([PROBE, "loop", "100000", "200"], env=traced_env(trace, ANATOMIST_FLUSH_MS="10000"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for _ in range(300):
-            if os.path.exists(trace + ".live"):
-                break
-            time.sleep(0.01)
+        wait_for(trace + ".live", 3)
         time.sleep(0.3)
         p.kill()
         p.communicate()

@@ -7,24 +7,14 @@
  * path holds them too (module and executable paths). Prints `ledger {...}`, exits 0. */
 #include "escape.h"
 
-#include <cuda_runtime_api.h>
+#include "cuda_register.h"
 #include <nvtx3/nvToolsExt.h>
 
 #include <stdio.h>
 #include <string.h>
 
-/* nvcc's registration entry points (crt/host_runtime.h declares them for C++ only). */
-extern void **__cudaRegisterFatBinary(void *fatCubin);
-extern void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-extern void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                                   const char *deviceName, int thread_limit, uint3 *tid,
-                                   uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
 
-static const struct {
-    int magic, version;
-    const void *data;
-    void *filename;
-} ana_esc_fatbin = { 0, 1, NULL, NULL };
+static const ana_test_fatbin ana_esc_fatbin = { 0, 1, NULL, NULL };
 static const char ana_esc_stubs[2];
 static char ana_esc_k1[] = ANA_ESC_KERNEL_1, ana_esc_k2[] = ANA_ESC_KERNEL_2;
 

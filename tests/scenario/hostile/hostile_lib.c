@@ -12,22 +12,11 @@
  * before it returns. Returns 0, or the first CUDA error. */
 #include "hostile.h"
 
-#include <cuda_runtime_api.h>
+#include "cuda_register.h"
 #include <stddef.h>
 
-/* nvcc's registration entry points (crt/host_runtime.h declares them for C++ only). */
-extern void **__cudaRegisterFatBinary(void *fatCubin);
-extern void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-extern void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                                   const char *deviceName, int thread_limit, uint3 *tid,
-                                   uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
 
-/* A fat binary wrapper without nvcc's magic: no device image, so no parameter layouts. */
-static const struct {
-    int magic, version;
-    const void *data;
-    void *filename;
-} ana_hostile_fatbin = { 0, 1, NULL, NULL };
+static const ana_test_fatbin ana_hostile_fatbin = { 0, 1, NULL, NULL };
 static const char ana_hostile_stubs[3]; /* three distinct host "stub" addresses */
 static char ana_hostile_k1[] = ANA_HOSTILE_1, ana_hostile_k2[] = ANA_HOSTILE_2,
             ana_hostile_k3[] = ANA_HOSTILE_3;
