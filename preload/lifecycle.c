@@ -113,10 +113,11 @@ static void avoid_live_trace(char *path, size_t cap, const char *host)
     if (ana_live_header_of(path, &h) < 0)
         return;
     uint64_t pid = h.pid;
-    if (pid != (uint64_t)getpid() || ana_live_where(&h) == ANA_LIVE_ELSEWHERE) {
+    int elsewhere = ana_live_where(&h) == ANA_LIVE_ELSEWHERE;
+    if (pid != (uint64_t)getpid() || elsewhere) {
         /* (a file from another host or pid namespace: its process may run; its pid is
          * no question to ask here) */
-        if (ana_live_where(&h) == ANA_LIVE_ELSEWHERE || kill((pid_t)pid, 0) == 0 || errno == EPERM)
+        if (elsewhere || kill((pid_t)pid, 0) == 0 || errno == EPERM)
             ana_output_expand(ana_cfg.output, host, (long)getpid(), ana_env_rank(), 0, path, cap);
         return;
     }
