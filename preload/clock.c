@@ -16,8 +16,10 @@
  * successive readings never go backwards. Intervals double from 1 ms to ~268 ms as the
  * rate gets known over longer spans.
  *
- * Readers take a seqlock snapshot (no lock, no write); one refresher at a time (try-lock;
- * a thread that finds the line expired and a refresh under way reads the line's end). Elsewhere, or
+ * Readers take a seqlock snapshot (no lock, no write); one refresher at a time (try-lock).
+ * A thread that finds the line expired and a refresh under way (whose thread may be
+ * preempted for milliseconds) reads the clock itself, never below the old line's end, and
+ * raises a shared maximum that the new line is made to start above. Elsewhere, or
  * without an invariant TSC, every reading is a clock_gettime call. */
 #define _GNU_SOURCE
 #include "preload.h"
@@ -108,12 +110,21 @@ static uint64_t line_at(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, uint
     return base_ns + (uint64_t)(((unsigned __int128)(tsc - base_tsc) * mult) >> ANA_CLOCK_SHIFT);
 }
 
-/* Publishes a line (seqlock writer; only the refresher writes). */
+/* The largest reading given while a line had expired and another thread was redrawing it
+ * (ana_clock_slow): the next line starts above it. */
+static _Atomic uint64_t stalled_max;
+
+/* Publishes a line (seqlock writer; only the refresher writes). A reader that gave a
+ * reading from the clock while the old line had expired either raised stalled_max before
+ * the load below or finds the sequence changed and reads again (both sides seq_cst): so
+ * when the line would start below such a reading, it is moved to start above it now. */
 static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, uint64_t limit)
 {
     uint32_t s = atomic_load_explicit(&ana_clk.seq, memory_order_relaxed);
-    atomic_store_explicit(&ana_clk.seq, s + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&ana_clk.seq, s + 1, memory_order_seq_cst);
+    uint64_t given = atomic_load_explicit(&stalled_max, memory_order_seq_cst), now = read_tsc();
+    if (given && line_at(base_tsc, base_ns, mult, now) <= given)
+        base_tsc = now, base_ns = given + 1;
     atomic_store_explicit(&ana_clk.base_tsc, base_tsc, memory_order_relaxed);
     atomic_store_explicit(&ana_clk.base_ns, base_ns, memory_order_relaxed);
     atomic_store_explicit(&ana_clk.mult, mult, memory_order_relaxed);
@@ -121,8 +132,8 @@ static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, uint64_t
     atomic_store_explicit(&ana_clk.seq, s + 2, memory_order_release);
 }
 
-/* A consistent copy of the current line. */
-static void snapshot(uint64_t *base_tsc, uint64_t *base_ns, uint64_t *mult, uint64_t *limit)
+/* A consistent copy of the current line; returns its sequence number. */
+static uint32_t snapshot(uint64_t *base_tsc, uint64_t *base_ns, uint64_t *mult, uint64_t *limit)
 {
     uint32_t s;
     do {
@@ -133,6 +144,7 @@ static void snapshot(uint64_t *base_tsc, uint64_t *base_ns, uint64_t *mult, uint
         *limit = atomic_load_explicit(&ana_clk.limit, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
     } while ((s & 1) || atomic_load_explicit(&ana_clk.seq, memory_order_relaxed) != s);
+    return s;
 }
 
 static uint64_t mult_of(double ns_per_tick_) { return (uint64_t)(ns_per_tick_ * (double)(1ull << ANA_CLOCK_SHIFT) + 0.5); }
@@ -161,14 +173,19 @@ static int first_line(void)
 }
 
 /* Redraws the line (state C_TSC, under `refreshing`). No reading was ever given past the
- * old line's end (ana_clock_slow stops there), so the new line starts at the old one's
- * value now, or at its end when it expired: never below a reading given before. From
+ * old line's end, so the new line starts at the old one's value now, or at its end when
+ * it expired (readings the clock gave meanwhile are above it: publish moves the start
+ * above them): never below a reading given before. From
  * there it steps forward to the clock when behind it, or, when ahead, slows down to meet
  * the clock at the end of its interval (it never jumps back). */
+void (*ana_clock_redraw_hook)(void);
+
 static void redraw(void)
 {
     uint64_t tsc, ns, width, btsc, bns, mult, limit;
     read_pair(&tsc, &ns, &width);
+    if (ana_clock_redraw_hook)
+        ana_clock_redraw_hook();
     int good = width != UINT64_MAX && tsc > a_tsc && ns > a_ns && (double)width * ns_per_tick <= MAX_WIDTH_NS;
     if (good) {
         double rate = (double)(ns - a_ns) / (double)(tsc - a_tsc);
@@ -254,20 +271,31 @@ uint64_t ana_clock_slow(void)
         if (atomic_load_explicit(&state, memory_order_acquire) != C_TSC)
             return mono_ns();
     }
-    uint64_t btsc, bns, mult, limit;
-    snapshot(&btsc, &bns, &mult, &limit);
-    uint64_t tsc = read_tsc();
-    if ((int64_t)(tsc - btsc) >= 0 && tsc - btsc >= limit) {
-        /* The line expired: redraw it and read the new one. While another thread redraws,
-         * the old line's end (time stands still a moment rather than run on a line drawn
-         * for a shorter span: the new one starts from there). */
+    for (;;) {
+        uint64_t btsc, bns, mult, limit;
+        uint32_t seq = snapshot(&btsc, &bns, &mult, &limit);
+        uint64_t tsc = read_tsc();
+        if ((int64_t)(tsc - btsc) < 0 || tsc - btsc < limit)
+            return line_at(btsc, bns, mult, tsc);
+        /* The line expired: redraw it and read the new one. */
         if (try_advance())
-            snapshot(&btsc, &bns, &mult, &limit);
-        tsc = read_tsc();
-        if ((int64_t)(tsc - btsc) >= 0 && tsc - btsc >= limit)
-            tsc = btsc + limit;
+            continue;
+        /* Another thread is redrawing it (and may be preempted for a long while): the
+         * clock itself, never below the old line's end (no reading on it went past its
+         * end), recorded so that the new line starts above it. */
+        uint64_t v = mono_ns(), end = line_at(btsc, bns, mult, btsc + limit);
+        if (v < end)
+            v = end;
+        /* A read-modify-write even when the value is already higher: it is what the
+         * sequence's load below is ordered after (publish's seq_cst pair). */
+        uint64_t m = atomic_load_explicit(&stalled_max, memory_order_relaxed);
+        while (!atomic_compare_exchange_weak_explicit(&stalled_max, &m, m > v ? m : v, memory_order_seq_cst,
+                                                      memory_order_relaxed))
+            ;
+        if (atomic_load_explicit(&ana_clk.seq, memory_order_seq_cst) == seq)
+            return v;
+        /* A new line was (being) published meanwhile: read it instead. */
     }
-    return line_at(btsc, bns, mult, tsc);
 }
 
 void ana_clock_refresh(void)

@@ -45,6 +45,9 @@ int ana_clock_uses_tsc(void);
 /* Tests: readings come from clock_gettime from now on. */
 void ana_clock_force_syscall(void);
 void ana_clock_atfork_child(void);
+/* Tests only: called by the thread redrawing the line, between reading its pair and
+ * publishing (a refresher preempted there). NULL in the preload. */
+extern void (*ana_clock_redraw_hook)(void);
 
 static inline uint64_t ana_now_ns(void)
 {
