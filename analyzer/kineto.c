@@ -300,8 +300,12 @@ static void kin_on_op(kin *k, int range)
     const kin_ev *e = &k->ev;
     const char *name = kin_str(k, e->name);
     int ctx = kin_op_ctx(name);
-    if (ctx && kin_has(e, A_EXT))
+    if (ctx && kin_has(e, A_EXT)) {
         ana_u64map_put(&k->t->call_ctx, (uint64_t)e->num[A_EXT], (uint64_t)ctx);
+        ANA_GROW(k->ctxops, k->cap_ctxops, k->n_ctxops + 1);
+        k->ctxops[k->n_ctxops++] = (kin_ctxop){ (uint64_t)e->ts, (uint64_t)e->ts + (uint64_t)e->dur, e->tid,
+                                                (uint64_t)e->num[A_EXT] };
+    }
     if (range != KIN_R_NONE) {
         ANA_GROW(k->ranges, k->cap_ranges, k->n_ranges + 1);
         uint64_t ts = (uint64_t)e->ts, end = ts + (uint64_t)e->dur; /* both >= 0: no overflow */
@@ -309,8 +313,8 @@ static void kin_on_op(kin *k, int range)
         k->n_ranges++;
         return;
     }
-    if (ctx == ANA_CTX_GEMM && kin_has(e, A_DIMS))
-        kin_gemm(k, name);
+    if (ctx == ANA_CTX_GEMM)
+        kin_gemm(k, name); /* without shapes it is counted (import.matmuls_without_shapes) */
     if (strcmp(name, "record_param_comms") == 0 && kin_has(e, A_COLL))
         kin_coll_keep(k, 0);
 }
@@ -526,6 +530,7 @@ static void kin_free(kin *k)
     free(k->calls);
     free(k->mems);
     free(k->colls);
+    free(k->ctxops);
     free(k->arena);
     free(k->trace_name);
     ana_u64map_free(&k->kname_idx);

@@ -3,6 +3,7 @@
  * events are read, API calls with the kernel or bytes of their GPU event, memory with the
  * before-the-trace rule, properly nested ranges, collectives, the process and devices,
  * and the INFO records saying what was imported and skipped (docs/kineto-import.md). */
+#include "kineto.h"
 #include "kineto_int.h"
 
 #include "util.h"
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KIN_PRE_BASE 0xfff0000000000000ull /* pseudo addresses: memory from before the trace */
+#define KIN_PRE_BASE ANA_KINETO_PRE_BASE /* pseudo addresses: memory from before the trace */
 #define KIN_SYN_BASE 0xffe0000000000000ull /* pseudo addresses: [memory] events without Addr */
 
 /* ---- bookkeeping ------------------------------------------------------------------- */
@@ -119,12 +120,64 @@ void kin_on_memory(kin *k)
 
 /* ---- what is emitted at the end ---------------------------------------------------- */
 
+static int kin_ctxop_cmp(const void *a, const void *b)
+{
+    const kin_ctxop *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->end > y->end ? -1 : x->end < y->end; /* the outer of two starting together first */
+}
+
+/* The External id of the innermost context op (matmul, convolution, ...) on the call's
+ * thread whose span holds the call's start; 0 when none does. ctxops sorted by
+ * kin_ctxop_cmp; ops of one thread nest, so the search walks back from the last op that
+ * started before the call (a bounded number of ops that ended earlier). */
+static uint64_t kin_enclosing_op(const kin *k, const kin_call *c)
+{
+    size_t lo = 0, hi = k->n_ctxops;
+    while (lo < hi) { /* first op after (tid, time) */
+        size_t mid = lo + (hi - lo) / 2;
+        const kin_ctxop *o = &k->ctxops[mid];
+        if (o->tid < c->tid || (o->tid == c->tid && o->start <= c->time))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo, n = 0; i-- > 0 && n < 64; n++) {
+        const kin_ctxop *o = &k->ctxops[i];
+        if (o->tid != c->tid)
+            break;
+        if (o->end >= c->time)
+            return o->ext;
+    }
+    return 0;
+}
+
+/* The op a runtime call was made in. Its External id names it — except in traces where a
+ * runtime event's External id repeats its own correlation id (a variant of the profiler),
+ * where an op with that number is another op: there the op whose span holds the call on
+ * the same thread is the one (counted: import.calls_linked_by_time). */
+static uint64_t kin_call_op(kin *k, const kin_call *c, uint64_t *by_time)
+{
+    if (!c->ext || c->ext != c->corr)
+        return c->ext;
+    uint64_t op = kin_enclosing_op(k, c);
+    *by_time += op != 0;
+    uint64_t ctx;
+    return op ? op : (ana_u64map_get(&k->t->call_ctx, c->ext, &ctx) ? 0 : c->ext);
+}
+
 static void kin_emit_calls(kin *k)
 {
     static const uint8_t dir_of_kind[] = { 4, 1, 2, 4, 4, 4, 4, 4, 3, 0, 3 }; /* cudaMemcpyKind */
+    uint64_t by_time = 0;
+    ana_sort(k->ctxops, k->n_ctxops, sizeof(*k->ctxops), kin_ctxop_cmp);
     for (size_t i = 0; i < k->n_calls; i++) {
-        const kin_call *c = &k->calls[i];
+        kin_call *c = &k->calls[i];
         uint64_t v = 0;
+        c->ext = kin_call_op(k, c, &by_time);
         ana_record rec = { .kind = c->kind, .tid = c->tid, .time_ns = c->time };
         if (c->kind == ANA_K_LAUNCH) {
             ana_u64map_get(&k->corr_kernel, c->corr, &v);
@@ -143,6 +196,9 @@ static void kin_emit_calls(kin *k)
         }
         kin_add(k, &rec);
     }
+    if (by_time)
+        kin_info(k, "import.calls_linked_by_time", "%llu runtime calls whose External id repeats "
+                 "their correlation id, placed in the op that spans them", (unsigned long long)by_time);
 }
 
 static int kin_mem_cmp(const void *a, const void *b)
@@ -408,6 +464,9 @@ void kin_finish(kin *k, uint64_t file_bytes)
     kin_info(k, "import.events", "%llu", (unsigned long long)k->events);
     kin_skipped_text(k, 0, buf, sizeof(buf));
     kin_info(k, "import.skipped", "%s", buf[0] ? buf : "none");
+    if (!k->n_mems)
+        kin_info(k, "import.device_memory", "not recorded: no [memory] events of a GPU (profile "
+                                            "with profile_memory=True)");
     if (k->gemm_unshaped)
         kin_info(k, "import.matmuls_without_shapes", "%llu", (unsigned long long)k->gemm_unshaped);
     kin_skipped_text(k, 1, buf, sizeof(buf));

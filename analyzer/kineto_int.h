@@ -58,6 +58,8 @@ typedef struct kin_coll {
     uint16_t api;
     uint8_t dtype, from_kernel;
 } kin_coll;
+/* An op that gives its launches an API context (a matmul, convolution, ...): its span. */
+typedef struct kin_ctxop { uint64_t start, end, tid, ext; } kin_ctxop;
 typedef struct kin_skip { char what[64]; uint64_t n; int silent; } kin_skip;
 typedef struct kin_pname { uint64_t pid; char *name; } kin_pname;
 
@@ -79,6 +81,8 @@ typedef struct kin {
     size_t n_ranges, cap_ranges;
     kin_coll *colls;
     size_t n_colls, cap_colls;
+    kin_ctxop *ctxops;
+    size_t n_ctxops, cap_ctxops;
     ana_record *devs; /* DEVICE records, names strdup'd */
     size_t n_devs, cap_devs;
     kin_pname *pnames;

@@ -23,6 +23,10 @@ int kin_cat_of(const char *c)
         { "python", K_SILENT }, { "ac2g", K_SILENT }, { "fwdbwd", K_SILENT },
         { "async", K_SILENT }, { "overhead", K_SILENT }, { "Trace", K_SILENT },
         { "cpu_instant_event", K_NONE },
+        /* GPU-side copies of the host's launch order, synchronisations, profiler ranges:
+         * nothing to import (the copies and kernels themselves carry the time). */
+        { "async_cpu_to_gpu", K_SILENT }, { "cuda_sync", K_SILENT },
+        { "cuda_profiler_range", K_SILENT },
     };
     for (size_t i = 0; i < sizeof(cats) / sizeof(cats[0]); i++)
         if (strcmp(c, cats[i].name) == 0)
@@ -41,7 +45,7 @@ int kin_arg_of(const char *key, size_t n)
         { "Out msg nelems", A_OUT }, { "Group size", A_GROUP }, { "Collective name", A_COLL },
         { "dtype", A_DTYPE }, { "Process Group Name", A_PG },
         { "Process Group Ranks", A_PGRANKS }, { "name", A_NAME }, { "grid", A_GRID },
-        { "block", A_BLOCK }, { "Input Dims", A_DIMS }, { "Input type", A_TYPES },
+        { "block", A_BLOCK }, { "Input Dims", A_DIMS }, { "Input dims", A_DIMS }, { "Input type", A_TYPES },
     };
     for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++)
         if (strlen(args[i].key) == n && memcmp(args[i].key, key, n) == 0)

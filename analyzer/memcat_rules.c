@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kineto.h"
 #include "util.h"
 
 enum ana_mc_why {
@@ -17,7 +18,7 @@ enum ana_mc_why {
     W_WEIGHTS_FWD_OPT, W_GRADS_BWD_OPT, W_MASTER, W_OPT_ONLY, W_WEIGHTS_FROZEN, W_ACT_ARENA,
     W_INPUT, W_TEMP_INFER_BUF, W_TEMP_BWD, W_UNDECIDED, W_OPT_UNDECIDED, W_LIFE_OPT, W_LIFE_GRAD,
     W_LIFE_WEIGHTS, W_UNTOUCHED, W_NO_STEPS, W_TAIL_FWD, W_TAIL_OTHER, W_TAIL_REPEAT,
-    W_COUNT
+    W_PRE_TRACE, W_COUNT
 };
 
 static const char *const ana_mc_why_text[W_COUNT] = {
@@ -58,6 +59,7 @@ static const char *const ana_mc_why_text[W_COUNT] = {
     [W_TAIL_OTHER] = "made in the step that failed, not for its forward kernels",
     [W_TAIL_REPEAT] = "made in the step that failed where the step before made the same "
                       "allocation (same call stack, same place in the sequence): its category",
+    [W_PRE_TRACE] = "allocated before the trace began (imported trace): what it holds is unknown",
 };
 
 const char *ana_memcat_why(int why)
@@ -237,6 +239,8 @@ static void ana_mc_decide_one(const ana_mc_ctx *c, ana_mc_alloc *a)
         RULE((uint8_t)named, W_REGION);
     if (a->flags & ANA_MCF_SEGMENT)
         RULE(ANA_MCAT_UNATTRIBUTED, W_SEGMENT);
+    if (ana_kineto_pre_trace(l->api, l->ptr))
+        RULE(ANA_MCAT_UNATTRIBUTED, W_PRE_TRACE);
     if (c->n == 0)
         RULE(ANA_MCAT_UNATTRIBUTED, W_NO_STEPS);
     int32_t sa = a->step_alloc, sf = a->step_free;

@@ -103,6 +103,8 @@ static void ana_rj_memory(ana_json *j, const ana_report *r)
     const ana_trace *t = r->t;
     ana_json_key(j, "memory");
     ana_json_obj_begin(j);
+    ana_json_key(j, "recorded");
+    ana_json_bool(j, ana_trace_memory_recorded(t));
     ana_json_ku64(j, "peak_bytes", m->peak_bytes);
     ana_json_ku64(j, "peak_at_ns", ana_trace_rel_ns(t, m->peak_time_ns));
     ana_json_ku64(j, "peak_count", m->peak_count);

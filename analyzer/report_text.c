@@ -108,6 +108,11 @@ static void ana_rt_memory(FILE *o, const ana_report *r)
     const ana_mem_result *m = &r->mem;
     char b[32], tm[32];
     fprintf(o, "\nDevice memory (as allocated through the traced APIs)\n");
+    if (!ana_trace_memory_recorded(r->t)) {
+        fprintf(o, "  not recorded       the trace has no [memory] events of a GPU (PyTorch "
+                   "profiler: profile_memory=True)\n");
+        return;
+    }
     ana_fmt_bytes(m->peak_bytes, b, sizeof(b));
     ana_fmt_ns(ana_trace_rel_ns(r->t, m->peak_time_ns), tm, sizeof(tm));
     fprintf(o, "  peak               %s (%llu bytes, %llu allocation%s) at %s\n", b,

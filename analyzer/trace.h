@@ -242,6 +242,9 @@ int ana_trace_alloc_class(uint64_t api);
 
 /* Value of the last INFO record with this key (the latest state), or NULL. */
 const char *ana_trace_info(const ana_trace *t, const char *key);
+/* 0 when the trace cannot tell device memory (an imported profiler trace without memory
+ * events: INFO import.device_memory), 1 otherwise. */
+int ana_trace_memory_recorded(const ana_trace *t);
 
 /* The first index of t->calls (in time order) whose time is at or after time_ns (after:
  * strictly after); n_calls when none. */

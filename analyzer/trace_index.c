@@ -80,6 +80,8 @@ const ana_trace_kernel *ana_trace_kernel_by_id(const ana_trace *t, uint64_t id)
     return ana_u64map_get(&t->kernel_idx, id, &k) ? &t->kernels[k] : NULL;
 }
 
+int ana_trace_memory_recorded(const ana_trace *t) { return !ana_trace_info(t, "import.device_memory"); }
+
 const char *ana_trace_info(const ana_trace *t, const char *key)
 {
     for (size_t i = t->n_info; i-- > 0;)

@@ -477,6 +477,101 @@ class SyntheticTest(CliTest):
         info = json.loads(self.ok("info", "--json", path).stdout)["info"]
         self.assertEqual(info["import.op_ranges"], "2 autograd, 2 optimizer")
 
+    def test_external_id_repeating_the_correlation(self):
+        """A profiler variant gives each runtime event its own correlation id as External
+        id: the launch is then placed in the matmul op whose span holds it (not in op 9,
+        an unrelated op that happens to carry that number), and the GEMM is linked to
+        its kernel."""
+        ev = [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10,
+             "dur": 5, "args": {"External id": 9}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 100,
+             "dur": 40, "args": {"External id": 3, "Input Dims": [[64, 32], [32, 16]],
+                                 "Input type": ["float", "float"]}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 2, "ts": 100,
+             "dur": 40, "args": {"External id": 4, "Input Dims": [[16], [8, 8], [8, 16]],
+                                 "Input type": ["float", "float", "float"]}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+             "ts": 110, "dur": 5, "args": {"External id": 9, "correlation": 9}},
+            {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_f32f32_tn", "pid": 0, "tid": 7,
+             "ts": 200, "dur": 50, "args": {"device": 0, "stream": 7, "correlation": 9,
+                                            "External id": 9}},
+            # on another thread, outside any matmul: placed in no op
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2,
+             "ts": 150, "dur": 5, "args": {"External id": 10, "correlation": 10}},
+            {"ph": "X", "cat": "kernel", "name": "vectorized_elementwise_kernel", "pid": 0,
+             "tid": 7, "ts": 260, "dur": 20, "args": {"device": 0, "stream": 7,
+                                                      "correlation": 10, "External id": 10}},
+        ]
+        path = self.write("ext.json", json.dumps({"traceEvents": ev}))
+        rep = json.loads(self.ok("report", "--json", path).stdout)
+        self.assertEqual(rep["libraries"]["gemm_kernels"], 1)
+        self.assertEqual(rep["time"]["contraction"]["gemm_flops"], 2 * 64 * 16 * 32)
+        self.assertEqual(rep["time"]["contraction"]["gemm_gpu_ns"], 50000)
+        info = json.loads(self.ok("info", "--json", path).stdout)["info"]
+        self.assertTrue(info["import.calls_linked_by_time"].startswith("1 "), info)
+
+    def test_matmul_shapes_in_every_spelling(self):
+        """`Input dims` (2020-21 profilers) gives shapes as `Input Dims` does; a matmul
+        op without shapes is counted; categories with nothing to import are silent."""
+        ev = [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10,
+             "dur": 5, "args": {"External id": 1, "Input dims": [[4, 8], [8, 2]],
+                                "Input type": ["float", "float"]}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 20,
+             "dur": 5, "args": {"External id": 2}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::bmm", "pid": 1, "tid": 1, "ts": 30,
+             "dur": 5, "args": {"External id": 3, "Input Dims": [[], []]}},
+        ]
+        for i, cat in enumerate(("async_cpu_to_gpu", "cuda_sync", "cuda_profiler_range")):
+            ev.append({"ph": "X", "cat": cat, "name": "x", "pid": 1, "tid": 1, "ts": 40 + i,
+                       "dur": 1})
+        path = self.write("dims.json", json.dumps({"traceEvents": ev}))
+        p = self.ok("report", "--json", path)
+        rep = json.loads(p.stdout)
+        self.assertEqual([(g["m"], g["n"], g["k"]) for g in rep["gemms"]], [(4, 2, 8)])
+        self.assertNotIn("skipped", p.stderr)
+        info = json.loads(self.ok("info", "--json", path).stdout)["info"]
+        self.assertEqual(info["import.matmuls_without_shapes"], "2")
+
+    def test_memory_not_recorded(self):
+        """Without [memory] events of a GPU the trace cannot tell memory: the report says
+        so rather than a peak of 0 B."""
+        ev = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+               "args": {"device": 0, "stream": 7, "correlation": 1}},
+              {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 11,
+               "args": {"Device Type": 0, "Device Id": -1, "Addr": 1, "Bytes": 8}}]
+        path = self.write("nomem.json", json.dumps({"traceEvents": ev}))
+        rep = json.loads(self.ok("report", "--json", path).stdout)
+        self.assertIs(rep["memory"]["recorded"], False)
+        text = self.ok("report", path).stdout
+        self.assertIn("not recorded", text)
+        self.assertNotIn("peak               0 B", text)
+        small = json.loads(self.ok("report", "--json", self.write("s.json", json.dumps(SMALL))).stdout)
+        self.assertIs(small["memory"]["recorded"], True)
+
+    def test_memory_from_before_the_trace_is_unattributed(self):
+        """Memory allocated before the profiler's window (the first Total Allocated beyond
+        the first event) is 'unattributed: allocated before the trace began' — not the
+        category of whatever phase the trace starts in (here the optimizer)."""
+        def op(name, ts, dur, cat="cpu_op"):
+            return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+        ev = [op("ProfilerStep#1", 100, 100, "user_annotation"),
+              op("Optimizer.zero_grad#SGD.zero_grad", 101, 5),
+              op("Optimizer.step#SGD.step", 150, 10),
+              {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 120,
+               "args": {"Device Type": 1, "Device Id": 0, "Addr": 4096, "Bytes": 1000,
+                        "Total Allocated": 61000}}]
+        path = self.write("pre.json", json.dumps({"traceEvents": ev}))
+        rep = json.loads(self.ok("report", "--json", path).stdout)
+        self.assertEqual(rep["memory"]["peak_bytes"], 61000)
+        self.assertEqual(rep["memory"]["at_peak"]["optimizer"], 0)
+        pre = [a for a in rep["memory"]["at_peak_allocations"] if a["bytes"] == 60000]
+        self.assertEqual(len(pre), 1, rep["memory"]["at_peak_allocations"])
+        self.assertEqual(pre[0]["category"], "unattributed")
+        self.assertIn("before the trace began", pre[0]["why"])
+        self.assertEqual([a for a in rep["advice"] if a["category"] == "optimizer"], [])
+
     def test_legacy_schema(self):
         legacy = {"schemaVersion": 1, "traceEvents": [
             {"ph": "X", "cat": "Operator", "name": "ProfilerStep#3", "pid": 5, "tid": "5",
