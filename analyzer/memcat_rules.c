@@ -18,7 +18,7 @@ enum ana_mc_why {
     W_WEIGHTS_FWD_OPT, W_GRADS_BWD_OPT, W_MASTER, W_OPT_ONLY, W_WEIGHTS_FROZEN, W_ACT_ARENA,
     W_INPUT, W_TEMP_INFER_BUF, W_TEMP_BWD, W_UNDECIDED, W_OPT_UNDECIDED, W_LIFE_OPT, W_LIFE_GRAD,
     W_LIFE_WEIGHTS, W_UNTOUCHED, W_NO_STEPS, W_TAIL_FWD, W_TAIL_OTHER, W_TAIL_REPEAT,
-    W_PRE_TRACE, W_COUNT
+    W_PRE_TRACE, W_KEPT_NO_PHASES, W_BWD_ONLY_KEPT, W_COUNT
 };
 
 static const char *const ana_mc_why_text[W_COUNT] = {
@@ -59,6 +59,12 @@ static const char *const ana_mc_why_text[W_COUNT] = {
     [W_TAIL_OTHER] = "made in the step that failed, not for its forward kernels",
     [W_TAIL_REPEAT] = "made in the step that failed where the step before made the same "
                       "allocation (same call stack, same place in the sequence): its category",
+    [W_KEPT_NO_PHASES] = "kept across steps in a run whose phases could not be decided, where "
+                         "buffers the size of the weights suggest training: what used it, the "
+                         "evidence cannot tell",
+    [W_BWD_ONLY_KEPT] = "kept from before the first step to the end, used only in backward, and "
+                        "no optimizer use of any buffer was seen: a gradient the optimizer reads "
+                        "unseen, or backward's scratch",
     [W_PRE_TRACE] = "allocated before the trace began (imported trace): what it holds is unknown",
 };
 
@@ -102,6 +108,12 @@ typedef struct ana_mc_ctx {
     const ana_mem_result *mem;
     uint64_t *last_fwd, *first_bwd; /* per step: last forward / first backward call, 0 none */
     int backward;                  /* some call of the run is in backward */
+    int phases;                    /* some step's phases were decided (NVTX or kernel names):
+                                    * without, "no backward" says nothing about training */
+    int opt_uses;                  /* some allocation was used in an optimizer phase */
+    int state_sized;               /* most weights loaded before the first step have a buffer
+                                    * of their size that was not loaded (a gradient or a state:
+                                    * training, however its phases read) */
     size_t fail_idx;               /* event index of the last failed allocation, SIZE_MAX none */
     int32_t n;                     /* steps */
 } ana_mc_ctx;
@@ -111,6 +123,7 @@ static void ana_mc_ctx_init(ana_mc_ctx *c, const ana_trace *t, const ana_steps *
 {
     memset(c, 0, sizeof(*c));
     c->t = t, c->s = s, c->mem = mem, c->n = (int32_t)s->n_steps;
+    c->phases = s->phases != ANA_PHASES_NONE;
     c->last_fwd = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
     c->first_bwd = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
     for (size_t i = 0; i < t->n_calls && s->call_step; i++) {
@@ -168,7 +181,7 @@ static void ana_mc_in_step(const ana_mc_ctx *c, ana_mc_alloc *a, const ana_mem_l
 }
 
 /* Kept across steps (or from before the first step): what used it, and where. */
-static void ana_mc_across(const ana_mc_ctx *c, ana_mc_alloc *a)
+static void ana_mc_across(const ana_mc_ctx *c, ana_mc_alloc *a, const ana_mem_life *l)
 {
     uint8_t u = a->use_phases;
     int fwd = u & P(ANA_PHASE_FORWARD), bwd = u & P(ANA_PHASE_BACKWARD),
@@ -187,12 +200,19 @@ static void ana_mc_across(const ana_mc_ctx *c, ana_mc_alloc *a)
     if (fwd || bwd) {
         if ((a->flags & ANA_MCF_LOADED) && !(a->flags & ANA_MCF_STEP_INPUT))
             RULE(ANA_MCAT_WEIGHTS, W_WEIGHTS_FROZEN);
+        if (!c->backward && !c->phases && c->state_sized)
+            RULE(ANA_MCAT_UNATTRIBUTED, W_KEPT_NO_PHASES);
         if (!c->backward)
             RULE(ANA_MCAT_TEMPORARY, W_TEMP_INFER_BUF);
         if (fwd && (a->flags & ANA_MCF_STEP_INPUT))
             RULE(ANA_MCAT_ACTIVATIONS, W_INPUT);
         if (fwd)
             RULE(ANA_MCAT_ACTIVATIONS, W_ACT_ARENA);
+        /* Kept from before the first step to the end: backward's scratch only where the
+         * optimizer's uses were seen (its gradients would show them); else it may as well
+         * be a gradient the optimizer reads unseen (a pointer table, a fused kernel). */
+        if (!c->opt_uses && a->step_alloc == -1 && (l->t_free == UINT64_MAX || a->step_free == c->n))
+            RULE(ANA_MCAT_UNATTRIBUTED, W_BWD_ONLY_KEPT);
         RULE(ANA_MCAT_TEMPORARY, W_TEMP_BWD);
     }
     if (u)
@@ -253,7 +273,7 @@ static void ana_mc_decide_one(const ana_mc_ctx *c, ana_mc_alloc *a)
         RULE(ANA_MCAT_TEMPORARY, W_BETWEEN);
     if (sa >= 0 && freed && sf == sa)
         return ana_mc_in_step(c, a, l);
-    ana_mc_across(c, a);
+    ana_mc_across(c, a, l);
 }
 
 /* Steps repeat: the k-th allocation made after the last complete step (in the step that
@@ -300,10 +320,51 @@ static void ana_mc_repeat_last_step(const ana_mc_ctx *c, ana_memcat *m)
     }
 }
 
+static int ana_mc_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Training's signature without names: at least two weights loaded before the first step,
+ * and at least half of them matched, size for size, by a buffer made before the first step
+ * that was not loaded (each used once: a gradient or an optimizer state). */
+static int ana_mc_state_sized(const ana_mc_ctx *c, const ana_memcat *m)
+{
+    uint64_t *w = ana_xcalloc(m->n_allocs + 1, sizeof(uint64_t)), *o = ana_xcalloc(m->n_allocs + 1, sizeof(uint64_t));
+    size_t nw = 0, no = 0, matched = 0;
+    for (size_t i = 0; i < m->n_allocs; i++) {
+        const ana_mc_alloc *a = &m->allocs[i];
+        const ana_mem_life *l = &c->mem->lives[a->life];
+        if (a->step_alloc != -1 || l->lib || l->driver)
+            continue;
+        if (a->flags & ANA_MCF_LOADED)
+            w[nw++] = l->size;
+        else
+            o[no++] = l->size;
+    }
+    ana_sort(w, nw, sizeof(*w), ana_mc_u64_cmp);
+    ana_sort(o, no, sizeof(*o), ana_mc_u64_cmp);
+    for (size_t i = 0, j = 0; i < nw && j < no;) {
+        if (w[i] == o[j])
+            matched++, i++, j++;
+        else if (w[i] < o[j])
+            i++;
+        else
+            j++;
+    }
+    free(w);
+    free(o);
+    return nw >= 2 && 2 * matched >= nw;
+}
+
 void ana_mc_decide(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m)
 {
     ana_mc_ctx c;
     ana_mc_ctx_init(&c, t, s, mem);
+    for (size_t i = 0; i < m->n_allocs; i++)
+        c.opt_uses |= (m->allocs[i].use_phases & P(ANA_PHASE_OPTIMIZER)) != 0;
+    c.state_sized = ana_mc_state_sized(&c, m);
     for (size_t i = 0; i < m->n_allocs; i++) {
         ana_mc_alloc *a = &m->allocs[i];
         ana_mc_decide_one(&c, a);

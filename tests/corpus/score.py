@@ -115,6 +115,9 @@ def score_one(name, build, tmp):
     res["categories"] = {c: {"report": got.get(c, 0), "truth": truth[c],
                              "ok": within(got.get(c, 0), truth[c], peak)} for c in CATS}
     res["categories_ok"] = all(v["ok"] for v in res["categories"].values())
+    # bytes the report put in a category that holds fewer in truth ("unattributed" is not
+    # a claim): what it says with confidence and is wrong about, as a share of the peak
+    res["confidently_wrong"] = sum(max(0, got.get(c, 0) - truth[c]) for c in CATS if c != "unattributed") / max(peak, 1)
     training = led.get("kind") == "training"
     steps = rep.get("steps", {}).get("count", 0)
     res["steps"] = {"report": steps, "truth": led["steps"], "ok": steps == led["steps"], "scored": training}
@@ -158,6 +161,7 @@ def print_table(results, out):
                 cells.append("%s %s/%s%s" % (c, mib(v["report"]), mib(v["truth"]), "" if v["ok"] else "*"))
         print("   MiB report/truth (* outside 5%%+1%% of the peak %s): %s" % (mib(res["peak_bytes"]), ", ".join(cells)),
               file=out)
+        print("   confidently wrong: %.1f%% of the peak" % (100 * res["confidently_wrong"]), file=out)
         p = res["params"]
         print("   params %s / %s; optimizer %r / %s" % (p["report"], p["truth"], p["optimizer_kind"], p["optimizer_truth"]),
               file=out)
@@ -176,6 +180,10 @@ def print_table(results, out):
         print("   %-13s right in %d of %d programs that have it in the truth or the report" %
               (c, sum(r["categories"][c]["ok"] for r in n), len(n)), file=out)
     print("oom dominant right: %d of %d" % (sum(r["oom"]["ok"] for r in ooms), len(ooms)), file=out)
+    cw = [r["confidently_wrong"] for r in scored]
+    if cw:
+        print("confidently wrong (bytes in a category that holds fewer in truth): mean %.1f%% of the peak, "
+              "over 5%% in %d of %d programs" % (100 * sum(cw) / len(cw), sum(x > 0.05 for x in cw), len(cw)), file=out)
 
 
 def main():
