@@ -13,7 +13,10 @@ calls (memory.by_library at the peak: cuBLAS's default workspace) is added to
 `functionality` and to the peak, since the program cannot see it — and so to what was
 live at an out-of-memory failure, whose dominant category is taken from those sums.
 
-    score.py [--build DIR] [--json OUT] [--check] [PROGRAM ...]
+    score.py [--build DIR] [--json OUT] [--check] [--src DIR --bin DIR] [PROGRAM ...]
+
+--src and --bin score programs kept elsewhere (tests/corpus/heldout, compiled by hand
+with the nvcc line of LEDGER.md's writers) — the held-out batch of a round.
 
 --check exits 1 when the recording is wrong (a program that does not run as its ledger
 says, no ledger, a peak that differs from the ledger's): the scores themselves are
@@ -76,9 +79,9 @@ def clean_env(extra):
     return env
 
 
-def score_one(name, build, tmp):
-    src = os.path.join(HERE, name + ".cu")
-    exe = os.path.join(build, "corpus", name)
+def score_one(name, build, tmp, src_dir=HERE, bin_dir=None):
+    src = os.path.join(src_dir, name + ".cu")
+    exe = os.path.join(bin_dir or os.path.join(build, "corpus"), name)
     anatomist = os.path.join(build, "bin", "anatomist")
     env, args = header(src)
     res = {"program": name, "problems": []}
@@ -191,15 +194,18 @@ def main():
     ap.add_argument("--build", default=os.environ.get("ANA_BUILD") or os.path.join(HERE, "..", "..", "build"))
     ap.add_argument("--json", help="write the results as JSON here")
     ap.add_argument("--check", action="store_true", help="exit 1 when the recording is wrong")
+    ap.add_argument("--src", default=HERE, help="the programs' folder (e.g. tests/corpus/heldout)")
+    ap.add_argument("--bin", help="their executables' folder (default BUILD/corpus)")
     ap.add_argument("programs", nargs="*")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
-    names = a.programs or sorted(f[:-3] for f in os.listdir(HERE) if f.endswith(".cu"))
+    src = os.path.abspath(a.src)
+    names = a.programs or sorted(f[:-3] for f in os.listdir(src) if f.endswith(".cu"))
     with tempfile.TemporaryDirectory(prefix="ana-corpus-") as tmp:
         results = []
         for n in names:
             print("running %s" % n, file=sys.stderr)
-            results.append(score_one(n, build, tmp))
+            results.append(score_one(n, build, tmp, src, a.bin and os.path.abspath(a.bin)))
     print_table(results, sys.stdout)
     if a.json:
         with open(a.json, "w") as f:
