@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KIN_PRE_BASE ANA_KINETO_PRE_BASE /* pseudo addresses: memory from before the trace */
 #define KIN_SYN_BASE 0xffe0000000000000ull /* pseudo addresses: [memory] events without Addr */
 
 /* ---- bookkeeping ------------------------------------------------------------------- */
@@ -253,7 +252,7 @@ static void kin_emit_memory(kin *k)
                     ana_u64map_del(&by_size, size, NULL);
                 continue;
             }
-            m->addr = KIN_PRE_BASE + i;
+            m->addr = ANA_KINETO_PRE_BASE + i;
         } else if (m->bytes > 0) {
             ana_u64map_put(&live, m->addr, size);
             continue;
@@ -268,7 +267,7 @@ static void kin_emit_memory(kin *k)
     }
     if (first_total >= 0 && first_total - first_bytes > (int64_t)pre_bytes) {
         uint64_t rest = (uint64_t)(first_total - first_bytes) - pre_bytes;
-        kin_mem_record(k, 1, k->t0, 0, KIN_PRE_BASE - 1, rest, device);
+        kin_mem_record(k, 1, k->t0, 0, ANA_KINETO_PRE_BASE - 1, rest, device);
         pre_bytes += rest;
         pre_n++;
     }

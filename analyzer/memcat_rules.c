@@ -364,7 +364,8 @@ void ana_mc_decide(const ana_trace *t, const ana_steps *s, const ana_mem_result 
     ana_mc_ctx_init(&c, t, s, mem);
     for (size_t i = 0; i < m->n_allocs; i++)
         c.opt_uses |= (m->allocs[i].use_phases & P(ANA_PHASE_OPTIMIZER)) != 0;
-    c.state_sized = ana_mc_state_sized(&c, m);
+    if (!c.phases && !c.backward) /* the only runs whose rules read it */
+        c.state_sized = ana_mc_state_sized(&c, m);
     for (size_t i = 0; i < m->n_allocs; i++) {
         ana_mc_alloc *a = &m->allocs[i];
         ana_mc_decide_one(&c, a);

@@ -172,14 +172,14 @@ static int first_line(void)
     return 0;
 }
 
+void (*ana_clock_redraw_hook)(void);
+
 /* Redraws the line (state C_TSC, under `refreshing`). No reading was ever given past the
  * old line's end, so the new line starts at the old one's value now, or at its end when
  * it expired (readings the clock gave meanwhile are above it: publish moves the start
  * above them): never below a reading given before. From
  * there it steps forward to the clock when behind it, or, when ahead, slows down to meet
  * the clock at the end of its interval (it never jumps back). */
-void (*ana_clock_redraw_hook)(void);
-
 static void redraw(void)
 {
     uint64_t tsc, ns, width, btsc, bns, mult, limit;

@@ -32,6 +32,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "scenario"))
+from common import clean_env  # noqa: E402  (the scenario tests' environment: nothing of ours, sanitizer first)
 CATS = ["weights", "optimizer", "gradients", "activations", "temporary", "functionality", "unattributed"]
 LIB_KEYS = ["cuBLAS", "cuBLASLt", "NCCL", "cuDNN", "other"]
 
@@ -69,16 +71,6 @@ def within(rep, truth, peak):
     return abs(rep - truth) <= 0.05 * truth + 0.01 * peak
 
 
-def clean_env(extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("ANATOMIST_") and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
-    env.update(extra)
-    san = os.environ.get("ANA_SANITIZER_RUNTIME", "")
-    if san:
-        env["LD_PRELOAD"] = san
-    return env
-
-
 def score_one(name, build, tmp, src_dir=HERE, bin_dir=None):
     src = os.path.join(src_dir, name + ".cu")
     exe = os.path.join(bin_dir or os.path.join(build, "corpus"), name)
@@ -90,7 +82,7 @@ def score_one(name, build, tmp, src_dir=HERE, bin_dir=None):
     mem = env.pop("ANATOMIST_SIM_MEMORY", None)
     if mem:
         opts += ["--sim-memory", mem]
-    r = subprocess.run([anatomist, *opts, "--", exe, *args], env=clean_env(env), capture_output=True,
+    r = subprocess.run([anatomist, *opts, "--", exe, *args], env=clean_env(**env), capture_output=True,
                        text=True, timeout=300)
     led = ledger_of(r.stdout)
     if led is None:
@@ -99,7 +91,7 @@ def score_one(name, build, tmp, src_dir=HERE, bin_dir=None):
     want_rc = 3 if led.get("oom") else 0
     if r.returncode != want_rc:
         res["problems"].append("exit %d, ledger says %d: %s" % (r.returncode, want_rc, r.stderr[-400:]))
-    rr = subprocess.run([anatomist, "report", trace, "--json"], env=clean_env({}), capture_output=True,
+    rr = subprocess.run([anatomist, "report", trace, "--json"], env=clean_env(), capture_output=True,
                         text=True, timeout=300)
     if rr.returncode != 0:
         res["problems"].append("report failed (%d): %s" % (rr.returncode, rr.stderr[-400:]))
