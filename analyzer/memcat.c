@@ -271,30 +271,38 @@ static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training
         a->elem = e;
 }
 
-static void ana_mc_place_uses(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
-                              ana_memcat *m)
+/* The allocation each use fell in (-1: none), by a sweep in time order. */
+static long *ana_mc_map_uses(const ana_trace *t, const ana_mem_result *mem, ana_memcat *m)
 {
     ana_mc_sweep w;
-    int training = ana_mc_training(t, s);
-    int8_t *is16 = ana_xmalloc(t->n_kernels + 1);
-    memset(is16, -1, t->n_kernels + 1);
+    long *ua = ana_xcalloc(t->n_uses + 1, sizeof(long));
     ana_mc_sweep_init(&w, m, mem);
     for (size_t i = 0; i < t->n_uses; i++) {
         const ana_ptr_use *u = &t->uses[i];
         ana_mc_sweep_to(&w, m, mem, u->time_ns);
-        long a = ana_mc_lookup(&w, u->ptr);
-        if (a < 0) {
+        ua[i] = ana_mc_lookup(&w, u->ptr);
+        if (ua[i] < 0) {
             m->uses_unmapped++;
             continue;
         }
         m->uses_mapped++;
-        ana_mc_note_use(t, s, training, &m->allocs[a], u, is16);
         unsigned kind = ana_trace_use_kind(u);
         if (kind == ANA_USE_KERNEL || kind == ANA_USE_GEMM_IN || kind == ANA_USE_GEMM_OUT)
             m->evidence = 1;
     }
-    free(is16);
     ana_mc_sweep_free(&w);
+    return ua;
+}
+
+static void ana_mc_place_uses(const ana_trace *t, const ana_steps *s, const long *ua, ana_memcat *m)
+{
+    int training = ana_mc_training(t, s);
+    int8_t *is16 = ana_xmalloc(t->n_kernels + 1);
+    memset(is16, -1, t->n_kernels + 1);
+    for (size_t i = 0; i < t->n_uses; i++)
+        if (ua[i] >= 0)
+            ana_mc_note_use(t, s, training, &m->allocs[ua[i]], &t->uses[i], is16);
+    free(is16);
 }
 
 /* ------------------------------------------------------------------ set-up */
@@ -332,6 +340,20 @@ static int ana_mc_is_segment(const ana_trace *t, uint64_t stack, ana_u64map *mem
     return seg;
 }
 
+/* Each allocation's step and phase at birth and death. */
+static void ana_mc_times(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s, ana_memcat *m)
+{
+    for (size_t i = 0; i < m->n_allocs; i++) {
+        ana_mc_alloc *a = &m->allocs[i];
+        const ana_mem_life *l = &mem->lives[a->life];
+        a->step_alloc = ana_mc_step_of(s, l->t_alloc);
+        a->step_free = l->t_free == UINT64_MAX ? (int32_t)s->n_steps : ana_mc_step_of(s, l->t_free);
+        a->phase_alloc = ana_mc_phase_at(t, s, a->step_alloc, l->t_alloc, 1);
+        a->phase_free = l->t_free == UINT64_MAX ? ANA_PHASE_UNDECIDED
+                                                 : ana_mc_phase_at(t, s, a->step_free, l->t_free, 0);
+    }
+}
+
 static void ana_mc_collect(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
                            ana_memcat *m)
 {
@@ -344,16 +366,12 @@ static void ana_mc_collect(const ana_trace *t, const ana_mem_result *mem, const 
             continue;
         ana_mc_alloc *a = &m->allocs[m->n_allocs++];
         a->life = i;
-        a->step_alloc = ana_mc_step_of(s, l->t_alloc);
-        a->step_free = l->t_free == UINT64_MAX ? (int32_t)s->n_steps : ana_mc_step_of(s, l->t_free);
-        a->phase_alloc = ana_mc_phase_at(t, s, a->step_alloc, l->t_alloc, 1);
-        a->phase_free = l->t_free == UINT64_MAX ? ANA_PHASE_UNDECIDED
-                                                 : ana_mc_phase_at(t, s, a->step_free, l->t_free, 0);
         a->region = ana_mc_region(t, l);
         if (ana_mc_is_segment(t, l->stack, &memo))
             a->flags |= ANA_MCF_SEGMENT;
     }
     ana_u64map_free(&memo);
+    ana_mc_times(t, mem, s, m);
 }
 
 /* ------------------------------------------------------------------ sums */
@@ -508,8 +526,22 @@ void ana_memcat_build(const ana_trace *t, const ana_mem_result *mem, const ana_s
 {
     memset(out, 0, sizeof(*out));
     ana_mc_collect(t, mem, s, out);
-    ana_mc_place_uses(t, mem, s, out);
-    ana_mc_decide(t, s, mem, out);
+    long *ua = ana_mc_map_uses(t, mem, out);
+    /* The steps as the names and NVTX left them, with structure filling what they did not
+     * decide (memcat_struct.c): every rule below reads these phases. */
+    ana_steps sp = *s;
+    if (s->call_phase && t->n_calls) {
+        sp.call_phase = ana_xmalloc(t->n_calls);
+        memcpy(sp.call_phase, s->call_phase, t->n_calls);
+        ana_mc_struct(t, s, mem, out, ua, sp.call_phase);
+        if (out->structure)
+            ana_mc_times(t, mem, &sp, out);
+    }
+    ana_mc_place_uses(t, &sp, ua, out);
+    free(ua);
+    ana_mc_decide(t, &sp, mem, out);
+    if (sp.call_phase != s->call_phase)
+        free(sp.call_phase);
     out->peak_bytes = mem->peak_bytes;
     if (mem->peak_bytes)
         ana_memcat_at_event(out, mem, mem->peak_idx, out->at_peak, out->count_at_peak);

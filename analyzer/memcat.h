@@ -49,6 +49,17 @@ enum {
     ANA_MCF_READ_EARLY = 32, /* a GEMM or a copy read it before the first step */
 };
 
+/* What the structure of the steps' uses says of an allocation (ana_mc_alloc.sflags;
+ * memcat_struct.c): the GEMM bits always, the others only where the structure was
+ * believed (ana_memcat.structure). */
+enum {
+    ANA_MCS_WEIGHT = 1,   /* kept across steps, read by GEMMs, never written by one, updated */
+    ANA_MCS_GRADIENT = 2, /* written by a GEMM and read by the update */
+    ANA_MCS_UPDATED = 4,  /* touched by the update (after a step's last GEMM) */
+    ANA_MCS_GEMM_OUT = 8, /* written by a GEMM in a step */
+    ANA_MCS_GEMM_IN = 16, /* read by a GEMM in a step */
+};
+
 /* One device allocation (a life of the replay with cls ANA_MEM_DEVICE). */
 typedef struct ana_mc_alloc {
     size_t life;               /* index into ana_mem_result.lives */
@@ -57,6 +68,7 @@ typedef struct ana_mc_alloc {
     uint8_t phase_alloc, phase_free; /* enum ana_phase (undecided outside steps) */
     uint8_t use_phases;        /* bit (1 << enum ana_phase): used in a step in that phase */
     uint8_t flags;             /* ANA_MCF_* */
+    uint8_t sflags;            /* ANA_MCS_* */
     uint8_t elem;              /* bytes per element its forward uses imply (2, 4, 8), 0 unknown */
     uint8_t cat;               /* enum ana_mcat */
     uint8_t why;               /* rule that decided (ana_memcat_why) */
@@ -68,6 +80,8 @@ typedef struct ana_memcat {
     ana_mc_alloc *allocs;      /* device allocations, in the order they were made */
     size_t n_allocs;
     int evidence;              /* 1: the trace has pointer uses of kernels/GEMMs (1.3) */
+    int structure;             /* 1: the steps' GEMMs and update were found by structure
+                                * (memcat_struct.c); sflags are set */
     uint64_t peak_bytes;       /* = ana_mem_result.peak_bytes */
     uint64_t at_peak[ANA_MCAT_COUNT];
     uint64_t count_at_peak[ANA_MCAT_COUNT];

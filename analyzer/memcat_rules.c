@@ -18,7 +18,8 @@ enum ana_mc_why {
     W_WEIGHTS_FWD_OPT, W_GRADS_BWD_OPT, W_MASTER, W_OPT_ONLY, W_WEIGHTS_FROZEN, W_ACT_ARENA,
     W_INPUT, W_TEMP_INFER_BUF, W_TEMP_BWD, W_UNDECIDED, W_OPT_UNDECIDED, W_LIFE_OPT, W_LIFE_GRAD,
     W_LIFE_WEIGHTS, W_UNTOUCHED, W_NO_STEPS, W_TAIL_FWD, W_TAIL_OTHER, W_TAIL_REPEAT,
-    W_PRE_TRACE, W_KEPT_NO_PHASES, W_BWD_ONLY_KEPT, W_COUNT
+    W_PRE_TRACE, W_KEPT_NO_PHASES, W_BWD_ONLY_KEPT, W_S_WEIGHT, W_S_GRADIENT, W_S_READ_ONLY,
+    W_COUNT
 };
 
 static const char *const ana_mc_why_text[W_COUNT] = {
@@ -65,6 +66,12 @@ static const char *const ana_mc_why_text[W_COUNT] = {
     [W_BWD_ONLY_KEPT] = "kept from before the first step to the end, used only in backward, and "
                         "no optimizer use of any buffer was seen: a gradient the optimizer reads "
                         "unseen, or backward's scratch",
+    [W_S_WEIGHT] = "kept across steps, read by GEMMs in most steps and never written by one, "
+                   "touched by the update after the step's last GEMM",
+    [W_S_GRADIENT] = "written by GEMMs in backward and read by the update after the step's "
+                     "last GEMM",
+    [W_S_READ_ONLY] = "read by GEMMs and never written by one (so not a gradient), used by the "
+                      "optimizer",
     [W_PRE_TRACE] = "allocated before the trace began (imported trace): what it holds is unknown",
 };
 
@@ -169,6 +176,8 @@ static uint8_t ana_mc_tail_phase(const ana_mc_ctx *c, uint64_t time_ns)
 /* Made and released inside one step. */
 static void ana_mc_in_step(const ana_mc_ctx *c, ana_mc_alloc *a, const ana_mem_life *l)
 {
+    if (a->sflags & ANA_MCS_GRADIENT)
+        RULE(ANA_MCAT_GRADIENTS, W_S_GRADIENT);
     if (!c->backward)
         RULE(ANA_MCAT_TEMPORARY, W_TEMP_INFER);
     int32_t st = a->step_alloc;
@@ -186,9 +195,16 @@ static void ana_mc_across(const ana_mc_ctx *c, ana_mc_alloc *a, const ana_mem_li
     uint8_t u = a->use_phases;
     int fwd = u & P(ANA_PHASE_FORWARD), bwd = u & P(ANA_PHASE_BACKWARD),
         opt = u & P(ANA_PHASE_OPTIMIZER);
+    int read_only = (a->sflags & (ANA_MCS_GEMM_IN | ANA_MCS_GEMM_OUT)) == ANA_MCS_GEMM_IN;
+    if (a->sflags & ANA_MCS_WEIGHT)
+        RULE(ANA_MCAT_WEIGHTS, W_S_WEIGHT);
+    if (a->sflags & ANA_MCS_GRADIENT)
+        RULE(ANA_MCAT_GRADIENTS, W_S_GRADIENT);
     if (opt) {
         if (fwd)
             RULE(ANA_MCAT_WEIGHTS, W_WEIGHTS_FWD_OPT);
+        if (read_only && !(a->flags & ANA_MCF_STEP_INPUT))
+            RULE(ANA_MCAT_WEIGHTS, W_S_READ_ONLY);
         if (bwd)
             RULE(ANA_MCAT_GRADIENTS, W_GRADS_BWD_OPT);
         if (a->flags & (ANA_MCF_LOADED | ANA_MCF_READ_EARLY))
@@ -277,7 +293,8 @@ static void ana_mc_decide_one(const ana_mc_ctx *c, ana_mc_alloc *a)
 }
 
 /* Steps repeat: the k-th allocation made after the last complete step (in the step that
- * failed) is the k-th of the same sequence in the step before, and takes its category —
+ * failed, live at the failure or released before it) is the k-th of the same sequence in
+ * the step before, and takes its category —
  * what the step before did with it (released it before backward, say) is evidence the
  * dying step never got to give. The sequence before starts at the latest earlier
  * allocation with the first one's call stack (no earlier than the start of the step
@@ -313,7 +330,7 @@ static void ana_mc_repeat_last_step(const ana_mc_ctx *c, ana_memcat *m)
         const ana_mc_alloc *q = &m->allocs[p];
         if (c->mem->lives[q->life].stack != c->mem->lives[a->life].stack)
             return; /* the sequences part */
-        if (a->why == W_TAIL_FWD || a->why == W_TAIL_OTHER) {
+        if (a->why == W_TAIL_FWD || a->why == W_TAIL_OTHER || a->why == W_AFTER) {
             a->cat = q->cat;
             a->why = W_TAIL_REPEAT;
         }
@@ -362,6 +379,7 @@ void ana_mc_decide(const ana_trace *t, const ana_steps *s, const ana_mem_result 
 {
     ana_mc_ctx c;
     ana_mc_ctx_init(&c, t, s, mem);
+    c.phases |= m->structure;
     for (size_t i = 0; i < m->n_allocs; i++)
         c.opt_uses |= (m->allocs[i].use_phases & P(ANA_PHASE_OPTIMIZER)) != 0;
     if (!c.phases && !c.backward) /* the only runs whose rules read it */
