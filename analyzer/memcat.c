@@ -11,6 +11,7 @@
 #include "memcat_int.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -259,7 +260,7 @@ static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training
         return;
     uint8_t e = 0;
     if (kind == ANA_USE_GEMM_IN)
-        e = ana_mc_type_bytes(ana_trace_use_arg(t, u));
+        e = ana_mc_type_bytes(ana_trace_use_arg(t, u) & 255);
     else if (kind == ANA_USE_KERNEL) {
         const ana_trace_kernel *k = ana_trace_kernel_by_id(t, ana_trace_use_arg(t, u));
         int8_t *memo = k ? &is16[k - t->kernels] : NULL; /* names are tested once each */
@@ -479,7 +480,46 @@ static void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, con
 
 /* ------------------------------------------------------------------ per parameter */
 
-static void ana_mc_per_param(const ana_mem_result *mem, ana_memcat *m)
+/* The parameters GEMMs read: over the distinct addresses GEMMs read inside allocations
+ * that are weights and live at the peak, the elements of the operand read there (the
+ * largest, where one address is read with several shapes). Biases and norms, which no
+ * GEMM reads, are not in it. 0 when no GEMM read a weight. */
+static double ana_mc_gemm_params(const ana_trace *t, const ana_mem_result *mem, const ana_memcat *m,
+                                 const long *ua)
+{
+    ana_u64map seen; /* address -> elements */
+    ana_u64map_init(&seen);
+    double sum = 0;
+    uint64_t v;
+    for (size_t i = 0; i < t->n_uses; i++) {
+        const ana_ptr_use *u = &t->uses[i];
+        if (ua[i] < 0 || ana_trace_use_kind(u) != ANA_USE_GEMM_IN ||
+            m->allocs[ua[i]].cat != ANA_MCAT_WEIGHTS || !ana_memcat_live_at(m, mem, (size_t)ua[i], mem->peak_idx))
+            continue;
+        uint64_t el = ana_trace_use_arg(t, u) >> 8;
+        if (!ana_u64map_get(&seen, u->ptr, &v)) {
+            ana_u64map_put(&seen, u->ptr, el);
+            sum += (double)el;
+        } else if (el > v) {
+            ana_u64map_put(&seen, u->ptr, el);
+            sum += (double)(el - v);
+        }
+    }
+    ana_u64map_free(&seen);
+    return sum;
+}
+
+/* 1 when a and b are within 10% of a (biases and norms no GEMM reads; rounding). */
+static int ana_mc_agree(double a, double b) { return a > 0 && b > 0 && fabs(a - b) <= 0.1 * a; }
+
+/* Bytes per parameter, and what they mean — only where two sources agree on the count
+ * (docs/memory-anatomy.md, "Bytes per parameter"): the weights and their element size;
+ * the elements of the weight operands GEMMs read; the gradients at 4 or 2 bytes each.
+ * The weights' kind needs the GEMM operands or the gradients to agree; the optimizer's and
+ * the gradients' kinds need the gradients (they count the trained parameters: with
+ * frozen weights they hold fewer). Otherwise the count is not given, and params_why says
+ * why. */
+static void ana_mc_per_param(const ana_mem_result *mem, ana_memcat *m, double p_gemm)
 {
     uint64_t w16 = 0, w32 = 0;
     for (size_t a = 0; a < m->n_allocs; a++) {
@@ -494,29 +534,54 @@ static void ana_mc_per_param(const ana_mem_result *mem, ana_memcat *m)
     if (!w16 && !w32)
         return;
     double p;
+    const char *wk;
     if (w16 && w32 && fabs((double)w32 - 2.0 * (double)w16) <= 0.1 * (double)w32) {
         p = (double)w16 / 2.0;
-        m->weights_kind = "16-bit copies + fp32 master (mixed precision)";
+        wk = "16-bit copies + fp32 master (mixed precision)";
     } else if (w16 && w32) {
         p = (double)w16 / 2.0 + ((double)w32 > 2.0 * (double)w16 ? ((double)w32 - 2.0 * (double)w16) / 4.0 : 0);
-        m->weights_kind = "16-bit and fp32";
+        wk = "16-bit and fp32";
     } else if (w16) {
         p = (double)w16 / 2.0;
-        m->weights_kind = "16-bit";
+        wk = "16-bit";
     } else {
         p = (double)w32 / 4.0;
-        m->weights_kind = "fp32";
+        wk = "fp32";
+    }
+    double g = (double)m->at_peak[ANA_MCAT_GRADIENTS], o = (double)m->at_peak[ANA_MCAT_OPTIMIZER];
+    m->params_weights = p;
+    m->params_gemm = p_gemm;
+    m->params_grads = ana_mc_agree(p, g / 4.0) ? g / 4.0 : ana_mc_agree(p, g / 2.0) ? g / 2.0 : g / 4.0;
+    int by_gemm = ana_mc_agree(p, p_gemm), by_grads = ana_mc_agree(p, m->params_grads);
+    /* neither gradients nor states anywhere, and little the rules could not place: a run
+     * that does not train (inference), or plain SGD with gradients the rules missed */
+    int no_training = g == 0 && o == 0 && (double)m->at_peak[ANA_MCAT_UNATTRIBUTED] < 0.05 * p * 4.0;
+    if (!by_gemm && !by_grads && !no_training) {
+        snprintf(m->params_why, sizeof(m->params_why),
+                 "no second source agrees with the weights' %.0f parameters (GEMM weight operands: "
+                 "%.0f; gradients: %.0f at 4 B, %.0f at 2 B)", p, p_gemm, g / 4.0, g / 2.0);
+        return;
     }
     m->params = p;
+    m->weights_kind = wk;
     for (int c = 0; c < ANA_MCAT_COUNT; c++)
         m->bpp[c] = (double)m->at_peak[c] / p;
-    double o = m->bpp[ANA_MCAT_OPTIMIZER], g = m->bpp[ANA_MCAT_GRADIENTS];
-    m->optimizer_kind = o < 0.25 ? "none (plain SGD, or no training)"
-                      : fabs(o - 8) < 0.6 ? "two fp32 states per parameter (AdamW)"
-                      : fabs(o - 4) < 0.4 ? "one fp32 state per parameter (SGD with momentum)"
-                      : fabs(o - 2) < 0.3 ? "two 8-bit states per parameter (8-bit AdamW)"
+    if (!by_grads && !no_training) {
+        snprintf(m->params_why, sizeof(m->params_why),
+                 "the gradients (%.0f parameters at 4 B) do not match the weights (%.0f): not every "
+                 "weight is trained, or not every gradient is live at the peak; the optimizer's "
+                 "and gradients' bytes per parameter are not interpreted", g / 4.0, p);
+        return;
+    }
+    m->params_trained = 1;
+    double ob = m->bpp[ANA_MCAT_OPTIMIZER], gb = m->bpp[ANA_MCAT_GRADIENTS];
+    m->optimizer_kind = ob == 0 ? "none found (plain SGD, or no training)"
+                      : ob < 0.25 ? "under 0.25 B/param (factored states, Adafactor-like)"
+                      : fabs(ob - 8) < 0.6 ? "two fp32 states per parameter (AdamW)"
+                      : fabs(ob - 4) < 0.4 ? "one fp32 state per parameter (SGD with momentum)"
+                      : fabs(ob - 2) < 0.3 ? "two 8-bit states per parameter (8-bit AdamW)"
                       : NULL;
-    m->gradients_kind = g < 0.25 ? "none" : fabs(g - 4) < 0.4 ? "fp32" : fabs(g - 2) < 0.3 ? "16-bit" : NULL;
+    m->gradients_kind = gb < 0.25 ? "none" : fabs(gb - 4) < 0.4 ? "fp32" : fabs(gb - 2) < 0.3 ? "16-bit" : NULL;
 }
 
 /* ------------------------------------------------------------------ public */
@@ -538,7 +603,6 @@ void ana_memcat_build(const ana_trace *t, const ana_mem_result *mem, const ana_s
             ana_mc_times(t, mem, &sp, out);
     }
     ana_mc_place_uses(t, &sp, ua, out);
-    free(ua);
     ana_mc_decide(t, &sp, mem, out);
     if (sp.call_phase != s->call_phase)
         free(sp.call_phase);
@@ -552,7 +616,8 @@ void ana_memcat_build(const ana_trace *t, const ana_mem_result *mem, const ana_s
             out->segment_bytes_at_peak += mem->lives[out->allocs[a].life].size;
         }
     ana_mc_step_peaks(t, mem, s, out);
-    ana_mc_per_param(mem, out);
+    ana_mc_per_param(mem, out, ana_mc_gemm_params(t, mem, out, ua));
+    free(ua);
 }
 
 void ana_memcat_free(ana_memcat *m)

@@ -92,6 +92,12 @@ typedef struct ana_memcat {
     double params;
     double bpp[ANA_MCAT_COUNT];
     const char *weights_kind, *optimizer_kind, *gradients_kind; /* prose, NULL unknown */
+    /* the sources of the count (0: none): the weights and their element size, the weight
+     * operands GEMMs read, the gradients (at 4 B each, or 2 where that matches) */
+    double params_weights, params_gemm, params_grads;
+    char params_why[240]; /* why params or the kinds are not given; "" when they are */
+    int params_trained;   /* the gradients agree: the optimizer's and gradients' bytes per
+                           * parameter are interpreted */
     uint64_t uses_mapped, uses_unmapped; /* pointer uses that fell in / outside allocations */
 } ana_memcat;
 

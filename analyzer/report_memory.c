@@ -82,7 +82,8 @@ static void ana_rm_cat_rows(FILE *o, const ana_report *r, const uint64_t *by, ui
         ana_fmt_bytes(by[c], b, sizeof(b));
         fprintf(o, "  %-14s %10s %6.1f%%", ana_mcat_name(c), b,
                 total ? 100.0 * (double)by[c] / (double)total : 0.0);
-        if (per_param && m->params > 0 && c <= ANA_MCAT_GRADIENTS) {
+        if (per_param && m->params > 0 && c <= ANA_MCAT_GRADIENTS &&
+            (c == ANA_MCAT_WEIGHTS || m->params_trained)) {
             const char *kind = c == ANA_MCAT_WEIGHTS ? m->weights_kind
                              : c == ANA_MCAT_OPTIMIZER ? m->optimizer_kind : m->gradients_kind;
             fprintf(o, "  %4.1f B/param%s%s", m->bpp[c], kind ? "  " : "", kind ? kind : "");
@@ -117,9 +118,12 @@ void ana_report_memcat_text(const ana_report *r, FILE *o)
         double p = m->params;
         const char *unit = p >= 1e9 ? "B" : p >= 1e6 ? "M" : p >= 1e3 ? "K" : "";
         double scaled = p >= 1e9 ? p / 1e9 : p >= 1e6 ? p / 1e6 : p >= 1e3 ? p / 1e3 : p;
-        fprintf(o, "  parameters     %.3g%s (%.0f, inferred from the weights and their element "
-                   "size)\n", scaled, unit, p);
+        fprintf(o, "  parameters     %.3g%s (%.0f, from the weights and their element size; "
+                   "agreed by %s)\n", scaled, unit, p,
+                m->params_trained ? "the gradients" : "the weight operands GEMMs read");
     }
+    if (m->params_why[0])
+        fprintf(o, "  per parameter  could not tell: %s\n", m->params_why);
     fprintf(o, "  evidence       %s\n", m->evidence
                 ? "pointers in kernel parameters and library calls, lifetimes, steps and phases"
                 : "lifetimes, steps and phases, copies and sets (no kernel pointers in this trace)");
@@ -165,18 +169,38 @@ void ana_report_json_categories(ana_json *j, const char *key, const uint64_t by[
     ana_json_obj_end(j);
 }
 
+/* The sources of the parameter count, and why it or its meaning is not given. */
+static void ana_rm_json_params_check(ana_json *j, const ana_memcat *m)
+{
+    ana_json_key(j, "params_check");
+    ana_json_obj_begin(j);
+    ana_json_ku64(j, "weights", (uint64_t)llround(m->params_weights));
+    ana_json_ku64(j, "gemm_operands", (uint64_t)llround(m->params_gemm));
+    ana_json_ku64(j, "gradients", (uint64_t)llround(m->params_grads));
+    ana_json_kstr(j, "could_not_tell", m->params_why[0] ? m->params_why : NULL);
+    ana_json_obj_end(j);
+}
+
 static void ana_rm_json_per_param(ana_json *j, const ana_memcat *m)
 {
+    ana_rm_json_params_check(j, m);
     ana_json_key(j, "per_param");
     if (m->params <= 0) {
         ana_json_null(j);
         return;
     }
     ana_json_obj_begin(j);
-    ana_json_kdbl(j, "params", round(m->params));
+    ana_json_ku64(j, "params", (uint64_t)llround(m->params));
     ana_json_kdbl(j, "weights", m->bpp[ANA_MCAT_WEIGHTS]);
-    ana_json_kdbl(j, "optimizer", m->bpp[ANA_MCAT_OPTIMIZER]);
-    ana_json_kdbl(j, "gradients", m->bpp[ANA_MCAT_GRADIENTS]);
+    if (m->params_trained) {
+        ana_json_kdbl(j, "optimizer", m->bpp[ANA_MCAT_OPTIMIZER]);
+        ana_json_kdbl(j, "gradients", m->bpp[ANA_MCAT_GRADIENTS]);
+    } else {
+        ana_json_key(j, "optimizer");
+        ana_json_null(j);
+        ana_json_key(j, "gradients");
+        ana_json_null(j);
+    }
     ana_json_kstr(j, "weights_kind", m->weights_kind);
     ana_json_kstr(j, "optimizer_kind", m->optimizer_kind);
     ana_json_kstr(j, "gradients_kind", m->gradients_kind);

@@ -197,8 +197,10 @@ static void ana_trace_uses_of(ana_trace *t, const ana_record *r)
         const ana_rec_gemm *g = &r->u.gemm;
         if (g->ret != 0)
             return;
-        ana_trace_use(t, r, ANA_USE_GEMM_IN, g->a, g->a_type);
-        ana_trace_use(t, r, ANA_USE_GEMM_IN, g->b, g->b_type);
+        /* A holds m·k elements and B k·n, whatever the transposition (times the batch) */
+        uint64_t bt = g->batch ? g->batch : 1;
+        ana_trace_use(t, r, ANA_USE_GEMM_IN, g->a, (g->a_type & 255) | (g->m * g->k * bt) << 8);
+        ana_trace_use(t, r, ANA_USE_GEMM_IN, g->b, (g->b_type & 255) | (g->k * g->n * bt) << 8);
         ana_trace_use(t, r, ANA_USE_GEMM_OUT, g->c, g->c_type);
         if (g->d != g->c)
             ana_trace_use(t, r, ANA_USE_GEMM_OUT, g->d, g->c_type);

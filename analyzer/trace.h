@@ -104,7 +104,9 @@ typedef struct ana_ptr_use { /* 24 bytes: a trace holds about one per record */
     uint64_t time_ns, ptr;
     uint32_t seq;  /* order of addition, breaks ties in time */
     /* kind (enum ana_use_kind) in the low 4 bits; above them arg in 28 bits (wide values:
-     * ANA_TRACE_WIDE28_BIT): KERNEL: KERNEL id; GEMM_IN/OUT: the operand's cudaDataType;
+     * ANA_TRACE_WIDE28_BIT): KERNEL: KERNEL id; GEMM_IN: the operand's cudaDataType in the
+     * low 8 bits, its elements (m·k for A, k·n for B, times the batch) above; GEMM_OUT: the
+     * result's cudaDataType;
      * COPY: kind. Read with ana_trace_use_kind and ana_trace_use_arg. */
     uint32_t kind_arg;
 } ana_ptr_use;

@@ -19,8 +19,11 @@ live at an out-of-memory failure, whose dominant category is taken from those su
 with the nvcc line of LEDGER.md's writers) — the held-out batch of a round.
 
 --check exits 1 when the recording is wrong (a program that does not run as its ledger
-says, no ledger, a peak that differs from the ledger's): the scores themselves are
-measured, never asserted. Exit 0 otherwise.
+says, no ledger, a peak that differs from the ledger's), or when the report prints an
+optimizer interpretation ("two fp32 states per parameter (AdamW)") that names another
+optimizer than the ledger's: an interpretation is printed only where two sources agree on
+the parameter count, and must then be right (docs/memory-anatomy.md). The category scores
+are measured, never asserted. Exit 0 otherwise.
 """
 import argparse
 import json
@@ -57,6 +60,11 @@ def ledger_of(stdout):
     if not lines or stdout.rstrip("\n").splitlines()[-1] != lines[-1]:
         return None
     return json.loads(lines[-1][len("ledger "):])
+
+
+# the words an optimizer_kind must contain to name each ledger optimizer
+OPTIMIZER_WORDS = {"adamw": "(AdamW)", "adamw8bit": "8-bit AdamW", "sgd": "plain SGD",
+                   "sgd_momentum": "SGD with momentum", "adafactor": "Adafactor", "none": "no training"}
 
 
 def truth_categories(purposes, lib_bytes):
@@ -119,6 +127,9 @@ def score_one(name, build, tmp, src_dir=HERE, bin_dir=None):
     pp = mem_.get("per_param") or {}
     res["params"] = {"report": pp.get("params"), "truth": led.get("params"),
                      "optimizer_kind": pp.get("optimizer_kind"), "optimizer_truth": led.get("optimizer")}
+    kind = pp.get("optimizer_kind")
+    # an interpretation the report prints is a claim: it must name the ledger's optimizer
+    res["params"]["interpretation_ok"] = None if kind is None else OPTIMIZER_WORDS[led.get("optimizer")] in kind
     oom = led.get("oom")
     if oom:
         ro = rep.get("oom") or {}
@@ -175,6 +186,10 @@ def print_table(results, out):
         print("   %-13s right in %d of %d programs that have it in the truth or the report" %
               (c, sum(r["categories"][c]["ok"] for r in n), len(n)), file=out)
     print("oom dominant right: %d of %d" % (sum(r["oom"]["ok"] for r in ooms), len(ooms)), file=out)
+    told = [r for r in scored if r["params"]["interpretation_ok"] is not None]
+    print("optimizer interpretations printed: %d of %d programs, contradicting the ledger: %d%s" %
+          (len(told), len(scored), sum(not r["params"]["interpretation_ok"] for r in told),
+           "".join(" " + r["program"] for r in told if not r["params"]["interpretation_ok"])), file=out)
     cw = [r["confidently_wrong"] for r in scored]
     if cw:
         print("confidently wrong (bytes in a category that holds fewer in truth): mean %.1f%% of the peak, "
@@ -204,6 +219,11 @@ def main():
             json.dump(results, f, indent=1)
     if a.check and any(r["problems"] for r in results):
         print("\nthe recording is wrong for: %s" % ", ".join(r["program"] for r in results if r["problems"]))
+        return 1
+    wrong = [r["program"] for r in results if r.get("params", {}).get("interpretation_ok") is False]
+    if a.check and wrong:
+        print("\nan optimizer interpretation contradicts the ledger (print none rather than a wrong "
+              "one: docs/memory-anatomy.md, Bytes per parameter): %s" % ", ".join(wrong))
         return 1
     return 0
 
