@@ -242,8 +242,8 @@ static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training
     int h2d = (kind == ANA_USE_COPY_DST && ana_trace_use_arg(t, u) == 1);
     if (kind == ANA_USE_WORKSPACE)
         a->flags |= ANA_MCF_WORKSPACE;
-    if (step == -1 && h2d && s->n_steps)
-        a->flags |= ANA_MCF_LOADED;
+    if (step == -1 && h2d)
+        a->flags |= ANA_MCF_LOADED; /* before the first step, or in a run without steps */
     if (step == -1 && s->n_steps && (kind == ANA_USE_GEMM_IN || kind == ANA_USE_COPY_SRC))
         a->flags |= ANA_MCF_READ_EARLY;
     if (step < 0 || (size_t)step >= s->n_steps || kind == ANA_USE_SET)

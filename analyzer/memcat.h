@@ -41,7 +41,8 @@ enum ana_mcat {
 
 /* Flags of an allocation's evidence (ana_mc_alloc.flags). */
 enum {
-    ANA_MCF_LOADED = 1,      /* a host-to-device copy wrote it before the first step */
+    ANA_MCF_LOADED = 1,      /* a host-to-device copy wrote it before the first step (or
+                              * in a run without steps) */
     ANA_MCF_STEP_INPUT = 2,  /* a host-to-device copy wrote it inside a step */
     ANA_MCF_SEGMENT = 4,     /* made by a caching allocator (PyTorch's) */
     ANA_MCF_WORKSPACE = 8,   /* handed to a library as its workspace */

@@ -19,7 +19,7 @@ enum ana_mc_why {
     W_INPUT, W_TEMP_INFER_BUF, W_TEMP_BWD, W_UNDECIDED, W_OPT_UNDECIDED, W_LIFE_OPT, W_LIFE_GRAD,
     W_LIFE_WEIGHTS, W_UNTOUCHED, W_NO_STEPS, W_TAIL_FWD, W_TAIL_OTHER, W_TAIL_REPEAT,
     W_PRE_TRACE, W_KEPT_NO_PHASES, W_BWD_ONLY_KEPT, W_S_WEIGHT, W_S_GRADIENT, W_S_READ_ONLY,
-    W_COUNT
+    W_SETUP_LOADED, W_SETUP_SIZED, W_COUNT
 };
 
 static const char *const ana_mc_why_text[W_COUNT] = {
@@ -72,6 +72,11 @@ static const char *const ana_mc_why_text[W_COUNT] = {
                      "last GEMM",
     [W_S_READ_ONLY] = "read by GEMMs and never written by one (so not a gradient), used by the "
                       "optimizer",
+    [W_SETUP_LOADED] = "copied from the host and kept, in a run where no step ran (its set-up): "
+                       "weights (or an input staged early)",
+    [W_SETUP_SIZED] = "the size of a weight copied from the host, but not copied itself, in a run "
+                      "where no step ran: a gradient or an optimizer state, the set-up cannot "
+                      "tell which",
     [W_PRE_TRACE] = "allocated before the trace began (imported trace): what it holds is unknown",
 };
 
@@ -122,6 +127,9 @@ typedef struct ana_mc_ctx {
                                     * of their size that was not loaded (a gradient or a state:
                                     * training, however its phases read) */
     size_t fail_idx;               /* event index of the last failed allocation, SIZE_MAX none */
+    uint64_t *loaded;              /* runs without steps: sizes of the kept allocations copied
+                                    * from the host, sorted */
+    size_t n_loaded;
     int32_t n;                     /* steps */
 } ana_mc_ctx;
 
@@ -151,6 +159,7 @@ static void ana_mc_ctx_init(ana_mc_ctx *c, const ana_trace *t, const ana_steps *
 
 static void ana_mc_ctx_free(ana_mc_ctx *c)
 {
+    free(c->loaded);
     free(c->last_fwd);
     free(c->first_bwd);
 }
@@ -166,6 +175,20 @@ static uint8_t ana_mc_tail_phase(const ana_mc_ctx *c, uint64_t time_ns)
             return (uint8_t)ph;
     }
     return ANA_PHASE_UNDECIDED;
+}
+
+/* 1 when a kept allocation copied from the host has this size (runs without steps). */
+static int ana_mc_size_loaded(const ana_mc_ctx *c, uint64_t size)
+{
+    size_t lo = 0, hi = c->n_loaded;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (c->loaded[mid] < size)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->n_loaded && c->loaded[lo] == size;
 }
 
 /* ------------------------------------------------------------------ the rules */
@@ -277,8 +300,16 @@ static void ana_mc_decide_one(const ana_mc_ctx *c, ana_mc_alloc *a)
         RULE(ANA_MCAT_UNATTRIBUTED, W_SEGMENT);
     if (ana_kineto_pre_trace(l->api, l->ptr))
         RULE(ANA_MCAT_UNATTRIBUTED, W_PRE_TRACE);
-    if (c->n == 0)
+    if (c->n == 0) {
+        /* No step ran (a set-up that failed, or a run without steps): copies from the host
+         * speak, and sizes. */
+        if ((a->flags & ANA_MCF_LOADED) && l->t_free == UINT64_MAX)
+            RULE(ANA_MCAT_WEIGHTS, W_SETUP_LOADED);
+        if (!(a->flags & ANA_MCF_LOADED) && l->t_free == UINT64_MAX &&
+            ana_mc_size_loaded(c, l->size))
+            RULE(ANA_MCAT_UNATTRIBUTED, W_SETUP_SIZED);
         RULE(ANA_MCAT_UNATTRIBUTED, W_NO_STEPS);
+    }
     int32_t sa = a->step_alloc, sf = a->step_free;
     int freed = l->t_free != UINT64_MAX;
     if (sa == -1 && freed && sf == -1)
@@ -384,6 +415,15 @@ void ana_mc_decide(const ana_trace *t, const ana_steps *s, const ana_mem_result 
         c.opt_uses |= (m->allocs[i].use_phases & P(ANA_PHASE_OPTIMIZER)) != 0;
     if (!c.phases && !c.backward) /* the only runs whose rules read it */
         c.state_sized = ana_mc_state_sized(&c, m);
+    if (c.n == 0) {
+        c.loaded = ana_xcalloc(m->n_allocs + 1, sizeof(uint64_t));
+        for (size_t i = 0; i < m->n_allocs; i++) {
+            const ana_mem_life *l = &mem->lives[m->allocs[i].life];
+            if ((m->allocs[i].flags & ANA_MCF_LOADED) && l->t_free == UINT64_MAX && !l->lib && !l->driver)
+                c.loaded[c.n_loaded++] = l->size;
+        }
+        ana_sort(c.loaded, c.n_loaded, sizeof(uint64_t), ana_mc_u64_cmp);
+    }
     for (size_t i = 0; i < m->n_allocs; i++) {
         ana_mc_alloc *a = &m->allocs[i];
         ana_mc_decide_one(&c, a);

@@ -84,6 +84,32 @@ static void ana_fit_add(ana_oom_fit *out, size_t *n, int tech, int64_t saved, ui
     va_end(ap);
 }
 
+/* The smallest f in 2, 4, ..., 64 whose saving x(1 - 1/f) covers need; 64 if none. */
+static uint32_t ana_fit_factor(uint64_t x, uint64_t need, uint64_t *saved)
+{
+    uint32_t f;
+    for (f = 2; f <= 64; f *= 2) {
+        *saved = x - (x + f - 1) / f; /* floor(x * (1 - 1/f)) */
+        if (*saved >= need || f == 64)
+            break;
+    }
+    return f;
+}
+
+/* Set-up: the failing request itself, made for a batch before any step ran, at 1/f. */
+static void ana_fit_setup_batch(const ana_oom_figures *g, ana_oom_fit *out, size_t *n)
+{
+    uint64_t saved = 0;
+    char a[32];
+    uint32_t f = ana_fit_factor(g->request, g->need, &saved);
+    ana_fit_add(out, n, ANA_TECH_MICROBATCH, (int64_t)saved, g->need,
+                "the failing request %s, made before the first step and the size of no weight "
+                "(a buffer sized for the batch, if it is one), x (1 - 1/%u): a micro-batch 1/%u "
+                "of this one, %u accumulation steps per optimizer step",
+                ana_fmt_bytes(g->request, a, sizeof(a)), f, f, f);
+    out[*n - 1].factor = f;
+}
+
 /* The smallest f in 2, 4, ..., 64 whose saving (A + T)(1 - 1/f) covers need; 64 if none. */
 static void ana_fit_microbatch(const ana_oom_figures *g, ana_oom_fit *out, size_t *n)
 {
@@ -91,13 +117,11 @@ static void ana_fit_microbatch(const ana_oom_figures *g, ana_oom_fit *out, size_
     uint64_t saved = 0;
     uint32_t f;
     char a[32], b[32];
+    if (g->setup_batch)
+        return ana_fit_setup_batch(g, out, n);
     if (!at)
         return;
-    for (f = 2; f <= 64; f *= 2) {
-        saved = at - (at + f - 1) / f; /* floor(at * (1 - 1/f)) */
-        if (saved >= g->need || f == 64)
-            break;
-    }
+    f = ana_fit_factor(at, g->need, &saved);
     ana_fit_add(out, n, ANA_TECH_MICROBATCH, (int64_t)saved, g->need,
                 "(activations %s + temporary %s) x (1 - 1/%u): a micro-batch 1/%u of this "
                 "one, %u accumulation steps per optimizer step",
@@ -334,6 +358,16 @@ static const ana_mem_failure *ana_oom_pick(const ana_mem_result *mem, ana_oom *o
     return last;
 }
 
+/* 1 when an allocation live at event idx that is weights has this size. */
+static int ana_oom_weight_sized(const ana_memcat *m, const ana_mem_result *mem, size_t idx, uint64_t size)
+{
+    for (size_t a = 0; a < m->n_allocs; a++)
+        if (m->allocs[a].cat == ANA_MCAT_WEIGHTS && mem->lives[m->allocs[a].life].size == size &&
+            ana_memcat_live_at(m, mem, a, idx))
+            return 1;
+    return 0;
+}
+
 void ana_oom_build(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
                    const ana_memcat *m, ana_oom *out)
 {
@@ -354,6 +388,8 @@ void ana_oom_build(const ana_trace *t, const ana_mem_result *mem, const ana_step
                           .weights_16bit = ana_oom_weights_16bit(m, mem, f->idx),
                           .kind = out->kind, .request = f->ev.size, .need = out->need };
     memcpy(g.live, out->live, sizeof(g.live));
+    g.setup_batch = (out->where == ANA_OOM_NO_STEPS || out->where == ANA_OOM_BEFORE_FIRST) &&
+                    !ana_oom_weight_sized(m, mem, f->idx, f->ev.size);
     out->n_fits = ana_oom_fits(&g, out->fits);
 }
 

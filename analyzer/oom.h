@@ -69,6 +69,9 @@ typedef struct ana_oom_figures {
     int kind;                      /* enum ana_oom_kind */
     uint64_t request;              /* bytes asked for */
     uint64_t need;                 /* bytes a technique must save to cover (ana_oom_need) */
+    int setup_batch;               /* 1: the request was made before any step ran and is not
+                                    * the size of a weight: a buffer sized for the batch, it
+                                    * may be (a micro-batch fit scales the request itself) */
 } ana_oom_figures;
 
 /* Allocations live at the failure that share one call stack. */

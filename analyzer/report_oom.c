@@ -64,15 +64,16 @@ static void ana_ro_text_where(FILE *o, const ana_report *r, const ana_oom *x)
     fputc('\n', o);
 }
 
-/* The category holding the most bytes at the failure (unattributed only when nothing
- * else is live), or -1 when nothing was. */
+/* The category holding the most bytes at the failure, or -1 when nothing was. Where
+ * unattributed holds more than every decided category, it is unattributed: naming the
+ * largest decided one would claim what the evidence cannot tell. */
 static int ana_ro_dominant(const ana_oom *x)
 {
     int best = -1;
-    for (int c = 0; c < ANA_MCAT_UNATTRIBUTED; c++)
+    for (int c = 0; c < ANA_MCAT_COUNT; c++)
         if (x->live[c] && (best < 0 || x->live[c] > x->live[best]))
             best = c;
-    return best < 0 && x->live[ANA_MCAT_UNATTRIBUTED] ? ANA_MCAT_UNATTRIBUTED : best;
+    return best;
 }
 
 static void ana_ro_text_live(FILE *o, const ana_oom *x)
@@ -92,8 +93,9 @@ static void ana_ro_text_live(FILE *o, const ana_oom *x)
     }
     int d = ana_ro_dominant(x);
     if (d >= 0)
-        fprintf(o, "  most of it: %s (%s, %.1f%%)\n", ana_mcat_name(d), ana_fmt_bytes(x->live[d], b, sizeof(b)),
-                100.0 * (double)x->live[d] / (double)x->live_bytes);
+        fprintf(o, "  most of it: %s (%s, %.1f%%)%s\n", ana_mcat_name(d), ana_fmt_bytes(x->live[d], b, sizeof(b)),
+                100.0 * (double)x->live[d] / (double)x->live_bytes,
+                d == ANA_MCAT_UNATTRIBUTED ? ": the evidence cannot tell what most of it is" : "");
 }
 
 static void ana_ro_text_fits(FILE *o, const ana_oom *x)

@@ -17,12 +17,13 @@ AdamW, SGD with momentum, mixed precision, inference only, and gradient checkpoi
 and off; train_gpt (arenas, cuBLAS/cuBLASLt) with NVTX regions and ranges, and without
 NVTX (pointer evidence alone) in fp32 and bf16.
 """
+import json
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import anatomist, dump, ledger, of, report_json, sample, tmpdir  # noqa: E402
+from common import BUILD, anatomist, clean_env, dump, ledger, of, report_json, sample, tmpdir  # noqa: E402
 
 CATS = ("weights", "optimizer", "gradients", "activations", "temporary", "functionality")
 CUBLAS_DEFAULT_WORKSPACE = 32 << 20  # docs/sim.md
@@ -238,7 +239,6 @@ class OutOfMemory(unittest.TestCase):
         failed = [a for a in of(dump(trace), "ALLOC") if a["ret"] != 0]
         self.assertEqual([(a["size"], a["lib"]) for a in failed], [(CUBLAS_DEFAULT_WORKSPACE, 1)])
         o = anatomist("oom", trace, "--json")
-        import json
         oom = json.loads(o.stdout)
         self.assertEqual(oom["requested_bytes"], CUBLAS_DEFAULT_WORKSPACE)
         self.assertEqual((oom["free_bytes"], oom["total_bytes"]), (16 << 20, 16 << 20))
@@ -252,6 +252,46 @@ class OutOfMemory(unittest.TestCase):
         self.assertEqual(oom["dominant"], "activations")
         fits = {f["technique"]: f for f in oom["fits"]}
         self.assertTrue(fits["micro_batch_accumulation"]["covers"], fits)
+
+
+class SetUpOutOfMemory(unittest.TestCase):
+    """tests/corpus/h11_oom_setup_load (written blind; docs/samples.md) builds a model,
+    its gradients and AdamW states, then asks for an activation arena that does not fit:
+    no step ever ran. Its ledger says what was live and what failed; the post-mortem must
+    find the loaded weights, call nothing made in set-up activations or temporary, name
+    no decided category as the largest unless it is, and scale the failing request
+    itself into a smaller micro-batch that covers the shortfall."""
+
+    CAP = 384 << 20  # its `// corpus-env: ANATOMIST_SIM_MEMORY=384MiB`
+
+    def test_setup_oom_postmortem(self):
+        exe = os.path.join(BUILD, "corpus", "h11_oom_setup_load")
+        trace = os.path.join(tmpdir(), "setup-oom.anat")
+        r = anatomist("run", "--sim", "--sim-memory", "384MiB", "-q", "-o", trace, "--", exe,
+                      env=clean_env(ANATOMIST_SIM_BLAS_COMPUTE="0"), timeout=300)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        fail = ledger(r.stdout)["oom"]
+        oom = json.loads(anatomist("oom", trace, "--json").stdout)
+        self.assertEqual(oom["requested_bytes"], fail["requested_bytes"])
+        want = fail["live_by_purpose"]
+        self.assertEqual(oom["live"]["weights"], want["weights"])
+        self.assertEqual(oom["live"]["activations"] + oom["live"]["temporary"], 0, oom["live"])
+        decided = max(v for c, v in oom["live"].items() if c != "unattributed")
+        if oom["dominant"] == "unattributed":
+            self.assertGreater(oom["live"]["unattributed"], decided, oom["live"])
+        else:
+            self.assertEqual(oom["dominant"], fail["dominant"], oom["live"])
+        # the shortfall from the ledger: capacity - (its live bytes + cuBLAS's own workspace)
+        need = fail["requested_bytes"] - (self.CAP - fail["live_bytes"] - CUBLAS_DEFAULT_WORKSPACE)
+        self.assertEqual(oom["shortfall_bytes"], need)
+        f = 2
+        while fail["requested_bytes"] - -(-fail["requested_bytes"] // f) < need:
+            f *= 2
+        fits = {x["technique"]: x for x in oom["fits"]}
+        mb = fits["micro_batch_accumulation"]
+        self.assertEqual(mb["factor"], f, mb)
+        self.assertTrue(mb["covers"], mb)
+        self.assertGreaterEqual(mb["bytes_saved"], need)
 
 
 class CachingAllocator(unittest.TestCase):
