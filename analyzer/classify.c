@@ -44,13 +44,40 @@ enum {
     ANA_RULE_CTX_COMM,
     ANA_RULE_CTX_MEMORY,
     ANA_RULE_NO_NAME,
+    ANA_RULE_COPY_ROW,
     ANA_RULE_TABLE,
 };
 
 static const char *const ana_fixed_rule_names[ANA_RULE_TABLE] = {
     "context: GEMM call", "context: convolution call", "context: attention call",
     "context: collective", "context: memcpy/memset", "name: none given",
+    "name: a copy-engine row as a profiler prints it",
 };
+
+/* 1 when name is how a profiler prints a copy-engine memcpy/memset — not a kernel:
+ * Nsight Systems and nvprof "[CUDA memcpy HtoD]", "[CUDA memset]"; Kineto "Memcpy HtoD
+ * (Pageable -> Device)", "Memset (Device)"; TensorFlow "MemcpyH2D", "MemcpyD2H",
+ * "MemcpyD2D". A kernel that copies (memcpy_kernel, "copy" in ATen) is not one. */
+static int ana_copy_row(const char *name)
+{
+    static const char *const exact[] = { "MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyHtoD",
+                                         "MemcpyDtoH", "MemcpyDtoD", NULL };
+    static const char *const dirs[] = { "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "DtoA", "AtoD",
+                                        "AtoH", "HtoA", "AtoA", NULL };
+    if (strncmp(name, "[CUDA memcpy", 12) == 0 || strncmp(name, "[CUDA memset", 12) == 0 ||
+        strncmp(name, "[CUDA Unified Memory", 20) == 0)
+        return 1;
+    for (size_t i = 0; exact[i]; i++)
+        if (strcmp(name, exact[i]) == 0)
+            return 1;
+    if (strncmp(name, "Memset (", 8) == 0 || strcmp(name, "Memset") == 0)
+        return 1;
+    if (strncmp(name, "Memcpy ", 7) == 0)
+        for (size_t i = 0; dirs[i]; i++)
+            if (strncmp(name + 7, dirs[i], 4) == 0 && (name[11] == 0 || name[11] == ' '))
+                return 1;
+    return 0;
+}
 
 static const char *const ana_class_names[ANA_CLASS_COUNT] = {
     "contraction", "normalization", "elementwise", "communication", "memory", "other",
@@ -63,6 +90,7 @@ typedef struct ana_kname {
     char *base; /* the function's own name: fn after its last "::" */
     char *args; /* the template argument text, lists separated by '|' */
     char *ftok; /* the tokens of fn: " tok tok ... " (see ana_split) */
+    char *otok; /* the tokens of base (fn's own name), same form */
     char *atok; /* the tokens of the template arguments, same form */
     void *mem;
 } ana_kname;
@@ -159,9 +187,10 @@ static void ana_tok_end(ana_tok *t)
 static void ana_split(const char *s, size_t n, ana_kname *k)
 {
     char *f = k->fn, *a = k->args;
-    ana_tok ft = { k->ftok, 0 }, at = { k->atok, 0 };
+    ana_tok ft = { k->ftok, 0 }, at = { k->atok, 0 }, ot = { k->otok, 0 };
     *ft.out++ = ' ';
     *at.out++ = ' ';
+    *ot.out++ = ' ';
     int depth = 0, parens = 0;
     for (size_t i = 0; i < n; i++) {
         char ch = (char)((s[i] >= 'A' && s[i] <= 'Z') ? s[i] - 'A' + 'a' : s[i]);
@@ -187,6 +216,13 @@ static void ana_split(const char *s, size_t n, ana_kname *k)
         if (depth == 0) {
             *f++ = ch;
             ana_tok_put(&ft, s[i], next);
+            if (ch == ':' && next == ':') { /* a namespace ends: the own name starts over */
+                ot.out = k->otok;
+                ot.prev = 0;
+                *ot.out++ = ' ';
+            } else {
+                ana_tok_put(&ot, s[i], next);
+            }
         } else {
             *a++ = ch;
             ana_tok_put(&at, s[i], next);
@@ -195,6 +231,7 @@ static void ana_split(const char *s, size_t n, ana_kname *k)
     k->head[n] = *f = *a = 0;
     ana_tok_end(&ft);
     ana_tok_end(&at);
+    ana_tok_end(&ot);
     /* the function's own name: after the last "::" of its qualified name */
     k->base = k->fn;
     for (char *q = strstr(k->fn, "::"); q; q = strstr(q + 2, "::"))
@@ -215,13 +252,14 @@ static void ana_kname_init(ana_kname *k, const char *name)
     size_t n = end - start;
     /* head, fn, args: n + 1 each; each token text: at most one ' ' before every char, a
      * trailing ' ' and the NUL */
-    char *mem = ana_xmalloc(3 * (n + 1) + 2 * (2 * n + 2));
+    char *mem = ana_xmalloc(3 * (n + 1) + 3 * (2 * n + 2));
     k->mem = mem;
     k->head = mem;
     k->fn = mem + n + 1;
     k->args = mem + 2 * (n + 1);
     k->ftok = mem + 3 * (n + 1);
     k->atok = k->ftok + 2 * n + 2;
+    k->otok = k->atok + 2 * n + 2;
     ana_split(s + start, n, k);
     free(dem);
 }
@@ -275,6 +313,7 @@ static int ana_rule_matches(const ana_rule *r, const ana_kname *k)
     case ANA_PAT_CONTAINS: hit = strstr(k->fn, r->pat) != NULL; break;
     case ANA_PAT_BASE: hit = strstr(k->base, r->pat) != NULL; break;
     case ANA_PAT_TOKEN: hit = ana_has_all_tokens(k->ftok, r->pat); break;
+    case ANA_PAT_OWN_TOKEN: hit = ana_has_all_tokens(k->otok, r->pat); break;
     default: hit = 1; break;
     }
     return hit && (!r->within || strstr(k->args, r->within));
@@ -343,6 +382,11 @@ ana_classification ana_classify(const char *name, int ctx)
     int by_ctx = ana_ctx_rule(ctx, &c);
     if (!name || !*name)
         return c;
+    if (!by_ctx && ana_copy_row(name)) {
+        c.cls = ANA_CLASS_MEMORY;
+        c.rule = ANA_RULE_COPY_ROW;
+        return c;
+    }
     ana_kname k;
     ana_kname_init(&k, name);
     c.hints = ana_keyword_hints(&k);

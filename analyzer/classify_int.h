@@ -15,6 +15,7 @@ enum ana_pat_kind {
     ANA_PAT_CONTAINS, /* pat occurs in fn */
     ANA_PAT_BASE,     /* pat occurs in fn's own name (after its last "::") */
     ANA_PAT_TOKEN,    /* pat is a sequence of whole tokens of fn ('*', '&': see above) */
+    ANA_PAT_OWN_TOKEN, /* the same, of fn's own name (after its last "::") */
     ANA_PAT_ANY,      /* always */
 };
 

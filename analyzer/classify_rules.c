@@ -8,6 +8,7 @@
 #define C ANA_PAT_CONTAINS
 #define B ANA_PAT_BASE
 #define T ANA_PAT_TOKEN
+#define O ANA_PAT_OWN_TOKEN
 #define CON ANA_CLASS_CONTRACTION
 #define NRM ANA_CLASS_NORMALIZATION
 #define ELT ANA_CLASS_ELEMENTWISE
@@ -99,15 +100,21 @@ const ana_rule ana_rules[] = {
     /* TensorRT's XMMA pooling kernels (sm50_xmma_pooling_*) are not GEMMs. */
     { T, "pooling", NULL, NRM, 0, "name: pooling" },
     { P, "cutlass", NULL, CON, 0, "name: CUTLASS kernel" },
+    /* AMD's Tensile GEMMs: Cijk_Ailk_Bljk_... (their tuning tokens spell NLL, GSU, ...) */
+    { P, "cijk_", NULL, CON, 0, "name: Tensile GEMM (AMD)" },
+    /* cuBLAS's scal, launched by a GEMM to scale C by beta */
+    { B, "scal_kernel", NULL, CON, 0, "name: cuBLAS scal (a GEMM's scaling stage)" },
     { P, "cublaslt::", NULL, CON, 0, "name: cuBLASLt kernel (GEMM stage)" },
     { C, "splitkreduce", NULL, CON, 0, "name: cuBLAS split-K reduction" },
     { C, "reduce_1block_kernel", "cublas", CON, 0, "name: cuBLAS dot/GEMV reduction stage" },
     { P, "nvjet", NULL, CON, 0, "name: cuBLAS nvjet GEMM" },
     { C, "xmma", NULL, CON, 0, "name: XMMA GEMM/conv" },
     /* A token ending in "gemm" (gemm, sgemm, cgemm, h884gemm -> h 884 gemm, GemmUniversal),
-     * not "gemm" inside a word ("gemma", the model family); cuBLAS's gemmk1. */
-    { T, "*gemm", NULL, CON, 0, "name: GEMM" },
-    { T, "gemmk", NULL, CON, 0, "name: GEMM" },
+     * not "gemm" inside a word ("gemma", the model family); cuBLAS's gemmk1 — in the
+     * function's own name: a namespace (fbgemm_gpu::) says nothing of what its kernel
+     * does (permute, bucketize, quantize); the namespace decides late, below. */
+    { O, "*gemm", NULL, CON, 0, "name: GEMM" },
+    { O, "gemmk", NULL, CON, 0, "name: GEMM" },
     { C, "gemv", NULL, CON, 0, "name: GEMV" },
     /* sparse matrix products: cuSPARSE csrmm/coomm/bsrmm (and -mv), SpMM/SpMV, SDDMM */
     { C, "csrmm", NULL, CON, 0, "name: sparse GEMM (SpMM)" },
@@ -129,6 +136,10 @@ const ana_rule ana_rules[] = {
     { T, "moe&w 8 a 8", NULL, CON, 0, "token: MoE expert GEMM (low-bit)" },
     { T, "moe&mm", NULL, CON, 0, "token: MoE expert GEMM (mm)" },
     { P, "bmm_", NULL, CON, 0, "name: TRT-LLM batched GEMM" },
+    /* the bias gradient of a linear layer: a reduction over the batch, whatever the
+     * matmul in its name (llm.c's matmul_backward_bias_kernel) */
+    { T, "backward bias", NULL, NRM, BWD, "token: bias gradient (a reduction)" },
+    { T, "bias backward", NULL, NRM, BWD, "token: bias gradient (a reduction)" },
     { C, "matmul", NULL, CON, 0, "name: matmul" },
     { C, "fused_moe_kernel", NULL, CON, 0, "name: fused MoE grouped GEMM" },
     { P, "fused_moe::", NULL, CON, 0, "name: fused MoE grouped GEMM" },
@@ -305,7 +316,12 @@ const ana_rule ana_rules[] = {
     { C, "kl_div", NULL, NRM, 0, "name: loss (KL divergence)" },
     { T, "jsd", NULL, NRM, 0, "token: loss (Jensen-Shannon divergence)" },
     { C, "loss", NULL, NRM, 0, "name: loss" },
-    { C, "pool", NULL, NRM, 0, "name: pooling" },
+    /* the fused softmax + cross-entropy of llm.c-style trainers (fused_classifier) */
+    { T, "fused classifier", NULL, NRM, 0, "token: fused softmax + cross-entropy" },
+    /* pooling as a whole token (max_pool2d, avgpool, MaxPoolForward); "pooled" is not
+     * pooling (FBGEMM's pooled embeddings are gathers) */
+    { T, "*pool", NULL, NRM, 0, "name: pooling" },
+    { T, "*pooling", NULL, NRM, 0, "name: pooling" },
     /* ATen's adaptive pooling stages without "pool" (adaptive_average_gradinput,
      * atomic_adaptive_average_gradinput, adaptivemaxgradinput) */
     { C, "adaptive_average", NULL, NRM, 0, "name: pooling (adaptive)" },
@@ -452,6 +468,11 @@ const ana_rule ana_rules[] = {
     /* after "split k"/"split kv" (contraction words) and the Triton attention names
      * (_fwd_grouped_split_kernel): fused_qkv_split_gdn_prefill_kernel */
     { T, "split", NULL, ELT, 0, "token: layout (split)" },
+    /* casts named by their target type (FBGEMM's _float_to_FP8rowwise) */
+    { T, "to fp 8*", NULL, ELT, 0, "token: cast" },
+    { T, "to fp 16", NULL, ELT, 0, "token: cast" },
+    { T, "to bf 16", NULL, ELT, 0, "token: cast" },
+    { T, "to int 8", NULL, ELT, 0, "token: cast" },
     /* A collective word only in the namespace: a helper of a collective library. */
     { C, "allreduce", NULL, COM, 0, "name: collective namespace" },
     { C, "all_reduce", NULL, COM, 0, "name: collective namespace" },
@@ -461,6 +482,11 @@ const ana_rule ana_rules[] = {
     { C, "reduce_scatter", NULL, COM, 0, "name: collective namespace" },
     { C, "alltoall", NULL, COM, 0, "name: collective namespace" },
     { C, "all_to_all", NULL, COM, 0, "name: collective namespace" },
+    /* FBGEMM's sparse and embedding helpers that no word above placed (bucketize, ...):
+     * its namespace holds "gemm", its GEMMs say so in their own name (above) */
+    { P, "fbgemm_gpu::", NULL, OTH, 0, "name: FBGEMM sparse/embedding helper" },
+    /* A GEMM word only in the namespace: a GEMM library's kernel. */
+    { T, "*gemm", NULL, CON, 0, "name: GEMM namespace" },
     { ANA_PAT_ANY, "", NULL, OTH, 0, "default: no rule matched" },
 };
 
@@ -468,5 +494,6 @@ const ana_rule ana_rules[] = {
 #undef C
 #undef B
 #undef T
+#undef O
 
 const size_t ana_n_rules = sizeof(ana_rules) / sizeof(ana_rules[0]);
