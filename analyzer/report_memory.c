@@ -71,6 +71,15 @@ int ana_report_resolve_at(const ana_report *r, const char *spec, uint64_t *time_
 
 /* ------------------------------------------------------------------ text */
 
+/* Pointer tables copied from the host (entries with pointers; trace.h). */
+static uint64_t ana_rm_tables(const ana_trace *t)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < t->n_tables; i++)
+        n += t->tables[i].n > 0;
+    return n;
+}
+
 static void ana_rm_cat_rows(FILE *o, const ana_report *r, const uint64_t *by, uint64_t total,
                             int per_param)
 {
@@ -127,6 +136,17 @@ void ana_report_memcat_text(const ana_report *r, FILE *o)
     fprintf(o, "  evidence       %s\n", m->evidence
                 ? "pointers in kernel parameters and library calls, lifetimes, steps and phases"
                 : "lifetimes, steps and phases, copies and sets (no kernel pointers in this trace)");
+    const ana_trace *t = r->t;
+    if (t->launches && t->launch_ptrs < t->launches)
+        fprintf(o, "  unseen         %llu of %llu launches gave no pointers (graph launches, launches "
+                   "before a kernel's layout was known, libraries' own launches)\n",
+                (unsigned long long)(t->launches - t->launch_ptrs), (unsigned long long)t->launches);
+    if (t->launch_ptrs_cut)
+        fprintf(o, "  cut            %llu launches had more pointer words than a launch records "
+                   "(docs/trace-format.md, LAUNCH)\n", (unsigned long long)t->launch_ptrs_cut);
+    if (t->table_launches)
+        fprintf(o, "  tables         %llu launches read %llu pointer tables copied from the host\n",
+                (unsigned long long)t->table_launches, (unsigned long long)ana_rm_tables(t));
     if (m->segments_at_peak) {
         ana_fmt_bytes(m->segment_bytes_at_peak, b, sizeof(b));
         fprintf(o, "  note           %s in %llu caching-allocator segment%s (PyTorch) are "
@@ -251,6 +271,14 @@ void ana_report_memcat_json(const ana_report *r, ana_json *j)
     ana_json_kstr(j, "evidence", m->evidence ? "pointers" : "lifetimes");
     ana_json_ku64(j, "uses_mapped", m->uses_mapped);
     ana_json_ku64(j, "uses_unmapped", m->uses_unmapped);
+    ana_json_key(j, "pointer_evidence");
+    ana_json_obj_begin(j);
+    ana_json_ku64(j, "launches", r->t->launches);
+    ana_json_ku64(j, "launches_with_pointers", r->t->launch_ptrs);
+    ana_json_ku64(j, "launches_cut", r->t->launch_ptrs_cut);
+    ana_json_ku64(j, "pointer_tables", ana_rm_tables(r->t));
+    ana_json_ku64(j, "table_launches", r->t->table_launches);
+    ana_json_obj_end(j);
     ana_rm_json_per_param(j, m);
     ana_json_key(j, "caching_allocator");
     ana_json_obj_begin(j);

@@ -169,6 +169,86 @@ static void ana_trace_use(ana_trace *t, const ana_record *r, uint8_t kind, uint6
     t->n_uses++;
 }
 
+/* A copy whose bytes held device pointers starts a table at dst; a later write to the
+ * start of a table (a copy without pointers, a set) ends it. */
+static void ana_trace_table(ana_trace *t, const ana_record *r, uint64_t dst, uint64_t bytes,
+                            const ana_frames *ptrs)
+{
+    if (t->flags & ANA_LOAD_SUMMARY)
+        return;
+    size_t n = ptrs ? ptrs->n : 0;
+    if (!n) {
+        int known = 0;
+        for (size_t i = 0; i < t->n_tables && !known; i++)
+            known = t->tables[i].dst == dst;
+        if (!known)
+            return;
+    }
+    ANA_GROW(t->tables, t->cap_tables, t->n_tables + 1);
+    ANA_GROW(t->table_ptrs, t->cap_table_ptrs, t->n_table_ptrs + n + 1);
+    t->tables[t->n_tables++] = (ana_ptr_table){ r->time_ns, dst, bytes, t->n_table_ptrs, n };
+    for (size_t i = 0; i < n; i++)
+        t->table_ptrs[t->n_table_ptrs++] = ptrs->ip[i];
+}
+
+static int ana_ptr_use_cmp(const void *a, const void *b)
+{
+    const ana_ptr_use *x = a, *y = b;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int ana_table_cmp(const void *a, const void *b)
+{
+    const ana_ptr_table *x = a, *y = b;
+    return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
+}
+
+/* Each kernel use that falls inside a table in force at its time (the latest write at
+ * that table's address before it) reads the table's pointers: they become uses of that
+ * launch (same time, same kernel). Uses are re-sorted after. */
+static void ana_trace_expand_tables(ana_trace *t)
+{
+    if (!t->n_tables)
+        return;
+    ana_sort(t->tables, t->n_tables, sizeof(*t->tables), ana_table_cmp);
+    size_t *live = ana_xcalloc(t->n_tables + 1, sizeof(size_t)), n_live = 0, next = 0;
+    size_t n0 = t->n_uses;
+    uint64_t last_time = UINT64_MAX, last_kernel = 0;
+    for (size_t i = 0; i < n0; i++) {
+        const ana_ptr_use u = t->uses[i];
+        for (; next < t->n_tables && t->tables[next].time_ns <= u.time_ns; next++) {
+            size_t k = 0; /* the new write replaces a table at the same address */
+            while (k < n_live && t->tables[live[k]].dst != t->tables[next].dst)
+                k++;
+            if (k == n_live)
+                n_live++;
+            live[k] = next;
+        }
+        if (ana_trace_use_kind(&u) != ANA_USE_KERNEL)
+            continue;
+        for (size_t k = 0; k < n_live; k++) {
+            const ana_ptr_table *tb = &t->tables[live[k]];
+            if (!tb->n || u.ptr < tb->dst || u.ptr - tb->dst >= tb->bytes)
+                continue;
+            uint64_t kernel = ana_trace_use_arg(t, &u);
+            if (u.time_ns != last_time || kernel != last_kernel)
+                t->table_launches++;
+            last_time = u.time_ns, last_kernel = kernel;
+            for (size_t j = 0; j < tb->n; j++) {
+                ANA_GROW(t->uses, t->cap_uses, t->n_uses + 1);
+                t->uses[t->n_uses] = (ana_ptr_use){ .time_ns = u.time_ns, .ptr = t->table_ptrs[tb->first + j],
+                                                    .seq = (uint32_t)t->n_uses, .kind_arg = u.kind_arg };
+                t->n_uses++;
+            }
+        }
+    }
+    free(live);
+    if (t->n_uses != n0)
+        ana_sort(t->uses, t->n_uses, sizeof(*t->uses), ana_ptr_use_cmp);
+}
+
 /* The pointers of successful calls (1.3 LAUNCH words and GEMM operands; copies, sets,
  * collectives and workspaces since 1.0-1.2). */
 static void ana_trace_uses_of(ana_trace *t, const ana_record *r)
@@ -179,6 +259,7 @@ static void ana_trace_uses_of(ana_trace *t, const ana_record *r)
         if (l->ret != 0)
             return;
         t->launch_ptrs += l->ptrs.n > 0;
+        t->launch_ptrs_cut += l->ptrs_more > 0;
         for (uint32_t i = 0; i < l->ptrs.n; i++)
             ana_trace_use(t, r, ANA_USE_KERNEL, l->ptrs.ip[i], l->kernel);
         return;
@@ -187,11 +268,14 @@ static void ana_trace_uses_of(ana_trace *t, const ana_record *r)
         if (r->u.memcpy.ret == 0) {
             ana_trace_use(t, r, ANA_USE_COPY_DST, r->u.memcpy.dst, r->u.memcpy.dir);
             ana_trace_use(t, r, ANA_USE_COPY_SRC, r->u.memcpy.src, r->u.memcpy.dir);
+            ana_trace_table(t, r, r->u.memcpy.dst, r->u.memcpy.bytes, &r->u.memcpy.ptrs);
         }
         return;
     case ANA_K_MEMSET:
-        if (r->u.memset.ret == 0)
+        if (r->u.memset.ret == 0) {
             ana_trace_use(t, r, ANA_USE_SET, r->u.memset.ptr, 0);
+            ana_trace_table(t, r, r->u.memset.ptr, r->u.memset.bytes, NULL);
+        }
         return;
     case ANA_K_GEMM: {
         const ana_rec_gemm *g = &r->u.gemm;
@@ -515,14 +599,6 @@ static int ana_api_call_cmp(const void *a, const void *b)
     return cx < cy ? -1 : cx > cy;
 }
 
-static int ana_ptr_use_cmp(const void *a, const void *b)
-{
-    const ana_ptr_use *x = a, *y = b;
-    if (x->time_ns != y->time_ns)
-        return x->time_ns < y->time_ns ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
 /* A launch recorded without its function (cuLaunchKernel: LAUNCH.kernel 0) takes the
  * kernel of the GPU_KERNEL with its corr, so the launch table names it. */
 static void ana_trace_name_launches(ana_trace *t)
@@ -579,6 +655,7 @@ void ana_trace_finish(ana_trace *t)
     ana_trace_name_launches(t);
     ana_libs_finish(&t->libs);
     ana_sort(t->uses, t->n_uses, sizeof(*t->uses), ana_ptr_use_cmp);
+    ana_trace_expand_tables(t);
 }
 
 ana_trace *ana_trace_new(const char *path, unsigned flags)
@@ -687,6 +764,8 @@ void ana_trace_free(ana_trace *t)
     free(t->gpu);
     free(t->calls);
     free(t->uses);
+    free(t->tables);
+    free(t->table_ptrs);
     ana_u64map_free(&t->corr_map);
     free(t->corr_idx);
     ana_u64map_free(&t->call_ctx);

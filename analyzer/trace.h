@@ -112,6 +112,11 @@ typedef struct ana_ptr_use { /* 24 bytes: a trace holds about one per record */
 } ana_ptr_use;
 _Static_assert(sizeof(ana_ptr_use) == 24, "ana_ptr_use is 24 bytes");
 
+typedef struct ana_ptr_table {
+    uint64_t time_ns, dst, bytes;
+    size_t first, n; /* its pointers: table_ptrs[first .. first + n) */
+} ana_ptr_table;
+
 typedef struct ana_api_stats {
     uint64_t calls, ok, failed, bytes; /* bytes: requested by successful calls */
 } ana_api_stats;
@@ -186,6 +191,16 @@ typedef struct ana_trace {
     ana_ptr_use *uses;   /* sorted by time (then file order) */
     size_t n_uses, cap_uses;
     uint64_t launch_ptrs; /* LAUNCH records that carried pointer words (1.3) */
+    uint64_t launch_ptrs_cut; /* LAUNCH records with more pointer words than recorded (2.1) */
+    /* Pointer tables (2.1): host-to-device copies whose bytes held device pointers; a
+     * kernel that is handed an address inside one reads them (ana_trace_finish adds its
+     * uses of the table's pointers). An entry with n == 0 is a later write that replaced
+     * a table's contents. */
+    struct ana_ptr_table *tables;
+    size_t n_tables, cap_tables;
+    uint64_t *table_ptrs; /* the tables' pointers, each table's a run */
+    size_t n_table_ptrs, cap_table_ptrs;
+    uint64_t table_launches; /* launches that were handed a table (their uses added) */
     uint64_t *wide;       /* values of the *_w fields at or above 2^31 (ana_trace_wide) */
     size_t n_wide, cap_wide;
     ana_u64map wide_idx;  /* value -> index into wide */

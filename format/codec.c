@@ -56,13 +56,14 @@ static const struct ana_field f_launch[] = {
     DUR(ana_rec_launch, dur_ns),
     CORR(ana_rec_launch, corr), U(ana_rec_launch, via),
     U(ana_rec_launch, lib), CALL(ana_rec_launch, call),
-    FRAMES(ana_rec_launch, ptrs), FRAMES(ana_rec_launch, ptr_at), END };
+    FRAMES(ana_rec_launch, ptrs), FRAMES(ana_rec_launch, ptr_at), U(ana_rec_launch, ptrs_more), END };
 static const struct ana_field f_memcpy[] = {
     U(ana_rec_memcpy, api), S(ana_rec_memcpy, ret), U(ana_rec_memcpy, dst), U(ana_rec_memcpy, src),
     U(ana_rec_memcpy, bytes), U(ana_rec_memcpy, dir), U(ana_rec_memcpy, stream),
     U(ana_rec_memcpy, stack), DUR(ana_rec_memcpy, dur_ns),
     CORR(ana_rec_memcpy, corr), U(ana_rec_memcpy, via),
-    U(ana_rec_memcpy, lib), CALL(ana_rec_memcpy, call), END };
+    U(ana_rec_memcpy, lib), CALL(ana_rec_memcpy, call),
+    FRAMES(ana_rec_memcpy, ptrs), FRAMES(ana_rec_memcpy, ptr_at), U(ana_rec_memcpy, ptrs_more), END };
 static const struct ana_field f_memset[] = {
     U(ana_rec_memset, api), S(ana_rec_memset, ret), U(ana_rec_memset, ptr), S(ana_rec_memset, value),
     U(ana_rec_memset, bytes), U(ana_rec_memset, stream), U(ana_rec_memset, stack),

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define ANA_FORMAT_MAJOR 2
-#define ANA_FORMAT_MINOR 0
+#define ANA_FORMAT_MINOR 1
 #define ANA_HEADER_SIZE 32
 #define ANA_CHUNK_HEADER_SIZE 16
 #define ANA_CHUNK_MAX (64u << 20)
@@ -271,11 +271,17 @@ typedef struct {
      * launched: ptrs[i] is the value of the 8 bytes at byte ptr_at[i] of the parameter
      * buffer (docs/trace-format.md, LAUNCH). */
     ana_frames ptrs, ptr_at;
+    uint64_t ptrs_more; /* (2.1) pointer-looking words past the recorded ones */
 } ana_rec_launch;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t dst, src, bytes, dir, stream, stack, dur_ns;
     uint64_t corr, via; /* (1.1) */
     uint64_t lib, call; /* (1.2) */
+    /* (2.1) A small host-to-device copy's words that looked like device pointers: ptrs[i]
+     * is the 8-byte value at byte ptr_at[i] of the copied bytes (a pointer table the GPU
+     * will read; docs/trace-format.md, MEMCPY). */
+    ana_frames ptrs, ptr_at;
+    uint64_t ptrs_more;
 } ana_rec_memcpy;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t ptr; int64_t value;

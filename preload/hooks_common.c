@@ -129,16 +129,21 @@ void ana_rec_free_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t 
     finish(c, &rec);
 }
 
+/* The pointer words of the record being made (LAUNCH, MEMCPY): 8 KiB per thread, off
+ * the program's stack. A record is made and written before the next one on a thread. */
+static __thread uint64_t ana_tls_ptrs[ANA_KARGS_MAX], ana_tls_at[ANA_KARGS_MAX];
+
 void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3 grid, dim3 block,
                          uint64_t shmem, uint64_t stream, const ana_launch_args *la)
 {
     measure(c);
-    uint64_t ptrs[ANA_KARGS_MAX], at[ANA_KARGS_MAX];
-    uint32_t n = ana_kargs_collect(la, ptrs, at);
+    uint64_t more;
+    uint32_t n = ana_kargs_collect(la, ana_tls_ptrs, ana_tls_at, &more);
     CALL_RECORD(rec, ANA_K_LAUNCH, c);
     rec.u.launch = (ana_rec_launch){ api, r, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                      shmem, stream, c->stack, c->dur, c->corr, (uint64_t)c->via,
-                                     ana_tls_lib, ana_tls_libcall, { ptrs, n }, { at, n } };
+                                     ana_tls_lib, ana_tls_libcall, { ana_tls_ptrs, n }, { ana_tls_at, n },
+                                     more };
     finish(c, &rec);
 }
 
@@ -146,9 +151,15 @@ void ana_rec_memcpy_done(ana_call *c, uint32_t api, int r, uint64_t dst, uint64_
                          uint64_t dir, uint64_t stream)
 {
     measure(c);
+    uint64_t more = 0;
+    uint32_t n = 0;
+    /* cudaMemcpyHostToDevice, or cudaMemcpyDefault from a host address (scan_host checks) */
+    if (r == 0 && (dir == 1 || dir == 4))
+        n = ana_kargs_scan_host(src, bytes, ana_tls_ptrs, ana_tls_at, &more);
     CALL_RECORD(rec, ANA_K_MEMCPY, c);
     rec.u.memcpy = (ana_rec_memcpy){ api, r, dst, src, bytes, dir, stream, c->stack, c->dur, c->corr,
-                                     (uint64_t)c->via, ana_tls_lib, ana_tls_libcall };
+                                     (uint64_t)c->via, ana_tls_lib, ana_tls_libcall,
+                                     { ana_tls_ptrs, n }, { ana_tls_at, n }, more };
     finish(c, &rec);
 }
 

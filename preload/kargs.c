@@ -25,6 +25,8 @@
 
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #define SLOT_BITS 12
 #define SLOTS (1u << SLOT_BITS)
@@ -174,12 +176,16 @@ static const struct layout *layout_of(const void *fn, int driver)
 /* Appends the kept words of one parameter (bytes [off, off + size) of the buffer, its
  * value at `value`); returns the new count. */
 static uint32_t scan_param(const uint8_t *value, uint32_t off, uint32_t size, uint64_t lo, uint64_t hi,
-                           uint64_t *ptrs, uint64_t *at, uint32_t n)
+                           uint64_t *ptrs, uint64_t *at, uint32_t n, uint64_t *more)
 {
-    for (uint32_t a = (off + 7) & ~7u; a + 8 <= off + size && n < ANA_KARGS_MAX; a += 8) {
+    for (uint32_t a = (off + 7) & ~7u; a + 8 <= off + size; a += 8) {
         uint64_t v;
         memcpy(&v, value + (a - off), sizeof(v));
         if (v >= lo && v < hi) {
+            if (n == ANA_KARGS_MAX) {
+                (*more)++;
+                continue;
+            }
             ptrs[n] = v;
             at[n++] = a;
         }
@@ -187,8 +193,9 @@ static uint32_t scan_param(const uint8_t *value, uint32_t off, uint32_t size, ui
     return n;
 }
 
-uint32_t ana_kargs_collect(const ana_launch_args *la, uint64_t *ptrs, uint64_t *at)
+uint32_t ana_kargs_collect(const ana_launch_args *la, uint64_t *ptrs, uint64_t *at, uint64_t *more)
 {
+    *more = 0;
     if (!la || !la->fn || !la->args || !ana_cfg.kernel_args)
         return 0;
     uint64_t lo = atomic_load_explicit(&dev_lo, memory_order_relaxed);
@@ -197,10 +204,30 @@ uint32_t ana_kargs_collect(const ana_launch_args *la, uint64_t *ptrs, uint64_t *
         return 0;  /* nothing allocated yet: no word can be a device pointer */
     const struct layout *l = layout_of(la->fn, la->driver);
     uint32_t n = 0;
-    for (uint32_t i = 0; l && i < l->n && n < ANA_KARGS_MAX; i++) {
+    for (uint32_t i = 0; l && i < l->n; i++) {
         const uint8_t *value = la->args[l->w[i].index];
         if (value)
-            n = scan_param(value, l->w[i].offset, l->w[i].size, lo, hi, ptrs, at, n);
+            n = scan_param(value, l->w[i].offset, l->w[i].size, lo, hi, ptrs, at, n, more);
+    }
+    return n;
+}
+
+uint32_t ana_kargs_scan_host(uint64_t src, uint64_t bytes, uint64_t *ptrs, uint64_t *at, uint64_t *more)
+{
+    *more = 0;
+    uint64_t lo = atomic_load_explicit(&dev_lo, memory_order_relaxed);
+    uint64_t hi = atomic_load_explicit(&dev_hi, memory_order_relaxed);
+    if (!ana_cfg.kernel_args || !src || bytes < 8 || bytes > ANA_KARGS_TABLE_BYTES || lo >= hi ||
+        (src < hi && src + bytes > lo))
+        return 0;
+    uint8_t buf[4096];
+    uint32_t n = 0;
+    for (uint64_t off = 0; off + 8 <= bytes; off += sizeof(buf)) {
+        size_t len = bytes - off < sizeof(buf) ? (size_t)(bytes - off) : sizeof(buf);
+        struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)(src + off), len };
+        if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)len)
+            return 0; /* not readable (or not all of it): no table */
+        n = scan_param(buf, (uint32_t)off, (uint32_t)len, lo, hi, ptrs, at, n, more);
     }
     return n;
 }

@@ -25,7 +25,7 @@ class InfoJson(CliTest):
         j = self.json_of("info", "--json", path)
         self.assertEqual(j["schema"], "anatomist.info/1")
         self.assertEqual(j["path"], path)
-        self.assertEqual(j["format"], {"major": 2, "minor": 0, "time_resolution_ns": 1})
+        self.assertEqual(j["format"], {"major": 2, "minor": 1, "time_resolution_ns": 1})
         self.assertEqual(j["file_bytes"], os.path.getsize(path))
         self.assertEqual(j["chunks"], 2)
         self.assertEqual(j["packed_chunks"], 2)
@@ -73,7 +73,7 @@ class InfoText(CliTest):
     def test_basic(self):
         path, _ = self.gen("basic")
         out = self.ok("info", path).stdout
-        self.assertIn("format       2.0\n", out)
+        self.assertIn("format       2.1\n", out)
         self.assertIn("packed       2 of 2 chunks", out)
         self.assertIn("ended        exit", out)
         self.assertIn("pid 4242", out)

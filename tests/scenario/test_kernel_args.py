@@ -11,10 +11,11 @@ pointers (GEMM.a/b/c/d/ws), format 1.3, on tests/scenario/kargs/kargs_probe.cu:
   - an error the program has pending when a kernel is first launched survives the launch;
   - ANATOMIST_KERNEL_ARGS=0 records no words;
   - cublasSgemm_v2 and cublasLtMatmul record the pointers the probe passed."""
+import json
 import os
 import unittest
 
-from common import BUILD, PRELOAD, SIM_LIB, clean_env, dump, of, run, tmpdir
+from common import ANATOMIST, BUILD, PRELOAD, SIM_LIB, clean_env, dump, of, run, tmpdir
 
 PROBE = os.path.join(BUILD, "tests", "scenario_kargs_probe")
 # The C ABI layout of mixed(float *, int, char, double, S24, const int *, char, S24), S24 =
@@ -28,7 +29,7 @@ def traced(**env):
     trace = os.path.join(tmpdir(), "t.anat")
     r = run([PROBE], env=clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=PRELOAD, ANATOMIST_OUTPUT=trace, **env))
     assert r.returncode == 0, r.stdout + r.stderr
-    return r.stdout.splitlines(), dump(trace)
+    return r.stdout.splitlines(), dump(trace), trace
 
 
 def numbers(text):
@@ -55,7 +56,7 @@ class KernelArgs(unittest.TestCase):
     def setUpClass(cls):
         if not os.path.exists(PROBE):
             raise unittest.SkipTest("tests/scenario_kargs_probe is not built")
-        cls.lines, cls.recs = traced()
+        cls.lines, cls.recs, cls.trace = traced()
 
     def test_param_info_is_the_c_abi_layout(self):
         layout = [tuple(map(int, l.split()[2:])) for l in self.lines if l.startswith("layout mixed ")]
@@ -76,7 +77,9 @@ class KernelArgs(unittest.TestCase):
         want = expected_launches(self.lines)
         got = program_launches(self.recs)
         self.assertEqual(len(got), len(want))
-        self.assertEqual([how for how, _, _ in want], ["stub", "runtime", "exc", "driver", "extra", "pending", "later"])
+        self.assertEqual([how for how, _, _ in want],
+                         ["stub", "runtime", "exc", "driver", "extra", "pending", "later", "many", "huge",
+                          "from_table"])
         for (how, ptrs, at), rec in zip(want, got):
             with self.subTest(how=how):
                 self.assertEqual(rec["ptrs"], ptrs)
@@ -85,6 +88,30 @@ class KernelArgs(unittest.TestCase):
         self.assertEqual(want[0][2], [0, 16, 32])   # whole, interior, Tagged.p (Tagged at 24)
         self.assertEqual(len(set(whole)), 3)
         self.assertEqual(got[3]["via"], 1)           # the driver launch came through CUPTI
+        self.assertEqual(len(want[7][1]), 100)       # 100 addresses in one struct, all recorded
+        self.assertEqual([r["ptrs_more"] for r in got], [0] * 8 + [520 - 512, 0])
+
+    def test_pointer_table(self):
+        # a host-to-device copy whose bytes hold device addresses records them (format 2.1)
+        line = next(l for l in self.lines if l.startswith("table "))
+        want = dict(f.split("=") for f in line.split()[1:])
+        dst, ptrs, at = int(want["dst"]), numbers(want["ptrs"]), numbers(want["at"])
+        copies = {r["dst"]: r for r in of(self.recs, "MEMCPY")}
+        self.assertEqual((copies[dst]["ptrs"], copies[dst]["ptr_at"], copies[dst]["ptrs_more"]), (ptrs, at, 0))
+        # the same bytes copied device to device are not read from the host
+        other = int(next(l for l in self.lines if l.startswith("nottable ")).split("=")[1])
+        self.assertEqual(copies[other]["ptrs"], [])
+
+    def test_the_analyzer_reads_the_table(self):
+        # the kernel handed the table's address uses what the table points to: the
+        # 12345-byte buffer nothing else names is used twice (two table entries name it)
+        r = run([ANATOMIST, "report", self.trace, "--json", "--top", "0"], env=clean_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        mem = json.loads(r.stdout)["memory"]
+        ev = mem["pointer_evidence"]
+        self.assertEqual((ev["pointer_tables"], ev["table_launches"], ev["launches_cut"]), (1, 1, 1))
+        tabled = [a for a in mem["at_peak_allocations"] if a["bytes"] == 12345]
+        self.assertEqual([a["uses"] for a in tabled], [2])
 
     def test_pending_error_survives(self):
         line = next(l for l in self.lines if l.startswith("pending "))
@@ -105,10 +132,11 @@ class KernelArgs(unittest.TestCase):
                     self.assertTrue(all(want.values()))
 
     def test_off(self):
-        lines, recs = traced(ANATOMIST_KERNEL_ARGS="0")
+        lines, recs, _ = traced(ANATOMIST_KERNEL_ARGS="0")
         got = program_launches(recs)
         self.assertEqual(len(got), len(expected_launches(lines)))
         self.assertTrue(all(r["ptrs"] == [] and r["ptr_at"] == [] for r in got))
+        self.assertTrue(all(r["ptrs"] == [] for r in of(recs, "MEMCPY")))
 
 
 if __name__ == "__main__":

@@ -96,13 +96,14 @@ static void fields(const ana_record *r)
         u("api", l->api), s("ret", l->ret), u("kernel", l->kernel), u("grid_x", l->grid_x), u("grid_y", l->grid_y);
         u("grid_z", l->grid_z), u("block_x", l->block_x), u("block_y", l->block_y), u("block_z", l->block_z);
         u("shmem", l->shmem), u("stream", l->stream), call_tail(l->stack, l->dur_ns, l->corr, l->via, l->lib, l->call);
-        list("ptrs", l->ptrs), list("ptr_at", l->ptr_at);
+        list("ptrs", l->ptrs), list("ptr_at", l->ptr_at), u("ptrs_more", l->ptrs_more);
         break;
     }
     case ANA_K_MEMCPY: {
         const ana_rec_memcpy *m = &r->u.memcpy;
         u("api", m->api), s("ret", m->ret), u("dst", m->dst), u("src", m->src), u("bytes", m->bytes);
         u("dir", m->dir), u("stream", m->stream), call_tail(m->stack, m->dur_ns, m->corr, m->via, m->lib, m->call);
+        list("ptrs", m->ptrs), list("ptr_at", m->ptr_at), u("ptrs_more", m->ptrs_more);
         break;
     }
     case ANA_K_MEMSET: {

@@ -44,6 +44,35 @@ __global__ void later(float *p)
     if (!p)
         p[0] = 0;
 }
+/* Multi-tensor apply: every tensor's address in one by-value struct (PyTorch passes about
+ * 440 in one launch); 520 is more than a LAUNCH records. */
+struct Many {
+    float *p[100];
+};
+struct Huge {
+    float *p[520];
+};
+__global__ void many(Many m)
+{
+    if (!m.p[0])
+        m.p[1][0] = 0;
+}
+__global__ void huge(Huge h)
+{
+    if (!h.p[0])
+        h.p[1][0] = 0;
+}
+/* A fused update that finds its tensors in a table in device memory. */
+struct Entry {
+    float *param, *grad;
+    long long n;
+};
+__global__ void from_table(const Entry *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (t[i].n < 0)
+            t[i].param[0] = t[i].grad[0];
+}
 __global__ void args(float *whole, int n, float f, const float *interior, Tagged t, long long big,
                      double d)
 {
@@ -173,6 +202,51 @@ int main(void)
     printf("launch later ptrs=%llu at=0\n", u(whole));
     printf("after %d\n", (int)cudaPeekAtLastError());
 
+    /* 100 and 520 addresses in one struct: interior pointers of `whole`, 64 bytes apart */
+    static Many m;
+    static Huge hg;
+    static char line[520 * 48];
+    for (int i = 0; i < 100; i++)
+        m.p[i] = whole + 16 * i;
+    for (int i = 0; i < 520; i++)
+        hg.p[i] = whole + 16 * i;
+    many<<<1, 1>>>(m);
+    int k = snprintf(line, sizeof(line), "launch many ptrs=");
+    for (int i = 0; i < 100; i++)
+        k += snprintf(line + k, sizeof(line) - k, "%s%llu", i ? "," : "", u(m.p[i]));
+    k += snprintf(line + k, sizeof(line) - k, " at=");
+    for (int i = 0; i < 100; i++)
+        k += snprintf(line + k, sizeof(line) - k, "%s%d", i ? "," : "", 8 * i);
+    printf("%s\n", line);
+    huge<<<1, 1>>>(hg);   /* the first 512 words recorded, 8 more counted */
+    k = snprintf(line, sizeof(line), "launch huge ptrs=");
+    for (int i = 0; i < 512; i++)
+        k += snprintf(line + k, sizeof(line) - k, "%s%llu", i ? "," : "", u(hg.p[i]));
+    k += snprintf(line + k, sizeof(line) - k, " at=");
+    for (int i = 0; i < 512; i++)
+        k += snprintf(line + k, sizeof(line) - k, "%s%d", i ? "," : "", 8 * i);
+    printf("%s\n", line);
+
+
+    /* A pointer table: built on the host, copied to the device, read by a kernel that is
+     * handed only its address. `tabled` is used by nothing else. */
+    float *tabled, *dtab_raw;
+    CHECK("cudaMalloc", cudaMalloc((void **)&tabled, 12345));
+    CHECK("cudaMalloc", cudaMalloc((void **)&dtab_raw, 4096));
+    Entry *dtab = (Entry *)dtab_raw;
+    Entry htab[3] = { { whole, other, 7 }, { tabled, member + 1, 9 }, { other + 8, tabled + 4, 11 } };
+    CHECK("cudaMemcpy", cudaMemcpy(dtab, htab, sizeof(htab), cudaMemcpyHostToDevice));
+    printf("table dst=%llu ptrs=%llu,%llu,%llu,%llu,%llu,%llu at=%zu,%zu,%zu,%zu,%zu,%zu\n", u(dtab),
+           u(htab[0].param), u(htab[0].grad), u(htab[1].param), u(htab[1].grad), u(htab[2].param),
+           u(htab[2].grad), offsetof(Entry, param), offsetof(Entry, grad), sizeof(Entry) + offsetof(Entry, param),
+           sizeof(Entry) + offsetof(Entry, grad), 2 * sizeof(Entry) + offsetof(Entry, param),
+           2 * sizeof(Entry) + offsetof(Entry, grad));
+    from_table<<<1, 1>>>(dtab, 3);
+    printf("launch from_table ptrs=%llu at=0\n", u(dtab));
+    /* the same bytes device to device: not a host table */
+    CHECK("cudaMemcpy", cudaMemcpy(dtab + 3, dtab, sizeof(htab), cudaMemcpyDeviceToDevice));
+    printf("nottable dst=%llu\n", u(dtab + 3));
+
     /* GEMMs: cuBLAS (d = c, ws = the handle's workspace) and cuBLASLt (its own D and
      * workspace). 4x4 matrices inside the buffers above and one more. */
     float *ws;
@@ -200,6 +274,6 @@ int main(void)
     cublasLtDestroy(lt);
 
     CHECK("cudaDeviceSynchronize", cudaDeviceSynchronize());
-    cudaFree(ws), cudaFree(whole), cudaFree(other), cudaFree(member);
+    cudaFree(ws), cudaFree(whole), cudaFree(other), cudaFree(member), cudaFree(tabled), cudaFree(dtab_raw);
     return 0;
 }

@@ -32,8 +32,11 @@ Test(classify, contexts_win_over_names)
     cr_expect_eq(ana_classify(add_name, ANA_CTX_NONE).cls, ANA_CLASS_ELEMENTWISE);
     cr_expect_eq(ana_classify(add_name, 99).cls, ANA_CLASS_ELEMENTWISE);
     cr_expect_eq(ana_classify(gemm_name, ANA_CTX_LIBRARY).cls, ANA_CLASS_CONTRACTION);
-    /* "memory" is never a kernel by name */
-    cr_expect_neq(ana_classify("Memcpy DtoD (Device -> Device)", ANA_CTX_NONE).cls, ANA_CLASS_MEMORY);
+    /* "memory" is never a kernel by name, but a copy-engine row as a profiler prints it is */
+    cr_expect_eq(ana_classify("Memcpy DtoD (Device -> Device)", ANA_CTX_NONE).cls, ANA_CLASS_MEMORY);
+    cr_expect_eq(ana_classify("[CUDA memcpy HtoD]", ANA_CTX_NONE).cls, ANA_CLASS_MEMORY);
+    cr_expect_neq(ana_classify("memcpy_kernel", ANA_CTX_NONE).cls, ANA_CLASS_MEMORY);
+    cr_expect_neq(ana_classify("Memcpy_kernel_HtoD", ANA_CTX_NONE).cls, ANA_CLASS_MEMORY);
 }
 
 Test(classify, null_and_empty_names_are_other)

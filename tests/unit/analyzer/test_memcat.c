@@ -276,10 +276,12 @@ Test(memcat, loaded_optimizer_only_buffer_is_a_master_copy)
     expect_cat(&r, iMS, WEI);
     expect_cat(&r, iM, OPT);
     cr_expect(r.m.allocs[iMS].flags & ANA_MCF_LOADED);
-    /* only fp32 weights (no 16-bit forward use): 8000 B / 4 */
-    cr_expect_float_eq(r.m.params, 2000.0, 1e-9);
-    expect_bpp(&r.m, OPT, 2.0);
-    expect_kind(r.m.optimizer_kind, "8-bit", "optimizer"); /* ≈ 2: two 8-bit states */
+    /* only fp32 weights (no 16-bit forward use): 8000 B / 4 — but neither gradients nor
+     * GEMM operands say so too: no count, no reading of the optimizer's 2 B/param */
+    cr_expect_float_eq(r.m.params_weights, 2000.0, 1e-9);
+    cr_expect_float_eq(r.m.params, 0.0, 1e-9);
+    cr_expect_null(r.m.optimizer_kind);
+    cr_expect(r.m.params_why[0], "the report says why");
     mb_done(&m, &r);
 }
 
@@ -546,6 +548,16 @@ static void mixed_precision(int frozen)
     expect_sums(r.m.at_peak, want, "at the peak");
     /* W32 = 2·W16: W16 / 2 parameters; otherwise W16 / 2 + (W32 − 2·W16) / 4 */
     double params = frozen ? 1100.0 + (8400.0 - 4400.0) / 4.0 : 1100.0;
+    cr_expect_float_eq(r.m.params_weights, params, 1e-9, "params %.1f, want %.1f", r.m.params_weights, params);
+    if (frozen) {
+        /* the gradients count 1100 trained parameters, the weights 2100: no second source
+         * agrees, so neither the count nor what the bytes mean is given */
+        cr_expect_float_eq(r.m.params, 0.0, 1e-9);
+        cr_expect_null(r.m.optimizer_kind);
+        cr_expect(strstr(r.m.params_why, "gradients") != NULL, "%s", r.m.params_why);
+        mb_done(&m, &r);
+        return;
+    }
     cr_expect_float_eq(r.m.params, params, 1e-9, "params %.1f, want %.1f", r.m.params, params);
     expect_bpp(&r.m, WEI, (double)(w16 + w32) / params);
     expect_bpp(&r.m, OPT, 8800.0 / params);

@@ -206,7 +206,7 @@ Test(memcat, inference_with_16bit_weights_only)
 
 /* ------------------------------------------------------------------------- no steps */
 
-Test(memcat, no_steps_leaves_everything_unattributed)
+Test(memcat, no_steps_only_copies_from_the_host_speak)
 {
     mb m;
     mc_run r;
@@ -223,10 +223,10 @@ Test(memcat, no_steps_leaves_everything_unattributed)
     mb_free(&m, A);
     mb_analyze(&m, &r);
     cr_assert_eq(r.s.method, ANA_STEPS_NONE);
-    expect_cat(&r, iW, UNA);
-    expect_cat(&r, iX, UNA);
+    expect_cat(&r, iW, WEI); /* copied from the host and kept: weights */
+    expect_cat(&r, iX, UNA); /* not copied, and no copied buffer of its size */
     expect_cat(&r, iA, UNA); /* not the set-up temporary: rule 4 comes first */
-    const uint64_t want[ANA_MCAT_COUNT] = { [UNA] = 5300 };
+    const uint64_t want[ANA_MCAT_COUNT] = { [WEI] = 4000, [UNA] = 1300 };
     expect_sums(r.m.at_peak, want, "at the peak");
     mb_done(&m, &r);
 }

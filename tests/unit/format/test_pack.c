@@ -46,7 +46,7 @@ static const struct {
     size_t size;
 } numeric[] = {
     { ANA_K_ALLOC, sizeof(ana_rec_alloc) },           { ANA_K_FREE, sizeof(ana_rec_free) },
-    { ANA_K_MEMINFO, sizeof(ana_rec_meminfo) },       { ANA_K_MEMCPY, sizeof(ana_rec_memcpy) },
+    { ANA_K_MEMINFO, sizeof(ana_rec_meminfo) },       { ANA_K_MEMCPY, offsetof(ana_rec_memcpy, ptrs) },
     { ANA_K_MEMSET, sizeof(ana_rec_memset) },         { ANA_K_DROPPED, sizeof(ana_rec_dropped) },
     { ANA_K_GPU_KERNEL, sizeof(ana_rec_gpu_kernel) }, { ANA_K_GPU_MEMCPY, sizeof(ana_rec_gpu_memcpy) },
     { ANA_K_GPU_MEMSET, sizeof(ana_rec_gpu_memset) }, { ANA_K_GPU_MEMORY, sizeof(ana_rec_gpu_memory) },
@@ -78,6 +78,7 @@ static void random_record(ana_record *r)
             ((uint64_t *)&r->u)[i] = value();
         r->u.launch.ptrs = rframes(0);
         r->u.launch.ptr_at = rframes(1);
+        r->u.launch.ptrs_more = value();
         break;
     case 1:
         r->kind = ANA_K_RANGE;
