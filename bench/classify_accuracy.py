@@ -6,7 +6,9 @@ Usage: bench/classify_accuracy.py LABELED.tsv [ANATOMIST]
 LABELED.tsv: lines "class<TAB>reason-or-source<TAB>name" (tests/data/kernel-names/);
 lines starting with '#' are comments. ANATOMIST defaults to $ANA_BUILD/bin/anatomist
 (ANA_BUILD defaults to build/). Prints the accuracy overall and per labeled class, then
-every name the classifier disagrees with ("label -> got  rule  name"). Exit status 0.
+every name the classifier disagrees with ("label -> got  rule  name"). Where notes carry
+the GPU time their source gives ([time_us=T]), also the accuracy weighted by that time.
+Exit status 0.
 Python standard library only; the comparison also serves tests/cli/test_classify.py.
 """
 import collections
@@ -58,6 +60,33 @@ def score(rows, got):
     return total - len(wrong), total, per, wrong
 
 
+def time_of(note):
+    """The GPU time a note gives as [time_us=T], or None."""
+    at = note.find("[time_us=")
+    if at < 0:
+        return None
+    try:
+        return float(note[at + 9:note.index("]", at)])
+    except ValueError:
+        return None
+
+
+def score_by_time(rows, got):
+    """(microseconds right, microseconds in all, names with a time): accuracy weighted by
+    the GPU time the sources give."""
+    ok = total = 0.0
+    n = 0
+    for label, note, name in rows:
+        t = time_of(note)
+        if t is None or t <= 0:
+            continue
+        n += 1
+        total += t
+        if got.get(name, ("",))[0] == label:
+            ok += t
+    return ok, total, n
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         raise SystemExit(__doc__.strip().splitlines()[2])
@@ -67,6 +96,10 @@ def main():
     got = classify(anatomist, [r[2] for r in rows])
     ok, total, per, wrong = score(rows, got)
     print(f"{sys.argv[1]}: {ok}/{total} = {100.0 * ok / max(total, 1):.1f}%")
+    tok, ttot, n = score_by_time(rows, got)
+    if n:
+        print(f"  by GPU time (the {n} names whose source gives one, [time_us=T] in the note): "
+              f"{tok:.0f}/{ttot:.0f} us = {100.0 * tok / ttot:.1f}%")
     for label, (c, t) in sorted(per.items()):
         print(f"  {label:<14} {c:>4}/{t:<4} {100.0 * c / t:5.1f}%")
     if wrong:

@@ -42,8 +42,8 @@ LABELED = ("fixtures.tsv", "public.tsv", "public-b.tsv", "public-c.tsv", "public
 # The held-out set of the next round (heldout.tsv), checked only where the file exists:
 # its floor is the out-of-sample accuracy measured once, rounded down to a whole percent,
 # and its size the number of names measured. Set when measured.
-HELDOUT_FLOOR = 0.0  # set when measured
-HELDOUT_SIZE = 0  # set when measured
+HELDOUT_FLOOR = 0.85  # round 5: 196/228 = 86.0 % when measured once (2026-11-29), rounded down
+HELDOUT_SIZE = 228
 
 
 def fixtures_dir():
