@@ -57,6 +57,13 @@ const ana_rule ana_rules[] = {
     { T, "moe&dispatch", NULL, COM, 0, "token: MoE dispatch (all-to-all)" },
     { T, "moe&combine", NULL, COM, 0, "token: MoE combine (all-to-all)" },
     { C, "userbuffers", NULL, COM, 0, "name: userbuffers (comm overlap)" },
+    /* XLA's collective ops by their HLO names (all-reduce-start, reduce-scatter.3) */
+    { P, "all-reduce", NULL, COM, 0, "name: XLA collective" },
+    { P, "all-gather", NULL, COM, 0, "name: XLA collective" },
+    { P, "reduce-scatter", NULL, COM, 0, "name: XLA collective" },
+    { P, "all-to-all", NULL, COM, 0, "name: XLA collective" },
+    { P, "collective-permute", NULL, COM, 0, "name: XLA collective" },
+    { P, "collective-broadcast", NULL, COM, 0, "name: XLA collective" },
     { P, "deep_ep::", NULL, COM, 0, "name: DeepEP dispatch/combine" },
     /* KV-cache writes: a scatter into cache slots, before "flash" claims them. */
     { C, "reshape_and_cache", NULL, OTH, 0, "name: KV-cache scatter" },
@@ -100,6 +107,8 @@ const ana_rule ana_rules[] = {
     /* TensorRT's XMMA pooling kernels (sm50_xmma_pooling_*) are not GEMMs. */
     { T, "pooling", NULL, NRM, 0, "name: pooling" },
     { P, "cutlass", NULL, CON, 0, "name: CUTLASS kernel" },
+    /* cuDNN's CUTLASS convolutions as a mangled name a tool cut short (no demangling) */
+    { P, "_zn19cutlass_cudnn", NULL, CON, 0, "name: CUTLASS convolution (cuDNN)" },
     /* AMD's Tensile GEMMs: Cijk_Ailk_Bljk_... (their tuning tokens spell NLL, GSU, ...) */
     { P, "cijk_", NULL, CON, 0, "name: Tensile GEMM (AMD)" },
     /* cuBLAS's scal, launched by a GEMM to scale C by beta */
@@ -166,6 +175,11 @@ const ana_rule ana_rules[] = {
     { C, "vol2col", NULL, CON, 0, "name: conv lowering (vol2col)" },
     { C, "computeoffsets", NULL, CON, 0, "name: cuDNN conv helper (offsets)" },
     { C, "fft2d_", NULL, CON, 0, "name: cuDNN FFT convolution" },
+    /* cuFFT's stages (regular_fft, vector_fft, composite_2way_fft) and XLA's fft ops */
+    { T, "*fft", NULL, CON, 0, "token: FFT stage" },
+    /* TVM's dense (a GEMM) and llama.cpp's mul_mat kernels */
+    { T, "nn dense", NULL, CON, 0, "token: dense layer (TVM GEMM)" },
+    { T, "mul mat", NULL, CON, 0, "token: matrix product (mul_mat)" },
     { C, "fft1d_", NULL, CON, 0, "name: cuDNN FFT convolution" },
     { C, "flip_filter", NULL, CON, 0, "name: cuDNN FFT convolution" },
     /* Other: sort, top-k, scan, set ops, scatter, embedding backward, RNG, MoE routing. */
@@ -367,6 +381,8 @@ const ana_rule ana_rules[] = {
     { C, "indexselect", NULL, ELT, 0, "name: gather (index_select)" },
     /* the paged-KV page list of a batch, read out of the request-to-token table */
     { T, "kv indices", NULL, ELT, 0, "token: gather (KV indices)" },
+    /* the backward of an embedding (bag) in any spelling: a scatter of gradients */
+    { T, "embedding&backward", NULL, OTH, BWD, "token: embedding backward" },
     { C, "embedding", NULL, ELT, 0, "name: embedding gather" },
     { C, "encoder_forward", NULL, ELT, 0, "name: embedding gather" },
     { C, "rotary", NULL, ELT, 0, "name: rotary embedding" },
@@ -431,6 +447,8 @@ const ana_rule ana_rules[] = {
     { T, "parallel based", NULL, CON, 0, "token: linear attention (based)" },
     /* Generic op words, last: kernels named after an ATen-style op (Triton op libraries,
      * hand-written kernels). Reductions first: a fused mul+sum is a reduction. */
+    /* non-max suppression selects boxes: a selection, whatever its "max" */
+    { T, "suppression", NULL, OTH, 0, "token: non-max suppression (a selection)" },
     { T, "sum", NULL, NRM, 0, "token: reduction (sum)" },
     { T, "mean", NULL, NRM, 0, "token: reduction (mean)" },
     { T, "max", NULL, NRM, 0, "token: reduction (max)" },
@@ -468,6 +486,15 @@ const ana_rule ana_rules[] = {
     /* after "split k"/"split kv" (contraction words) and the Triton attention names
      * (_fwd_grouped_split_kernel): fused_qkv_split_gdn_prefill_kernel */
     { T, "split", NULL, ELT, 0, "token: layout (split)" },
+    /* llama.cpp/ggml: row gathers, copies with a cast, unary ops (their op is a template
+     * argument: unary_gated_op_kernel<&op_gelu>) */
+    { T, "get rows", NULL, ELT, 0, "token: gather (get_rows)" },
+    { T, "cpy", NULL, ELT, 0, "token: copy (cpy)" },
+    { T, "unary", NULL, ELT, 0, "token: unary op" },
+    /* an optimizer's update by its word (bitsandbytes kOptimizer32bit2State) */
+    { T, "optimizer", NULL, ELT, OPT, "token: optimizer update" },
+    /* nearest-neighbour interpolation (upsampling) */
+    { T, "nearest", NULL, ELT, 0, "token: nearest-neighbour interpolation" },
     /* casts named by their target type (FBGEMM's _float_to_FP8rowwise) */
     { T, "to fp 8*", NULL, ELT, 0, "token: cast" },
     { T, "to fp 16", NULL, ELT, 0, "token: cast" },
