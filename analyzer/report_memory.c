@@ -142,8 +142,8 @@ void ana_report_memcat_text(const ana_report *r, FILE *o)
                    "before a kernel's layout was known, libraries' own launches)\n",
                 (unsigned long long)(t->launches - t->launch_ptrs), (unsigned long long)t->launches);
     if (t->launch_ptrs_cut)
-        fprintf(o, "  cut            %llu launches had more pointer words than a launch records "
-                   "(docs/trace-format.md, LAUNCH)\n", (unsigned long long)t->launch_ptrs_cut);
+        fprintf(o, "  cut            %llu launches recorded as many pointer words as a launch records "
+                   "(%d): they may have had more\n", (unsigned long long)t->launch_ptrs_cut, ANA_TRACE_PTRS_CAP);
     if (t->table_launches)
         fprintf(o, "  tables         %llu launches read %llu pointer tables copied from the host\n",
                 (unsigned long long)t->table_launches, (unsigned long long)ana_rm_tables(t));

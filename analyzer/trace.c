@@ -169,8 +169,9 @@ static void ana_trace_use(ana_trace *t, const ana_record *r, uint8_t kind, uint6
     t->n_uses++;
 }
 
-/* A copy whose bytes held device pointers starts a table at dst; a later write to the
- * start of a table (a copy without pointers, a set) ends it. */
+/* A PTR_TABLE (the device pointers a host-to-device copy's bytes held) starts a table at
+ * dst; a later write to the start of a table (a copy — the MEMCPY before its own PTR_TABLE
+ * too —, a set) ends it. */
 static void ana_trace_table(ana_trace *t, const ana_record *r, uint64_t dst, uint64_t bytes,
                             const ana_frames *ptrs)
 {
@@ -186,7 +187,8 @@ static void ana_trace_table(ana_trace *t, const ana_record *r, uint64_t dst, uin
     }
     ANA_GROW(t->tables, t->cap_tables, t->n_tables + 1);
     ANA_GROW(t->table_ptrs, t->cap_table_ptrs, t->n_table_ptrs + n + 1);
-    t->tables[t->n_tables++] = (ana_ptr_table){ r->time_ns, dst, bytes, t->n_table_ptrs, n };
+    t->tables[t->n_tables] = (ana_ptr_table){ r->time_ns, dst, bytes, t->n_table_ptrs, n, t->n_tables };
+    t->n_tables++;
     for (size_t i = 0; i < n; i++)
         t->table_ptrs[t->n_table_ptrs++] = ptrs->ip[i];
 }
@@ -201,8 +203,10 @@ static int ana_ptr_use_cmp(const void *a, const void *b)
 
 static int ana_table_cmp(const void *a, const void *b)
 {
-    const ana_ptr_table *x = a, *y = b;
-    return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
+    const ana_ptr_table *x = a, *y = b; /* a copy's own end of a table, then its new table */
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
 }
 
 /* Each kernel use that falls inside a table in force at its time (the latest write at
@@ -259,7 +263,7 @@ static void ana_trace_uses_of(ana_trace *t, const ana_record *r)
         if (l->ret != 0)
             return;
         t->launch_ptrs += l->ptrs.n > 0;
-        t->launch_ptrs_cut += l->ptrs_more > 0;
+        t->launch_ptrs_cut += l->ptrs.n >= ANA_TRACE_PTRS_CAP;
         for (uint32_t i = 0; i < l->ptrs.n; i++)
             ana_trace_use(t, r, ANA_USE_KERNEL, l->ptrs.ip[i], l->kernel);
         return;
@@ -268,7 +272,7 @@ static void ana_trace_uses_of(ana_trace *t, const ana_record *r)
         if (r->u.memcpy.ret == 0) {
             ana_trace_use(t, r, ANA_USE_COPY_DST, r->u.memcpy.dst, r->u.memcpy.dir);
             ana_trace_use(t, r, ANA_USE_COPY_SRC, r->u.memcpy.src, r->u.memcpy.dir);
-            ana_trace_table(t, r, r->u.memcpy.dst, r->u.memcpy.bytes, &r->u.memcpy.ptrs);
+            ana_trace_table(t, r, r->u.memcpy.dst, r->u.memcpy.bytes, NULL);
         }
         return;
     case ANA_K_MEMSET:
@@ -291,6 +295,9 @@ static void ana_trace_uses_of(ana_trace *t, const ana_record *r)
         ana_trace_use(t, r, ANA_USE_WORKSPACE, g->ws, 0);
         return;
     }
+    case ANA_K_PTR_TABLE:
+        ana_trace_table(t, r, r->u.ptr_table.dst, r->u.ptr_table.bytes, &r->u.ptr_table.ptrs);
+        return;
     case ANA_K_COLL:
         if (r->u.coll.ret == 0) {
             ana_trace_use(t, r, ANA_USE_COLL, r->u.coll.sendbuff, r->u.coll.dtype);

@@ -115,7 +115,12 @@ _Static_assert(sizeof(ana_ptr_use) == 24, "ana_ptr_use is 24 bytes");
 typedef struct ana_ptr_table {
     uint64_t time_ns, dst, bytes;
     size_t first, n; /* its pointers: table_ptrs[first .. first + n) */
+    size_t order;    /* in the order the records came, for equal times */
 } ana_ptr_table;
+
+/* The most pointer words a LAUNCH records (the preload's ANA_KARGS_MAX since 2.1): a
+ * launch that recorded as many may have had more. */
+#define ANA_TRACE_PTRS_CAP 512
 
 typedef struct ana_api_stats {
     uint64_t calls, ok, failed, bytes; /* bytes: requested by successful calls */
@@ -191,8 +196,8 @@ typedef struct ana_trace {
     ana_ptr_use *uses;   /* sorted by time (then file order) */
     size_t n_uses, cap_uses;
     uint64_t launch_ptrs; /* LAUNCH records that carried pointer words (1.3) */
-    uint64_t launch_ptrs_cut; /* LAUNCH records with more pointer words than recorded (2.1) */
-    /* Pointer tables (2.1): host-to-device copies whose bytes held device pointers; a
+    uint64_t launch_ptrs_cut; /* LAUNCH records at the cap of pointer words (more may have been) */
+    /* Pointer tables (2.1 PTR_TABLE): host-to-device copies whose bytes held device pointers; a
      * kernel that is handed an address inside one reads them (ana_trace_finish adds its
      * uses of the table's pointers). An entry with n == 0 is a later write that replaced
      * a table's contents. */

@@ -56,14 +56,13 @@ static const struct ana_field f_launch[] = {
     DUR(ana_rec_launch, dur_ns),
     CORR(ana_rec_launch, corr), U(ana_rec_launch, via),
     U(ana_rec_launch, lib), CALL(ana_rec_launch, call),
-    FRAMES(ana_rec_launch, ptrs), FRAMES(ana_rec_launch, ptr_at), U(ana_rec_launch, ptrs_more), END };
+    FRAMES(ana_rec_launch, ptrs), FRAMES(ana_rec_launch, ptr_at), END };
 static const struct ana_field f_memcpy[] = {
     U(ana_rec_memcpy, api), S(ana_rec_memcpy, ret), U(ana_rec_memcpy, dst), U(ana_rec_memcpy, src),
     U(ana_rec_memcpy, bytes), U(ana_rec_memcpy, dir), U(ana_rec_memcpy, stream),
     U(ana_rec_memcpy, stack), DUR(ana_rec_memcpy, dur_ns),
     CORR(ana_rec_memcpy, corr), U(ana_rec_memcpy, via),
-    U(ana_rec_memcpy, lib), CALL(ana_rec_memcpy, call),
-    FRAMES(ana_rec_memcpy, ptrs), FRAMES(ana_rec_memcpy, ptr_at), U(ana_rec_memcpy, ptrs_more), END };
+    U(ana_rec_memcpy, lib), CALL(ana_rec_memcpy, call), END };
 static const struct ana_field f_memset[] = {
     U(ana_rec_memset, api), S(ana_rec_memset, ret), U(ana_rec_memset, ptr), S(ana_rec_memset, value),
     U(ana_rec_memset, bytes), U(ana_rec_memset, stream), U(ana_rec_memset, stack),
@@ -134,6 +133,9 @@ static const struct ana_field f_label[] = {
     U(ana_rec_label, what), U(ana_rec_label, domain), U(ana_rec_label, id), U(ana_rec_label, size),
     STR(ana_rec_label, name), END };
 
+static const struct ana_field f_ptr_table[] = {
+    U(ana_rec_ptr_table, dst), U(ana_rec_ptr_table, bytes), FRAMES(ana_rec_ptr_table, ptrs),
+    FRAMES(ana_rec_ptr_table, ptr_at), U(ana_rec_ptr_table, more), END };
 const struct ana_field *const ana_fields[ANA_K_COUNT] = {
     [ANA_K_SEGMENT] = f_segment, [ANA_K_PROCESS] = f_process, [ANA_K_THREAD] = f_thread,
     [ANA_K_MODULE] = f_module,   [ANA_K_STACK] = f_stack,     [ANA_K_KERNEL] = f_kernel,
@@ -147,6 +149,7 @@ const struct ana_field *const ana_fields[ANA_K_COUNT] = {
     [ANA_K_VMM] = f_vmm,
     [ANA_K_GEMM] = f_gemm, [ANA_K_COLL] = f_coll, [ANA_K_COMM] = f_comm,
     [ANA_K_LIBCALL] = f_libcall, [ANA_K_RANGE] = f_range, [ANA_K_LABEL] = f_label,
+    [ANA_K_PTR_TABLE] = f_ptr_table,
 };
 
 static const char *const KIND_NAMES[ANA_K_COUNT] = {
@@ -161,6 +164,7 @@ static const char *const KIND_NAMES[ANA_K_COUNT] = {
     [ANA_K_GPU_DROPPED] = "gpu_dropped", [ANA_K_VMM] = "vmm",
     [ANA_K_GEMM] = "gemm", [ANA_K_COLL] = "collective", [ANA_K_COMM] = "communicator",
     [ANA_K_LIBCALL] = "library_call", [ANA_K_RANGE] = "range", [ANA_K_LABEL] = "label",
+    [ANA_K_PTR_TABLE] = "pointer_table",
 };
 
 const char *ana_kind_name(uint32_t kind)

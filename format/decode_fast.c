@@ -73,7 +73,6 @@ static int dec_launch(fin *in, ana_rec_launch *x, ana_scratch *sc)
         return -1 + in->bad * 2; /* bad: 1 (malformed); scratch: -1 */
     if (in->bad || ffr(in, &x->ptr_at, sc) < 0)
         return -1 + in->bad * 2;
-    U_(ptrs_more);
     return 0;
 }
 
@@ -96,16 +95,10 @@ static void dec_free(fin *in, ana_rec_free *x)
     U_(corr); U_(via); U_(lib); U_(call);
 }
 
-static int dec_memcpy(fin *in, ana_rec_memcpy *x, ana_scratch *sc)
+static void dec_memcpy(fin *in, ana_rec_memcpy *x)
 {
     U_(api); S_(ret); U_(dst); U_(src); U_(bytes); U_(dir); U_(stream); U_(stack); U_(dur_ns);
     U_(corr); U_(via); U_(lib); U_(call);
-    if (in->bad || ffr(in, &x->ptrs, sc) < 0)
-        return -1 + in->bad * 2;
-    if (in->bad || ffr(in, &x->ptr_at, sc) < 0)
-        return -1 + in->bad * 2;
-    U_(ptrs_more);
-    return 0;
 }
 
 static void dec_memset(fin *in, ana_rec_memset *x)
@@ -156,9 +149,7 @@ static int dec_kind(uint32_t kind, fin *in, ana_record *rec, ana_scratch *sc)
     case ANA_K_GPU_KERNEL: dec_gpu_kernel(in, &rec->u.gpu_kernel); return 0;
     case ANA_K_ALLOC: dec_alloc(in, &rec->u.alloc); return 0;
     case ANA_K_FREE: dec_free(in, &rec->u.free); return 0;
-    case ANA_K_MEMCPY:
-        memset(&rec->u.memcpy, 0, sizeof(rec->u.memcpy));
-        return dec_memcpy(in, &rec->u.memcpy, sc);
+    case ANA_K_MEMCPY: dec_memcpy(in, &rec->u.memcpy); return 0;
     case ANA_K_MEMSET: dec_memset(in, &rec->u.memset); return 0;
     case ANA_K_GPU_MEMCPY: dec_gpu_memcpy(in, &rec->u.gpu_memcpy); return 0;
     case ANA_K_GPU_MEMSET: dec_gpu_memset(in, &rec->u.gpu_memset); return 0;

@@ -86,8 +86,7 @@ static uint8_t *put_launch(uint8_t *p, const ana_rec_launch *r, unsigned shift)
     p = put(p, r->lib);
     p = put(p, r->call);
     p = put_frames(p, &r->ptrs);
-    p = put_frames(p, &r->ptr_at);
-    return put(p, r->ptrs_more);
+    return put_frames(p, &r->ptr_at);
 }
 
 static uint8_t *put_memcpy(uint8_t *p, const ana_rec_memcpy *r, unsigned shift)
@@ -104,10 +103,7 @@ static uint8_t *put_memcpy(uint8_t *p, const ana_rec_memcpy *r, unsigned shift)
     p = put(p, r->corr);
     p = put(p, r->via);
     p = put(p, r->lib);
-    p = put(p, r->call);
-    p = put_frames(p, &r->ptrs);
-    p = put_frames(p, &r->ptr_at);
-    return put(p, r->ptrs_more);
+    return put(p, r->call);
 }
 
 static uint8_t *put_memset(uint8_t *p, const ana_rec_memset *r, unsigned shift)
@@ -167,15 +163,11 @@ size_t ana_record_encode_max(const ana_record *rec)
     switch (rec->kind) {
     case ANA_K_ALLOC: fields = 14; break;
     case ANA_K_FREE: fields = 12; break;
-    case ANA_K_MEMCPY:
-        fields = 14 + 3 + (size_t)rec->u.memcpy.ptrs.n + rec->u.memcpy.ptr_at.n;
-        if (fields > 4096)
-            return 0;
-        break;
+    case ANA_K_MEMCPY: fields = 14; break;
     case ANA_K_MEMSET: fields = 13; break;
     case ANA_K_VMM: fields = 15; break;
     case ANA_K_LAUNCH:
-        fields = 18 + 3 + (size_t)rec->u.launch.ptrs.n + rec->u.launch.ptr_at.n;
+        fields = 18 + 2 + (size_t)rec->u.launch.ptrs.n + rec->u.launch.ptr_at.n;
         if (fields > 4096)
             return 0; /* a length of more than 3 bytes: the table encoder's */
         break;

@@ -302,6 +302,9 @@ static const uint8_t *skip_field(const struct op *o, const uint8_t *p, const uin
  * memory. */
 static int pack_payload(ana_packer *pk, uint32_t kind, const uint8_t *p, const uint8_t *end)
 {
+    if (kind >= ANA_K_PTR_TABLE)
+        return 0; /* kinds after 2.0's: a chunk holding one is written unpacked, which a 2.0
+                   * reader reads (it skips kinds it does not know by length) */
     struct model *m = &pk->m;
     struct col *cols = &pk->cols[col_of(kind, 0)];
     int bad = 0;

@@ -51,6 +51,8 @@ enum ana_kind {
     ANA_K_LIBCALL = 27,     /* (1.2) any other recorded library call (handles, settings, groups) */
     ANA_K_RANGE = 28,       /* (1.2) an NVTX range push/pop/start/end or mark */
     ANA_K_LABEL = 29,       /* (1.2) an NVTX name given to a thread, stream, domain, memory region... */
+    ANA_K_PTR_TABLE = 30,   /* (2.1) the device addresses a host-to-device copy carried (a pointer
+                             * table); never packed (docs/trace-format.md) */
     ANA_K_COUNT /* one past the last known kind */
 };
 
@@ -271,17 +273,11 @@ typedef struct {
      * launched: ptrs[i] is the value of the 8 bytes at byte ptr_at[i] of the parameter
      * buffer (docs/trace-format.md, LAUNCH). */
     ana_frames ptrs, ptr_at;
-    uint64_t ptrs_more; /* (2.1) pointer-looking words past the recorded ones */
 } ana_rec_launch;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t dst, src, bytes, dir, stream, stack, dur_ns;
     uint64_t corr, via; /* (1.1) */
     uint64_t lib, call; /* (1.2) */
-    /* (2.1) A small host-to-device copy's words that looked like device pointers: ptrs[i]
-     * is the 8-byte value at byte ptr_at[i] of the copied bytes (a pointer table the GPU
-     * will read; docs/trace-format.md, MEMCPY). */
-    ana_frames ptrs, ptr_at;
-    uint64_t ptrs_more;
 } ana_rec_memcpy;
 typedef struct {
     uint64_t api; int64_t ret; uint64_t ptr; int64_t value;
@@ -350,6 +346,14 @@ typedef struct {
 typedef struct {
     uint64_t what, domain, id, size; ana_str name;
 } ana_rec_label;
+/* (2.1) Right after the MEMCPY of a successful host-to-device copy whose bytes held device
+ * addresses: ptrs[i] is the 8-byte value at byte ptr_at[i] of the copied bytes; `more`
+ * counts those past the recorded ones. */
+typedef struct {
+    uint64_t dst, bytes;
+    ana_frames ptrs, ptr_at;
+    uint64_t more;
+} ana_rec_ptr_table;
 enum ana_gpu_dropped_reason { ANA_GPU_DROPPED_CUPTI = 1, ANA_GPU_DROPPED_DECODE = 2 };
 
 typedef struct ana_record {
@@ -386,6 +390,7 @@ typedef struct ana_record {
         ana_rec_libcall libcall;
         ana_rec_range range;
         ana_rec_label label;
+        ana_rec_ptr_table ptr_table;
     } u;
 } ana_record;
 

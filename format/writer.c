@@ -352,8 +352,8 @@ static size_t var_bytes(const ana_record *rec)
     case ANA_K_STACK: return (size_t)rec->u.stack.frames.n * ANA_VARINT_MAX;
     case ANA_K_LAUNCH:
         return ((size_t)rec->u.launch.ptrs.n + rec->u.launch.ptr_at.n) * ANA_VARINT_MAX;
-    case ANA_K_MEMCPY:
-        return ((size_t)rec->u.memcpy.ptrs.n + rec->u.memcpy.ptr_at.n) * ANA_VARINT_MAX;
+    case ANA_K_PTR_TABLE:
+        return ((size_t)rec->u.ptr_table.ptrs.n + rec->u.ptr_table.ptr_at.n) * ANA_VARINT_MAX;
     case ANA_K_RANGE: return rec->u.range.name.len;
     case ANA_K_LABEL: return rec->u.label.name.len;
     case ANA_K_KERNEL: return rec->u.kernel.name.len;

@@ -140,10 +140,10 @@ void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3
     uint64_t more;
     uint32_t n = ana_kargs_collect(la, ana_tls_ptrs, ana_tls_at, &more);
     CALL_RECORD(rec, ANA_K_LAUNCH, c);
+    (void)more; /* a launch with more pointer words than recorded shows as one at the cap */
     rec.u.launch = (ana_rec_launch){ api, r, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                      shmem, stream, c->stack, c->dur, c->corr, (uint64_t)c->via,
-                                     ana_tls_lib, ana_tls_libcall, { ana_tls_ptrs, n }, { ana_tls_at, n },
-                                     more };
+                                     ana_tls_lib, ana_tls_libcall, { ana_tls_ptrs, n }, { ana_tls_at, n } };
     finish(c, &rec);
 }
 
@@ -158,8 +158,12 @@ void ana_rec_memcpy_done(ana_call *c, uint32_t api, int r, uint64_t dst, uint64_
         n = ana_kargs_scan_host(src, bytes, ana_tls_ptrs, ana_tls_at, &more);
     CALL_RECORD(rec, ANA_K_MEMCPY, c);
     rec.u.memcpy = (ana_rec_memcpy){ api, r, dst, src, bytes, dir, stream, c->stack, c->dur, c->corr,
-                                     (uint64_t)c->via, ana_tls_lib, ana_tls_libcall,
-                                     { ana_tls_ptrs, n }, { ana_tls_at, n }, more };
+                                     (uint64_t)c->via, ana_tls_lib, ana_tls_libcall };
+    if (n) { /* the table right after its copy, at the copy's time */
+        ana_emit(c->t, &rec);
+        rec.kind = ANA_K_PTR_TABLE;
+        rec.u.ptr_table = (ana_rec_ptr_table){ dst, bytes, { ana_tls_ptrs, n }, { ana_tls_at, n }, more };
+    }
     finish(c, &rec);
 }
 

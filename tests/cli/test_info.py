@@ -8,7 +8,7 @@ from anacli import CliTest, main  # noqa: E402
 KINDS = ["process", "thread", "module", "stack", "kernel_name", "alloc", "free", "meminfo",
          "launch", "memcpy_call", "memset_call", "device", "dropped", "end", "info",
          "kernel", "memcpy", "memset", "gpu_memory", "gpu_pool", "gpu_dropped", "vmm",
-         "gemm", "collective", "communicator", "library_call", "range", "label", "unknown"]
+         "gemm", "collective", "communicator", "library_call", "range", "label", "pointer_table", "unknown"]
 
 # What gen_trace's "basic" scenario writes (tests/tools/gen_trace.c, gen_basic_body).
 BASIC_RECORDS = {"process": 1, "thread": 2, "module": 2, "stack": 3, "kernel_name": 2,
@@ -16,7 +16,7 @@ BASIC_RECORDS = {"process": 1, "thread": 2, "module": 2, "stack": 3, "kernel_nam
                  "memset_call": 1, "device": 1, "dropped": 2, "end": 1, "info": 1,
                  "kernel": 0, "memcpy": 0, "memset": 0, "gpu_memory": 0, "gpu_pool": 0,
                  "gpu_dropped": 0, "vmm": 0, "gemm": 0, "collective": 0,
-                 "communicator": 0, "library_call": 0, "range": 0, "label": 0, "unknown": 0}
+                 "communicator": 0, "library_call": 0, "range": 0, "label": 0, "pointer_table": 0, "unknown": 0}
 
 
 class InfoJson(CliTest):

@@ -89,18 +89,20 @@ class KernelArgs(unittest.TestCase):
         self.assertEqual(len(set(whole)), 3)
         self.assertEqual(got[3]["via"], 1)           # the driver launch came through CUPTI
         self.assertEqual(len(want[7][1]), 100)       # 100 addresses in one struct, all recorded
-        self.assertEqual([r["ptrs_more"] for r in got], [0] * 8 + [520 - 512, 0])
+        self.assertEqual(len(got[8]["ptrs"]), 512)   # 520: the first 512, the cap
 
     def test_pointer_table(self):
-        # a host-to-device copy whose bytes hold device addresses records them (format 2.1)
+        # a host-to-device copy whose bytes hold device addresses is followed by a
+        # PTR_TABLE with them (format 2.1); the same bytes copied device to device are not
+        # read from the host: one table in all
         line = next(l for l in self.lines if l.startswith("table "))
         want = dict(f.split("=") for f in line.split()[1:])
         dst, ptrs, at = int(want["dst"]), numbers(want["ptrs"]), numbers(want["at"])
-        copies = {r["dst"]: r for r in of(self.recs, "MEMCPY")}
-        self.assertEqual((copies[dst]["ptrs"], copies[dst]["ptr_at"], copies[dst]["ptrs_more"]), (ptrs, at, 0))
-        # the same bytes copied device to device are not read from the host
-        other = int(next(l for l in self.lines if l.startswith("nottable ")).split("=")[1])
-        self.assertEqual(copies[other]["ptrs"], [])
+        tables = of(self.recs, "PTR_TABLE")
+        self.assertEqual([(t["dst"], t["bytes"], t["ptrs"], t["ptr_at"], t["more"]) for t in tables],
+                         [(dst, 3 * 24, ptrs, at, 0)])
+        i = self.recs.index(tables[0])
+        self.assertEqual((self.recs[i - 1]["kind"], self.recs[i - 1]["dst"]), ("MEMCPY", dst))
 
     def test_the_analyzer_reads_the_table(self):
         # the kernel handed the table's address uses what the table points to: the
@@ -136,7 +138,7 @@ class KernelArgs(unittest.TestCase):
         got = program_launches(recs)
         self.assertEqual(len(got), len(expected_launches(lines)))
         self.assertTrue(all(r["ptrs"] == [] and r["ptr_at"] == [] for r in got))
-        self.assertTrue(all(r["ptrs"] == [] for r in of(recs, "MEMCPY")))
+        self.assertEqual(of(recs, "PTR_TABLE"), [])
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ static const char *const KIND_NAMES[ANA_K_COUNT] = {
     [ANA_K_GPU_MEMORY] = "GPU_MEMORY", [ANA_K_GPU_POOL] = "GPU_POOL", [ANA_K_GPU_DROPPED] = "GPU_DROPPED",
     [ANA_K_VMM] = "VMM", [ANA_K_GEMM] = "GEMM", [ANA_K_COLL] = "COLL", [ANA_K_COMM] = "COMM",
     [ANA_K_LIBCALL] = "LIBCALL", [ANA_K_RANGE] = "RANGE", [ANA_K_LABEL] = "LABEL",
+    [ANA_K_PTR_TABLE] = "PTR_TABLE",
 };
 
 static void str(const char *key, ana_str s)
@@ -96,14 +97,13 @@ static void fields(const ana_record *r)
         u("api", l->api), s("ret", l->ret), u("kernel", l->kernel), u("grid_x", l->grid_x), u("grid_y", l->grid_y);
         u("grid_z", l->grid_z), u("block_x", l->block_x), u("block_y", l->block_y), u("block_z", l->block_z);
         u("shmem", l->shmem), u("stream", l->stream), call_tail(l->stack, l->dur_ns, l->corr, l->via, l->lib, l->call);
-        list("ptrs", l->ptrs), list("ptr_at", l->ptr_at), u("ptrs_more", l->ptrs_more);
+        list("ptrs", l->ptrs), list("ptr_at", l->ptr_at);
         break;
     }
     case ANA_K_MEMCPY: {
         const ana_rec_memcpy *m = &r->u.memcpy;
         u("api", m->api), s("ret", m->ret), u("dst", m->dst), u("src", m->src), u("bytes", m->bytes);
         u("dir", m->dir), u("stream", m->stream), call_tail(m->stack, m->dur_ns, m->corr, m->via, m->lib, m->call);
-        list("ptrs", m->ptrs), list("ptr_at", m->ptr_at), u("ptrs_more", m->ptrs_more);
         break;
     }
     case ANA_K_MEMSET: {
@@ -197,6 +197,12 @@ static void fields(const ana_record *r)
     case ANA_K_LABEL: {
         const ana_rec_label *l = &r->u.label;
         u("what", l->what), u("domain", l->domain), u("id", l->id), u("size", l->size), str("name", l->name);
+        break;
+    }
+    case ANA_K_PTR_TABLE: {
+        const ana_rec_ptr_table *p = &r->u.ptr_table;
+        u("dst", p->dst), u("bytes", p->bytes), list("ptrs", p->ptrs), list("ptr_at", p->ptr_at);
+        u("more", p->more);
         break;
     }
     default: break;

@@ -164,11 +164,10 @@ Test(codec, launch_pointer_words_round_trip)
 
 Test(codec, a_1_2_launch_has_no_pointer_words)
 {
-    /* Empty FRAMES are one byte each (a count of 0), ptrs_more 0 one byte: a 1.2 LAUNCH
-     * ends three bytes earlier. */
+    /* Empty FRAMES are one byte each (a count of 0): a 1.2 LAUNCH ends two bytes earlier. */
     ana_record r = { .kind = ANA_K_LAUNCH, .time_ns = 1 };
     r.u.launch = (ana_rec_launch){ .api = ANA_API_LAUNCH_KERNEL, .kernel = 5, .lib = 2, .call = 77 };
-    ana_record o = decode_cut(&r, 3);
+    ana_record o = decode_cut(&r, 2);
     cr_expect_eq(o.u.launch.kernel, 5);
     cr_expect_eq(o.u.launch.lib, 2);
     cr_expect_eq(o.u.launch.call, 77);
@@ -176,27 +175,23 @@ Test(codec, a_1_2_launch_has_no_pointer_words)
     cr_expect_eq(o.u.launch.ptr_at.n, 0);
 }
 
-Test(codec, memcpy_pointer_table_round_trips_and_a_2_0_memcpy_has_none)
+Test(codec, pointer_table_round_trips)
 {
     uint64_t ptrs[3] = { 0x7f0000001000ull, 0x7f0000000040ull, 0x7f0000900000ull }, at[3] = { 0, 8, 24 };
-    ana_record r = { .kind = ANA_K_MEMCPY, .time_ns = 9 };
-    r.u.memcpy = (ana_rec_memcpy){ .api = ANA_API_MEMCPY, .dst = 0x7f0000a00000ull, .src = 0x5500,
-                                   .bytes = 32, .dir = 1, .call = 5, .ptrs = { ptrs, 3 },
-                                   .ptr_at = { at, 3 }, .ptrs_more = 2 };
+    ana_record r = { .kind = ANA_K_PTR_TABLE, .time_ns = 9 };
+    r.u.ptr_table = (ana_rec_ptr_table){ .dst = 0x7f0000a00000ull, .bytes = 32, .ptrs = { ptrs, 3 },
+                                         .ptr_at = { at, 3 }, .more = 2 };
     ana_record o = round_trip(&r, 0);
-    cr_assert_eq(o.u.memcpy.ptrs.n, 3);
-    cr_assert_eq(o.u.memcpy.ptr_at.n, 3);
+    cr_expect_eq(o.u.ptr_table.dst, 0x7f0000a00000ull);
+    cr_expect_eq(o.u.ptr_table.bytes, 32);
+    cr_assert_eq(o.u.ptr_table.ptrs.n, 3);
+    cr_assert_eq(o.u.ptr_table.ptr_at.n, 3);
     for (int i = 0; i < 3; i++) {
-        cr_expect_eq(o.u.memcpy.ptrs.ip[i], ptrs[i]);
-        cr_expect_eq(o.u.memcpy.ptr_at.ip[i], at[i]);
+        cr_expect_eq(o.u.ptr_table.ptrs.ip[i], ptrs[i]);
+        cr_expect_eq(o.u.ptr_table.ptr_at.ip[i], at[i]);
     }
-    cr_expect_eq(o.u.memcpy.ptrs_more, 2);
-    ana_record e = { .kind = ANA_K_MEMCPY, .time_ns = 9 };
-    e.u.memcpy = (ana_rec_memcpy){ .api = ANA_API_MEMCPY, .bytes = 32, .dir = 1, .call = 5 };
-    o = decode_cut(&e, 3); /* 2.0: no ptrs, ptr_at, ptrs_more */
-    cr_expect_eq(o.u.memcpy.call, 5);
-    cr_expect_eq(o.u.memcpy.ptrs.n, 0);
-    cr_expect_eq(o.u.memcpy.ptrs_more, 0);
+    cr_expect_eq(o.u.ptr_table.more, 2);
+    cr_expect_str_eq(ana_kind_name(ANA_K_PTR_TABLE), "pointer_table");
 }
 
 Test(codec, gemm_pointers_round_trip_and_a_1_2_gemm_has_zeros)

@@ -24,7 +24,7 @@ static void fill(ana_record *r, uint32_t kind)
     switch (kind) {
     case ANA_K_ALLOC: words = sizeof(ana_rec_alloc) / 8; break;
     case ANA_K_FREE: words = sizeof(ana_rec_free) / 8; break;
-    case ANA_K_MEMCPY: words = offsetof(ana_rec_memcpy, ptrs) / 8; break;
+    case ANA_K_MEMCPY: words = sizeof(ana_rec_memcpy) / 8; break;
     case ANA_K_MEMSET: words = sizeof(ana_rec_memset) / 8; break;
     case ANA_K_VMM: words = sizeof(ana_rec_vmm) / 8; break;
     case ANA_K_LAUNCH: words = offsetof(ana_rec_launch, ptrs) / 8; break;
@@ -41,17 +41,6 @@ static void fill(ana_record *r, uint32_t kind)
         }
         r->u.launch.ptrs = (ana_frames){ ips[0], n };
         r->u.launch.ptr_at = (ana_frames){ ips[1], n };
-        r->u.launch.ptrs_more = value();
-    }
-    if (kind == ANA_K_MEMCPY) {
-        uint32_t n = (next64() & 3) == 0 ? (uint32_t)(next64() % 65) : 0;
-        for (uint32_t i = 0; i < n; i++) {
-            ips[0][i] = value();
-            ips[1][i] = (next64() % 4096) * 8;
-        }
-        r->u.memcpy.ptrs = (ana_frames){ ips[0], n };
-        r->u.memcpy.ptr_at = (ana_frames){ ips[1], n };
-        r->u.memcpy.ptrs_more = n ? value() : 0;
     }
     if (kind == ANA_K_RANGE) {
         uint64_t pick = next64() % 8;

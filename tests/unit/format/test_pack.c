@@ -46,7 +46,7 @@ static const struct {
     size_t size;
 } numeric[] = {
     { ANA_K_ALLOC, sizeof(ana_rec_alloc) },           { ANA_K_FREE, sizeof(ana_rec_free) },
-    { ANA_K_MEMINFO, sizeof(ana_rec_meminfo) },       { ANA_K_MEMCPY, offsetof(ana_rec_memcpy, ptrs) },
+    { ANA_K_MEMINFO, sizeof(ana_rec_meminfo) },       { ANA_K_MEMCPY, sizeof(ana_rec_memcpy) },
     { ANA_K_MEMSET, sizeof(ana_rec_memset) },         { ANA_K_DROPPED, sizeof(ana_rec_dropped) },
     { ANA_K_GPU_KERNEL, sizeof(ana_rec_gpu_kernel) }, { ANA_K_GPU_MEMCPY, sizeof(ana_rec_gpu_memcpy) },
     { ANA_K_GPU_MEMSET, sizeof(ana_rec_gpu_memset) }, { ANA_K_GPU_MEMORY, sizeof(ana_rec_gpu_memory) },
@@ -78,7 +78,6 @@ static void random_record(ana_record *r)
             ((uint64_t *)&r->u)[i] = value();
         r->u.launch.ptrs = rframes(0);
         r->u.launch.ptr_at = rframes(1);
-        r->u.launch.ptrs_more = value();
         break;
     case 1:
         r->kind = ANA_K_RANGE;
@@ -122,6 +121,25 @@ static void random_record(ana_record *r)
         r->u.end = (ana_rec_end){ value(), rstr(0) };
         break;
     }
+}
+
+/* A kind 2.0 did not have (PTR_TABLE) is never packed: a 2.0 reader could not unpack its
+ * columns, but skips it by length in an unpacked chunk. */
+Test(pack, a_chunk_with_a_pointer_table_is_not_packed)
+{
+    ana_chunkbuf cb = { 0 };
+    uint64_t ptrs[2] = { 0x7f0000001000ull, 0x7f0000002000ull }, at[2] = { 0, 8 };
+    ana_record a = { .kind = ANA_K_MEMCPY, .time_ns = 5 };
+    a.u.memcpy = (ana_rec_memcpy){ .api = 31, .dst = 0x7f0000003000ull, .bytes = 16, .dir = 1 };
+    ana_record t = { .kind = ANA_K_PTR_TABLE, .time_ns = 5 };
+    t.u.ptr_table = (ana_rec_ptr_table){ 0x7f0000003000ull, 16, { ptrs, 2 }, { at, 2 }, 0 };
+    cr_assert_eq(ana_chunkbuf_add(&cb, &a), 0);
+    cr_assert_eq(ana_chunkbuf_add(&cb, &t), 0);
+    ana_packer *pk = ana_packer_new();
+    static uint8_t out[1 << 16];
+    cr_expect_eq(ana_pack(pk, cb.buf, cb.len, out, sizeof(out)), 0);
+    ana_packer_free(pk);
+    ana_chunkbuf_free(&cb);
 }
 
 /* Packs cb's payload and unpacks it: the bytes must come back exactly. The packed size. */
