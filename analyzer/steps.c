@@ -140,6 +140,28 @@ static uint8_t ana_st_hint_of(const ana_trace *t, uint8_t *cache, const ana_api_
     return (uint8_t)(cache[k] - 1);
 }
 
+/* A graph launch runs the graph's kernels, which its launch record does not name: its hint
+ * is the strongest (optimizer, backward, forward) of the GPU kernels with its correlation
+ * id — a step replayed as a CUDA graph ends with the optimizer like any other. corr ->
+ * 1 + hint for every correlation id that ran a kernel, filled only for traces with graph
+ * launches. */
+static void ana_st_graph_hints(const ana_trace *t, uint8_t *cache, ana_u64map *out)
+{
+    ana_u64map_init(out);
+    if (!t->graph_launches)
+        return;
+    for (size_t i = 0; i < t->n_gpu; i++) {
+        const ana_gpu_act *g = &t->gpu[i];
+        uint64_t corr = ana_trace_wide(t, g->corr_w), v = 0;
+        if (g->type != ANA_GPU_KERNEL || !corr)
+            continue;
+        ana_api_call probe = { .kind = ANA_K_LAUNCH, .arg_w = g->arg_w };
+        uint8_t h = ana_st_hint_of(t, cache, &probe);
+        if (!ana_u64map_get(out, corr, &v) || 1u + h > v)
+            ana_u64map_put(out, corr, 1u + h);
+    }
+}
+
 static void ana_st_init(ana_st *st, const ana_trace *t)
 {
     memset(st, 0, sizeof(*st));
@@ -150,13 +172,22 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
     st->nv_phase = ana_xmalloc(st->n + 1);
     memset(st->nv_phase, ANA_PHASE_COUNT, st->n + 1);
     uint8_t *cache = ana_xcalloc(t->n_kernels + 1, 1);
+    ana_u64map graph;
+    ana_st_graph_hints(t, cache, &graph);
     for (size_t i = 0; i < st->n; i++) {
         const ana_api_call *c = &t->calls[i];
         uint64_t k[3] = { c->kind, c->kind == ANA_K_LAUNCH ? 0 : c->api,
-                          ana_trace_wide(t, c->arg_w) };
+                          ana_trace_wide(t, c->arg_w) }, h;
         st->key[i] = ana_fnv1a(k, sizeof(k), ANA_FNV1A_SEED);
         st->hint[i] = ana_st_hint_of(t, cache, c);
+        if (!t->graph_launches || !t->n_gpu || c->kind != ANA_K_LAUNCH)
+            continue;
+        if (!ana_u64map_get(&graph, ana_trace_wide(t, c->corr_w), &h))
+            st->hint[i] = ST_NONE; /* no kernel ran for it: captured into a graph, not run */
+        else if (ana_api_is_graph_launch(c->api))
+            st->hint[i] = (uint8_t)(h - 1);
     }
+    ana_u64map_free(&graph);
     free(cache);
 }
 

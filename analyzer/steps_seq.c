@@ -60,7 +60,15 @@ static size_t ana_st_runs(const ana_st *st, ana_st_seq **out)
     size_t n = 0, cap = 0, gap = 0, nopt = 0;
     int open = 0;
     for (size_t i = 0; i < st->n; i++) {
-        if (st->hint[i] == ST_OPT) {
+        const ana_api_call *c = &st->t->calls[i];
+        if (st->hint[i] == ST_OPT && c->kind == ANA_K_LAUNCH && ana_api_is_graph_launch(c->api)) {
+            /* a graph launch whose kernels end with the optimizer: a whole step, a run of
+             * its own */
+            ANA_GROW(v, cap, n + 1);
+            v[n++] = (ana_st_seq){ i, i + 1 };
+            open = 0;
+            gap = 0;
+        } else if (st->hint[i] == ST_OPT) {
             if (open && gap <= nopt) {
                 v[n - 1].b = i + 1;
                 nopt++;

@@ -23,6 +23,8 @@
 //                         ANATOMIST_KERNEL_ARGS reads at every launch)
 //   gemm_ns Z            (cublasSgemm_v2, 8x8x8: the library's own work stays small)
 //   nvtx_push_pop_ns W   (nvtxRangePushA + nvtxRangePop)
+//   h2d_table_ns T       (a 256-byte cudaMemcpy host to device whose source holds 16 device
+//                         addresses: a pointer table, which ANATOMIST_KERNEL_ARGS reads)
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
@@ -116,6 +118,16 @@ static double time_launch_args(long n)
     return now_ns() - t0;
 }
 
+static void *table_host[32], *table_dev;  // 16 device addresses, then 16 other words
+
+static double time_h2d_table(long n)
+{
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++)
+        check(cudaMemcpy(table_dev, table_host, sizeof(table_host), cudaMemcpyHostToDevice), "cudaMemcpy");
+    return now_ns() - t0;
+}
+
 static cublasHandle_t blas;
 static float *gemm_buf;  // A, B and C of an 8x8x8 GEMM
 enum { GEMM_N = 8 };
@@ -195,6 +207,10 @@ static void run_all(void)
     time_launch(warmup);
     check(cudaMalloc(&args_buf, 256 * sizeof(float)), "cudaMalloc");
     time_launch_args(warmup);
+    check(cudaMalloc(&table_dev, sizeof(table_host)), "cudaMalloc");
+    for (int i = 0; i < 32; i++)
+        table_host[i] = i < 16 ? (void *)(args_buf + 8 * i) : (void *)(uintptr_t)(i * 3);
+    time_h2d_table(warmup);
     time_gemm(warmup);
     time_nvtx(warmup);
     printf("alloc_free_pair_ns %.1f\n", best_of(time_alloc_free, alloc_iters));
@@ -206,6 +222,7 @@ static void run_all(void)
     printf("launch_args_ns %.1f\n", best_of(time_launch_args, launch_iters));
     printf("gemm_ns %.1f\n", best_of_bursts(time_gemm, gemm_iters, 2000));
     printf("nvtx_push_pop_ns %.1f\n", best_of_bursts(time_nvtx, nvtx_iters, 10000));
+    printf("h2d_table_ns %.1f\n", best_of_bursts(time_h2d_table, alloc_iters, 10000));
     cublasDestroy(blas);
 }
 

@@ -67,13 +67,14 @@ run() {
         cat "$log" >&2
         die "bench_hooks failed in mode $mode (output above)"
     fi
-    local alloc launch gemm nvtx largs
+    local alloc launch gemm nvtx largs h2d
     alloc=$(awk '$1 == "alloc_free_pair_ns" { print $2 }' "$log")
     launch=$(awk '$1 == "launch_ns" { print $2 }' "$log")
     gemm=$(awk '$1 == "gemm_ns" { print $2 }' "$log")
     nvtx=$(awk '$1 == "nvtx_push_pop_ns" { print $2 }' "$log")
     largs=$(awk '$1 == "launch_args_ns" { print $2 }' "$log")
-    [[ -n $alloc && -n $launch && -n $gemm && -n $nvtx && -n $largs ]] || { cat "$log" >&2; die "no results from mode $mode"; }
+    h2d=$(awk '$1 == "h2d_table_ns" { print $2 }' "$log")
+    [[ -n $alloc && -n $launch && -n $gemm && -n $nvtx && -n $largs && -n $h2d ]] || { cat "$log" >&2; die "no results from mode $mode"; }
     # With the preload, the trace must exist and say how many records had to be dropped:
     # a measurement that took the drop path would flatter the hooks.
     local dropped=0 gpu_dropped=0 kernels=0
@@ -87,7 +88,7 @@ run() {
 g = json.load(sys.stdin).get("gpu") or {}
 print((g.get("dropped") or {}).get("records", 0), sum(k["count"] for k in g.get("kernels_by_time") or []))')
     fi
-    echo "$alloc $launch $dropped $gpu_dropped $kernels $gemm $nvtx $largs" >>"$out/$mode.txt"
+    echo "$alloc $launch $dropped $gpu_dropped $kernels $gemm $nvtx $largs $h2d" >>"$out/$mode.txt"
 }
 
 # median FILE COLUMN
@@ -104,7 +105,7 @@ done
 cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 declare -A med
 for mode in $modes; do
-    for i in 1 2 6 7 8; do med[$mode,$i]=$(median "$out/$mode.txt" $i); done
+    for i in 1 2 6 7 8 9; do med[$mode,$i]=$(median "$out/$mode.txt" $i); done
 done
 added() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%+.1f", x - y }'; }
 
@@ -121,6 +122,7 @@ done
 echo
 maxcol() { sort -g -k"$2" "$out/$1.txt" | tail -1 | awk -v c="$2" '{ print $c }'; }
 echo "Kernel parameter words: a launch with 3 pointer parameters costs ${med[a,8]} ns without the preload, ${med[e,8]} ns with ANATOMIST_KERNEL_ARGS=0 and ${med[b,8]} ns with ANATOMIST_KERNEL_ARGS=1 (stacks and CUPTI off): $(added "${med[b,8]}" "${med[e,8]}") ns for the words."
+echo "Pointer tables: a 256-byte host-to-device cudaMemcpy holding 16 device addresses costs ${med[a,9]} ns without the preload, ${med[e,9]} ns with ANATOMIST_KERNEL_ARGS=0 and ${med[b,9]} ns with ANATOMIST_KERNEL_ARGS=1 (stacks and CUPTI off): $(added "${med[b,9]}" "${med[e,9]}") ns for reading the table."
 echo "Records dropped (max over rounds): b $(maxcol b 3), c $(maxcol c 3), d $(maxcol d 3), f (b without the live file) $(maxcol f 3)."
 echo "GPU activity records dropped (max): c $(maxcol c 4), d $(maxcol d 4); GPU kernel records per run (min..max): c $(sort -g -k5 "$out/c.txt" | head -1 | awk '{print $5}')..$(maxcol c 5), d $(sort -g -k5 "$out/d.txt" | head -1 | awk '{print $5}')..$(maxcol d 5)."
 echo "Machine: $(nproc) CPUs, ${cpu:-unknown CPU}; $(uname -sr); $(date -u '+%Y-%m-%d %H:%M UTC')."
@@ -129,5 +131,5 @@ echo
 echo "Live file: with the rings in anonymous memory (ANATOMIST_LIVE=0) a cudaMalloc+cudaFree pair costs ${med[f,1]} ns and a launch ${med[f,2]} ns; in the live file (the default) ${med[b,1]} ns and ${med[b,2]} ns (stacks and CUPTI off): $(added "${med[b,1]}" "${med[f,1]}") and $(added "${med[b,2]}" "${med[f,2]}") ns."
 if [[ -n ${BASE_PRELOAD:-} ]]; then
     echo
-    echo "Against BASE_PRELOAD=$BASE_PRELOAD (stacks and CUPTI off, same rounds): a cudaMalloc+cudaFree pair ${med[g,1]} -> ${med[b,1]} ns, a launch ${med[g,2]} -> ${med[b,2]} ns, a launch with 3 pointer parameters ${med[g,8]} -> ${med[b,8]} ns, a cuBLAS GEMM ${med[g,6]} -> ${med[b,6]} ns, an NVTX push+pop ${med[g,7]} -> ${med[b,7]} ns."
+    echo "Against BASE_PRELOAD=$BASE_PRELOAD (stacks and CUPTI off, same rounds): a cudaMalloc+cudaFree pair ${med[g,1]} -> ${med[b,1]} ns, a launch ${med[g,2]} -> ${med[b,2]} ns, a launch with 3 pointer parameters ${med[g,8]} -> ${med[b,8]} ns, a 256-byte pointer-table copy ${med[g,9]} -> ${med[b,9]} ns, a cuBLAS GEMM ${med[g,6]} -> ${med[b,6]} ns, an NVTX push+pop ${med[g,7]} -> ${med[b,7]} ns."
 fi

@@ -153,9 +153,10 @@ void ana_rec_memcpy_done(ana_call *c, uint32_t api, int r, uint64_t dst, uint64_
     measure(c);
     uint64_t more = 0;
     uint32_t n = 0;
-    /* cudaMemcpyHostToDevice, or cudaMemcpyDefault from a host address (scan_host checks) */
+    /* cudaMemcpyHostToDevice (its source is host memory the copy read: read directly), or
+     * cudaMemcpyDefault from an address outside the device range (read with care) */
     if (r == 0 && (dir == 1 || dir == 4))
-        n = ana_kargs_scan_host(src, bytes, ana_tls_ptrs, ana_tls_at, &more);
+        n = ana_kargs_scan_host(src, bytes, dir == 1, ana_tls_ptrs, ana_tls_at, &more);
     CALL_RECORD(rec, ANA_K_MEMCPY, c);
     rec.u.memcpy = (ana_rec_memcpy){ api, r, dst, src, bytes, dir, stream, c->stack, c->dur, c->corr,
                                      (uint64_t)c->via, ana_tls_lib, ana_tls_libcall };

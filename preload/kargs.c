@@ -212,7 +212,8 @@ uint32_t ana_kargs_collect(const ana_launch_args *la, uint64_t *ptrs, uint64_t *
     return n;
 }
 
-uint32_t ana_kargs_scan_host(uint64_t src, uint64_t bytes, uint64_t *ptrs, uint64_t *at, uint64_t *more)
+uint32_t ana_kargs_scan_host(uint64_t src, uint64_t bytes, int direct, uint64_t *ptrs, uint64_t *at,
+                             uint64_t *more)
 {
     *more = 0;
     uint64_t lo = atomic_load_explicit(&dev_lo, memory_order_relaxed);
@@ -220,6 +221,8 @@ uint32_t ana_kargs_scan_host(uint64_t src, uint64_t bytes, uint64_t *ptrs, uint6
     if (!ana_cfg.kernel_args || !src || bytes < 8 || bytes > ANA_KARGS_TABLE_BYTES || lo >= hi ||
         (src < hi && src + bytes > lo))
         return 0;
+    if (direct) /* host memory the copy has just read */
+        return scan_param((const uint8_t *)(uintptr_t)src, 0, (uint32_t)bytes, lo, hi, ptrs, at, 0, more);
     uint8_t buf[4096];
     uint32_t n = 0;
     for (uint64_t off = 0; off + 8 <= bytes; off += sizeof(buf)) {

@@ -272,3 +272,57 @@ Test(steps, inference_without_repetition_has_no_steps)
     }
     tb_free(&b, &s);
 }
+
+/* A graph launch (api 26) and the GPU kernels it ran (its correlation id, a graph id). */
+static size_t graph_launch(tb *b, const uint64_t *kernels, size_t n)
+{
+    b->now += 100;
+    ana_record r = { .kind = ANA_K_LAUNCH, .tid = TID, .time_ns = b->now };
+    r.u.launch = (ana_rec_launch){ .api = 26, .corr = ++b->corr };
+    ana_trace_add(b->t, &r);
+    for (size_t i = 0; i < n; i++) {
+        ana_record g = { .kind = ANA_K_GPU_KERNEL, .tid = TID, .time_ns = b->now + 10 + 30 * i };
+        g.u.gpu_kernel = (ana_rec_gpu_kernel){ .corr = b->corr, .dur_ns = 20, .kernel = kernels[i], .graph = 1,
+                                               .graph_node = i + 1 };
+        ana_trace_add(b->t, &g);
+    }
+    b->call_time[b->n_calls] = b->now;
+    return b->n_calls++;
+}
+
+/* A step replayed as a CUDA graph: an eager step, a capture (its launches recorded but not
+ * run: no GPU kernel has their correlation ids) followed by the first replay, then more
+ * replays, each between an upload and a download. Every replay ends with the optimizer
+ * (its GPU kernels say so), so each is a step; the capture is part of the first one. */
+Test(steps, a_step_replayed_as_a_cuda_graph)
+{
+    tb b;
+    ana_steps s;
+    tb_init(&b);
+    uint64_t fwd = tb_kernel(&b, "linear_forward_kernel"), bwd = tb_kernel(&b, "linear_backward_kernel"),
+             opt = tb_kernel(&b, "sgd_momentum_kernel");
+    const uint64_t step_kernels[] = { fwd, fwd, bwd, bwd, opt, opt };
+    size_t first[6];
+    first[0] = tb_memcpy(&b, 4096); /* eager step */
+    for (size_t i = 0; i < 6; i++)
+        tb_launch_on(&b, TID, step_kernels[i], step_kernels[i]);
+    tb_memcpy(&b, 4);
+    first[1] = tb_memcpy(&b, 4096); /* the capture, then the first replay */
+    for (size_t i = 0; i < 6; i++)
+        tb_launch(&b, step_kernels[i]);
+    graph_launch(&b, step_kernels, 6);
+    tb_memcpy(&b, 4);
+    for (int k = 2; k < 6; k++) {
+        first[k] = tb_memcpy(&b, 4096);
+        graph_launch(&b, step_kernels, 6);
+        tb_memcpy(&b, 4);
+    }
+    tb_find(&b, &s);
+    cr_assert_eq(s.method, ANA_STEPS_OPTIMIZER, "%s", s.why);
+    cr_assert_eq(s.n_steps, 6);
+    /* the first step's upload is not told from what precedes it (nothing here) */
+    cr_expect_leq(s.steps[0].start_ns, b.call_time[first[0] + 1]);
+    for (int k = 1; k < 6; k++)
+        cr_expect_eq(s.steps[k].start_ns, b.call_time[first[k]], "step %d", k);
+    tb_free(&b, &s);
+}
