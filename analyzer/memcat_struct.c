@@ -153,12 +153,16 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
         }
         st[k].hi = i;
     }
-    /* Weights: kept across steps, read by GEMMs in at least half of them, never written
-     * by one, not a step's input (copied from the host in the step). */
+    /* Weights: kept across steps, read by GEMMs in at least half of the steps that ran
+     * GEMMs the trace saw (a step replayed as a CUDA graph shows none), never written by
+     * one, not a step's input (copied from the host in the step). */
     size_t nw = 0;
+    uint32_t active = 0;
     int twice = 0;
+    for (int32_t k = 0; k < n; k++)
+        active += st[k].last_gemm != 0;
     for (size_t a = 0; a < na; a++) {
-        if (gout[a] || input[a] || 2 * gin_steps[a] < (uint32_t)n || !gin_steps[a] ||
+        if (gout[a] || input[a] || 2 * gin_steps[a] < active || !gin_steps[a] ||
             !ana_ms_kept(&m->allocs[a], n > 1 ? 1 : 0))
             continue;
         w[a] = 1, nw++;

@@ -37,6 +37,9 @@ typedef struct ana_st {
     const ana_trace *t;
     size_t n;          /* t->n_calls */
     uint8_t *hint;     /* per call: ST_* */
+    uint8_t *captured; /* per call, traces with graph launches: 1 = launched while a stream
+                        * was captured (ran nothing); 2 + ST_* = a graph launch and the hint
+                        * of its kernels; 0 otherwise (NULL: no graph launches) */
     uint64_t *key;     /* per call: what repeats (a launch's kernel; a copy's API and size) */
     uint8_t *nv_phase; /* per call: phase from an NVTX range, or ANA_PHASE_COUNT */
     ana_st_range *ranges;
