@@ -52,7 +52,8 @@ static size_t ana_st_lcs(const ana_st *st, ana_st_seq x, ana_st_seq y)
 /* ------------------------------------------------------------------ optimizer */
 
 /* Runs of optimizer-hinted launches: a run goes on over calls with no hint while they are
- * no more than the optimizer launches it holds so far (grad clipping, a scale check);
+ * no more than the optimizer launches it holds so far (grad clipping, a scale check),
+ * memsets not counted (states made at the first update are zeroed as they are made);
  * a forward- or backward-hinted launch ends it. */
 static size_t ana_st_runs(const ana_st *st, ana_st_seq **out)
 {
@@ -81,8 +82,9 @@ static size_t ana_st_runs(const ana_st *st, ana_st_seq **out)
             gap = 0;
         } else if (st->hint[i]) {
             open = 0;
-        } else {
-            gap++;
+        } else if (c->kind != ANA_K_MEMSET) {
+            gap++; /* a memset does not count: an optimizer that makes its states at its
+                    * first update zeroes each before using it */
         }
     }
     *out = v;
