@@ -205,8 +205,8 @@ static void ana_mc_in_step(const ana_mc_ctx *c, ana_mc_alloc *a, const ana_mem_l
         RULE(ANA_MCAT_TEMPORARY, W_TEMP_INFER);
     int32_t st = a->step_alloc;
     if (c->last_fwd[st] && c->first_bwd[st] && l->t_alloc <= c->last_fwd[st] &&
-        l->t_free >= c->first_bwd[st])
-        RULE(ANA_MCAT_ACTIVATIONS, W_ACT_STEP);
+        l->t_free >= c->first_bwd[st] && a->phase_alloc != ANA_PHASE_BACKWARD)
+        RULE(ANA_MCAT_ACTIVATIONS, W_ACT_STEP); /* (made in backward: a micro-batch's scratch) */
     if (a->phase_alloc == ANA_PHASE_BACKWARD && (a->use_phases & P(ANA_PHASE_OPTIMIZER)))
         RULE(ANA_MCAT_GRADIENTS, W_GRAD_STEP);
     RULE(ANA_MCAT_TEMPORARY, W_TEMP_STEP);

@@ -77,7 +77,7 @@ static uint64_t ana_ms_after_launch(const ana_trace *t, uint64_t time_ns)
 
 /* Sets phase[] (per call, in/out) of step k's calls where it is undecided. */
 static void ana_ms_apply(const ana_trace *t, const ana_steps *s, int32_t k, const ana_ms_points *p,
-                         uint8_t *phase)
+                         int over_names, uint8_t *phase)
 {
     size_t c = 0;
     for (size_t i = ana_trace_call_bound(t, s->steps[k].start_ns, 0);
@@ -86,7 +86,9 @@ static void ana_ms_apply(const ana_trace *t, const ana_steps *s, int32_t k, cons
             continue;
         while (c + 1 < p->n && p->at[c + 1] <= t->calls[i].time_ns)
             c++;
-        if (p->n && t->calls[i].time_ns >= p->at[0] && phase[i] == ANA_PHASE_UNDECIDED)
+        if (!p->n || t->calls[i].time_ns < p->at[0])
+            continue;
+        if (phase[i] == ANA_PHASE_UNDECIDED || (over_names && p->ph[c] != ANA_PHASE_UNDECIDED))
             phase[i] = p->ph[c];
     }
 }
@@ -259,6 +261,7 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
         }
         uint8_t cur = ANA_PHASE_FORWARD;
         uint64_t last_fwd_gemm = 0, p0 = 0; /* p0: the first weight address forward read */
+        size_t restarts = 0;                /* micro-batch forwards after a backward */
         pt.n = 0;
         ana_ms_push(&pt, s->steps[k].start_ns, cur);
         for (i = st[k].lo; i < st[k].hi && t->uses[i].time_ns < end; i++) {
@@ -301,7 +304,7 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
                 ana_u64map_put(&wrote, u->ptr, 1), nwrote++;
             if (accum && cur == ANA_PHASE_BACKWARD && !grad && kind == ANA_USE_GEMM_IN && w[a] &&
                 nwrote >= ngp) {
-                cur = ANA_PHASE_FORWARD, last_fwd_gemm = u->time_ns;
+                cur = ANA_PHASE_FORWARD, last_fwd_gemm = u->time_ns, restarts++;
                 ana_u64map_free(&read);
                 ana_u64map_init(&read);
                 ana_u64map_put(&read, u->ptr, 1);
@@ -315,7 +318,10 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
             ana_ms_push(&pt, first_upd[k], ANA_PHASE_OPTIMIZER);
             ana_ms_push(&pt, last_upd[k] + 1, ANA_PHASE_UNDECIDED);
         }
-        ana_ms_apply(t, s, k, &pt, phase);
+        /* Kernel names place forward only before the first backward-named launch: the
+         * forwards of later micro-batches read as backward. Where the structure saw them,
+         * it decides the step (NVTX ranges still win). */
+        ana_ms_apply(t, s, k, &pt, restarts > 0 && s->steps[k].phases != ANA_PHASES_NVTX, phase);
     }
     free(pt.at);
     free(pt.ph);
