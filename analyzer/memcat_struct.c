@@ -8,6 +8,8 @@
  *              the kernel that touches the most buffers kept across steps there (the
  *              optimizer, found without its name: one launch per tensor or one for all);
  *   gradient   written by a GEMM and read by the update;
+ *   16-bit copy a weight the update does not touch, written by a launch that touches a
+ *              buffer the update does (its fp32 master: a cast kernel): a weight too;
  *   backward   begins at the first GEMM of the step that writes a gradient or reads a
  *              weight's address a second time (dX = dY·W reads what forward read); where the
  *              step's GEMMs write a gradient address twice (micro-batches accumulate), once
@@ -31,6 +33,7 @@
 typedef struct ana_ms_step {
     size_t lo, hi;        /* its uses: [lo, hi) of t->uses */
     uint64_t last_gemm;   /* time of its last GEMM use, 0 none */
+    uint64_t first_gemm;  /* time of its first GEMM use, 0 none */
 } ana_ms_step;
 
 static int ana_ms_gemm(unsigned kind) { return kind == ANA_USE_GEMM_IN || kind == ANA_USE_GEMM_OUT; }
@@ -93,6 +96,44 @@ static void ana_ms_apply(const ana_trace *t, const ana_steps *s, int32_t k, cons
     }
 }
 
+/* A 16-bit working copy: a weight the update does not touch, written in a step, before its
+ * first GEMM or after its last, by a launch that also touches a buffer the update does
+ * touch and no GEMM writes (its fp32 master: a cast kernel before forward or after the
+ * update; a bias add between GEMMs is not one). It counts as updated (upd[a] = 1). */
+static void ana_ms_working_copies(const ana_trace *t, const ana_ms_step *st, int32_t n, const long *use_alloc,
+                                  const uint8_t *w, uint8_t *upd, const uint8_t *gout, size_t na)
+{
+    uint8_t *copy = ana_xcalloc(na + 1, 1);
+    for (int32_t k = 0; k < n; k++)
+        for (size_t i = st[k].lo; i < st[k].hi;) {
+            /* one launch: the kernel uses at one time with one kernel */
+            size_t j = i;
+            const ana_ptr_use *u = &t->uses[i];
+            int master = 0;
+            while (j < st[k].hi && t->uses[j].time_ns == u->time_ns &&
+                   ana_trace_use_kind(&t->uses[j]) == ANA_USE_KERNEL && ana_trace_use_kind(u) == ANA_USE_KERNEL &&
+                   ana_trace_use_arg(t, &t->uses[j]) == ana_trace_use_arg(t, u)) {
+                long a = use_alloc[j++];
+                master |= a >= 0 && upd[a] && !gout[a] && !w[a];
+            }
+            if (j == i) {
+                i++;
+                continue;
+            }
+            if (st[k].first_gemm && u->time_ns >= st[k].first_gemm && u->time_ns <= st[k].last_gemm)
+                master = 0; /* inside forward/backward */
+            for (size_t q = i; q < j && master; q++) {
+                long a = use_alloc[q];
+                if (a >= 0 && w[a] && !upd[a])
+                    copy[a] = 1;
+            }
+            i = j;
+        }
+    for (size_t a = 0; a < na; a++)
+        upd[a] |= copy[a];
+    free(copy);
+}
+
 /* Per step, for each kernel: launched after the step's last GEMM, or before it. */
 static void ana_ms_kernel_sides(const ana_trace *t, const ana_ms_step *st, int32_t n, uint32_t *after,
                                 uint32_t *before, size_t nk)
@@ -138,8 +179,11 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
             const ana_ptr_use *u = &t->uses[i];
             unsigned kind = ana_trace_use_kind(u);
             long a = use_alloc[i++];
-            if (ana_ms_gemm(kind))
+            if (ana_ms_gemm(kind)) {
                 st[k].last_gemm = u->time_ns;
+                if (!st[k].first_gemm)
+                    st[k].first_gemm = u->time_ns;
+            }
             if (a < 0)
                 continue;
             if (kind == ANA_USE_GEMM_OUT)
@@ -231,6 +275,7 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
         m->allocs[a].sflags |= (gout[a] ? ANA_MCS_GEMM_OUT : 0) | (gin_steps[a] ? ANA_MCS_GEMM_IN : 0);
     if (!any || !(sized || twice))
         goto out;
+    ana_ms_working_copies(t, st, n, use_alloc, w, upd, gout, na);
     for (size_t a = 0; a < na; a++)
         m->allocs[a].sflags |= (w[a] && upd[a] ? ANA_MCS_WEIGHT : 0) |
                                (upd[a] && gout[a] && !w[a] ? ANA_MCS_GRADIENT : 0) | (upd[a] ? ANA_MCS_UPDATED : 0);
