@@ -177,18 +177,16 @@ static uint8_t ana_mc_tail_phase(const ana_mc_ctx *c, uint64_t time_ns)
     return ANA_PHASE_UNDECIDED;
 }
 
+static int ana_mc_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* 1 when a kept allocation copied from the host has this size (runs without steps). */
 static int ana_mc_size_loaded(const ana_mc_ctx *c, uint64_t size)
 {
-    size_t lo = 0, hi = c->n_loaded;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (c->loaded[mid] < size)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < c->n_loaded && c->loaded[lo] == size;
+    return c->n_loaded && bsearch(&size, c->loaded, c->n_loaded, sizeof(uint64_t), ana_mc_u64_cmp);
 }
 
 /* ------------------------------------------------------------------ the rules */
@@ -366,12 +364,6 @@ static void ana_mc_repeat_last_step(const ana_mc_ctx *c, ana_memcat *m)
             a->why = W_TAIL_REPEAT;
         }
     }
-}
-
-static int ana_mc_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* Training's signature without names: at least two weights loaded before the first step,

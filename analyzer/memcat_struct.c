@@ -19,7 +19,9 @@
  *              step's forward again) before any backward: its calls stay undecided.
  * The update is believed only with a sign of training beside it: a gradient the size of
  * a weight, or weights read by GEMMs twice in a step (forward and backward). Kernel names
- * and NVTX ranges, where they decided a call's phase, keep it: structure fills the rest. */
+ * and NVTX ranges, where they decided a call's phase, keep it: structure fills the rest —
+ * but in a step where it saw micro-batches, its phases replace the names' (which read
+ * every later micro-batch's forward as backward); NVTX ranges still win. */
 #define _GNU_SOURCE
 #include "memcat.h"
 #include "memcat_int.h"
@@ -78,7 +80,8 @@ static uint64_t ana_ms_after_launch(const ana_trace *t, uint64_t time_ns)
     return i < t->n_calls ? t->calls[i].time_ns + 1 : time_ns + 1;
 }
 
-/* Sets phase[] (per call, in/out) of step k's calls where it is undecided. */
+/* Sets phase[] (per call, in/out) of step k's calls where it is undecided, or, with
+ * over_names, wherever the points decide one. */
 static void ana_ms_apply(const ana_trace *t, const ana_steps *s, int32_t k, const ana_ms_points *p,
                          int over_names, uint8_t *phase)
 {

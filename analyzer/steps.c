@@ -180,16 +180,19 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
                           ana_trace_wide(t, c->arg_w) }, h;
         st->key[i] = ana_fnv1a(k, sizeof(k), ANA_FNV1A_SEED);
         st->hint[i] = ana_st_hint_of(t, cache, c);
-        if (!t->graph_launches || !t->n_gpu || c->kind != ANA_K_LAUNCH)
+        if (!t->graph_launches || !t->n_gpu)
             continue;
-        if (!st->captured)
-            st->captured = ana_xcalloc(st->n + 1, 1);
+        if (!st->find_hint)
+            st->find_hint = ana_xcalloc(st->n + 1, 1);
+        st->find_hint[i] = st->hint[i];
+        if (c->kind != ANA_K_LAUNCH)
+            continue;
         if (!ana_u64map_get(&graph, ana_trace_wide(t, c->corr_w), &h))
             /* no kernel ran for it: captured into a graph, not run — no step of its own
              * (its hint still places its phase, as the graph's kernels run it) */
-            st->captured[i] = 1;
+            st->find_hint[i] = ST_NONE;
         else if (ana_api_is_graph_launch(c->api))
-            st->captured[i] = (uint8_t)(2 + h - 1); /* its kernels' hint, for finding steps */
+            st->find_hint[i] = (uint8_t)(h - 1); /* its kernels' hint */
     }
     ana_u64map_free(&graph);
     free(cache);
@@ -198,7 +201,7 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
 static void ana_st_free(ana_st *st)
 {
     free(st->hint);
-    free(st->captured);
+    free(st->find_hint);
     free(st->key);
     free(st->nv_phase);
     free(st->ranges);
@@ -533,22 +536,13 @@ void ana_steps_find(const ana_trace *t, ana_steps *out)
     ana_st st;
     ana_st_init(&st, t);
     ana_nvtx_pair(t, ana_st_add_range, &st, NULL); /* unmatched ones are no ranges */
-    /* steps are found without the launches captured into a graph and with graph launches
-     * hinted by their kernels; phases with the captured launches' own hints (the graph
-     * launch, which carries no pointers, stays unhinted there) */
-    uint8_t *hints = NULL;
-    if (st.captured) {
-        hints = ana_xmalloc(st.n + 1);
-        memcpy(hints, st.hint, st.n);
-        for (size_t i = 0; i < st.n; i++)
-            if (st.captured[i])
-                st.hint[i] = st.captured[i] == 1 ? ST_NONE : (uint8_t)(st.captured[i] - 2);
-    }
+    /* steps are found with find_hint where it exists (graph launches); phases with the
+     * calls' own hints */
+    uint8_t *own = st.hint;
+    if (st.find_hint)
+        st.hint = st.find_hint;
     int found = ana_st_find(&st, out->why, sizeof(out->why));
-    if (hints) {
-        memcpy(st.hint, hints, st.n);
-        free(hints);
-    }
+    st.hint = own;
     if (found) {
         out->method = st.method;
         memcpy(out->name, st.name, sizeof(out->name));

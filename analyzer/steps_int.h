@@ -37,9 +37,9 @@ typedef struct ana_st {
     const ana_trace *t;
     size_t n;          /* t->n_calls */
     uint8_t *hint;     /* per call: ST_* */
-    uint8_t *captured; /* per call, traces with graph launches: 1 = launched while a stream
-                        * was captured (ran nothing); 2 + ST_* = a graph launch and the hint
-                        * of its kernels; 0 otherwise (NULL: no graph launches) */
+    uint8_t *find_hint; /* per call, traces with graph launches and GPU activity: the hint
+                         * steps are found with — a graph launch's kernels' hint, none for a
+                         * launch captured into a graph (it ran nothing); else NULL */
     uint64_t *key;     /* per call: what repeats (a launch's kernel; a copy's API and size) */
     uint8_t *nv_phase; /* per call: phase from an NVTX range, or ANA_PHASE_COUNT */
     ana_st_range *ranges;

@@ -178,13 +178,11 @@ static void ana_trace_table(ana_trace *t, const ana_record *r, uint64_t dst, uin
     if (t->flags & ANA_LOAD_SUMMARY)
         return;
     size_t n = ptrs ? ptrs->n : 0;
-    if (!n) {
-        int known = 0;
-        for (size_t i = 0; i < t->n_tables && !known; i++)
-            known = t->tables[i].dst == dst;
-        if (!known)
-            return;
-    }
+    uint64_t v;
+    if (!n && !ana_u64map_get(&t->table_dsts, dst, &v))
+        return; /* no table ever started there */
+    if (n)
+        ana_u64map_put(&t->table_dsts, dst, 1);
     ANA_GROW(t->tables, t->cap_tables, t->n_tables + 1);
     ANA_GROW(t->table_ptrs, t->cap_table_ptrs, t->n_table_ptrs + n + 1);
     t->tables[t->n_tables] = (ana_ptr_table){ r->time_ns, dst, bytes, t->n_table_ptrs, n, t->n_tables };
@@ -677,6 +675,7 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     ana_u64map_init(&t->corr_map);
     ana_u64map_init(&t->call_ctx);
     ana_u64map_init(&t->wide_idx);
+    ana_u64map_init(&t->table_dsts);
     ana_stacks_init(&t->stacks);
     ana_libs_init(&t->libs);
     return t;
@@ -773,6 +772,7 @@ void ana_trace_free(ana_trace *t)
     free(t->uses);
     free(t->tables);
     free(t->table_ptrs);
+    ana_u64map_free(&t->table_dsts);
     ana_u64map_free(&t->corr_map);
     free(t->corr_idx);
     ana_u64map_free(&t->call_ctx);

@@ -205,6 +205,7 @@ typedef struct ana_trace {
     size_t n_tables, cap_tables;
     uint64_t *table_ptrs; /* the tables' pointers, each table's a run */
     size_t n_table_ptrs, cap_table_ptrs;
+    ana_u64map table_dsts; /* addresses a table ever started at (a write there ends it) */
     uint64_t table_launches; /* launches that were handed a table (their uses added) */
     uint64_t *wide;       /* values of the *_w fields at or above 2^31 (ana_trace_wide) */
     size_t n_wide, cap_wide;

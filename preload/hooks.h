@@ -89,21 +89,20 @@ int ana_current_device(void);
 void ana_set_current_device(int dev);
 
 /* ---- kargs.c: the parameter words of a launch that look like device pointers ---- */
-#define ANA_KARGS_MAX 512 /* most words one LAUNCH or MEMCPY records (PyTorch's multi-tensor
+#define ANA_KARGS_MAX 512 /* most words one LAUNCH or PTR_TABLE records (PyTorch's multi-tensor
                            * apply passes about 440 addresses in one struct) */
 #define ANA_KARGS_TABLE_BYTES 65536 /* host-to-device copies up to this size are read for
                                      * pointer tables */
 /* Widens the device address range [lowest, highest) by a successful allocation or map. */
 void ana_kargs_note_range(uint64_t ptr, uint64_t size);
 /* Fills ptrs/at (ANA_KARGS_MAX each) with the words of la's parameters that lie in the
- * range, in offset order; returns how many, and in *more how many more there were. 0
- * when ANATOMIST_KERNEL_ARGS=0, without parameters, or before the function's layout is
- * known. Hot path: no lock, no malloc (the first launch of a function asks CUDA for its
- * layout). */
-uint32_t ana_kargs_collect(const ana_launch_args *la, uint64_t *ptrs, uint64_t *at, uint64_t *more);
+ * range, in offset order; returns how many. 0 when ANATOMIST_KERNEL_ARGS=0, without
+ * parameters, or before the function's layout is known. Hot path: no lock, no malloc
+ * (the first launch of a function asks CUDA for its layout). */
+uint32_t ana_kargs_collect(const ana_launch_args *la, uint64_t *ptrs, uint64_t *at);
 /* The same for the bytes a host-to-device copy of `bytes` (at most ANA_KARGS_TABLE_BYTES)
  * read at host address src: its 8-byte words (offsets from src) that lie in the range —
- * a pointer table the GPU will read. direct: src is read as it is (a successful
+ * a pointer table the GPU will read —, and in *more how many past ANA_KARGS_MAX. direct: src is read as it is (a successful
  * cudaMemcpyHostToDevice has just read it: host memory); else with process_vm_readv, so
  * an address the process cannot read gives no words, never a fault. 0 when
  * ANATOMIST_KERNEL_ARGS=0, for a larger copy, or a source inside the device range. */

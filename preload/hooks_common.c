@@ -137,10 +137,8 @@ void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3
                          uint64_t shmem, uint64_t stream, const ana_launch_args *la)
 {
     measure(c);
-    uint64_t more;
-    uint32_t n = ana_kargs_collect(la, ana_tls_ptrs, ana_tls_at, &more);
+    uint32_t n = ana_kargs_collect(la, ana_tls_ptrs, ana_tls_at);
     CALL_RECORD(rec, ANA_K_LAUNCH, c);
-    (void)more; /* a launch with more pointer words than recorded shows as one at the cap */
     rec.u.launch = (ana_rec_launch){ api, r, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                      shmem, stream, c->stack, c->dur, c->corr, (uint64_t)c->via,
                                      ana_tls_lib, ana_tls_libcall, { ana_tls_ptrs, n }, { ana_tls_at, n } };

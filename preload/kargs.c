@@ -174,7 +174,8 @@ static const struct layout *layout_of(const void *fn, int driver)
 }
 
 /* Appends the kept words of one parameter (bytes [off, off + size) of the buffer, its
- * value at `value`); returns the new count. */
+ * value at `value`); returns the new count. At ANA_KARGS_MAX words it stops, or, with
+ * `more`, goes on counting the further ones there. */
 static uint32_t scan_param(const uint8_t *value, uint32_t off, uint32_t size, uint64_t lo, uint64_t hi,
                            uint64_t *ptrs, uint64_t *at, uint32_t n, uint64_t *more)
 {
@@ -183,6 +184,8 @@ static uint32_t scan_param(const uint8_t *value, uint32_t off, uint32_t size, ui
         memcpy(&v, value + (a - off), sizeof(v));
         if (v >= lo && v < hi) {
             if (n == ANA_KARGS_MAX) {
+                if (!more)
+                    break;
                 (*more)++;
                 continue;
             }
@@ -193,9 +196,8 @@ static uint32_t scan_param(const uint8_t *value, uint32_t off, uint32_t size, ui
     return n;
 }
 
-uint32_t ana_kargs_collect(const ana_launch_args *la, uint64_t *ptrs, uint64_t *at, uint64_t *more)
+uint32_t ana_kargs_collect(const ana_launch_args *la, uint64_t *ptrs, uint64_t *at)
 {
-    *more = 0;
     if (!la || !la->fn || !la->args || !ana_cfg.kernel_args)
         return 0;
     uint64_t lo = atomic_load_explicit(&dev_lo, memory_order_relaxed);
@@ -204,10 +206,10 @@ uint32_t ana_kargs_collect(const ana_launch_args *la, uint64_t *ptrs, uint64_t *
         return 0;  /* nothing allocated yet: no word can be a device pointer */
     const struct layout *l = layout_of(la->fn, la->driver);
     uint32_t n = 0;
-    for (uint32_t i = 0; l && i < l->n; i++) {
+    for (uint32_t i = 0; l && i < l->n && n < ANA_KARGS_MAX; i++) {
         const uint8_t *value = la->args[l->w[i].index];
         if (value)
-            n = scan_param(value, l->w[i].offset, l->w[i].size, lo, hi, ptrs, at, n, more);
+            n = scan_param(value, l->w[i].offset, l->w[i].size, lo, hi, ptrs, at, n, NULL);
     }
     return n;
 }
