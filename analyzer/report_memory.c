@@ -138,8 +138,9 @@ void ana_report_memcat_text(const ana_report *r, FILE *o)
                 : "lifetimes, steps and phases, copies and sets (no kernel pointers in this trace)");
     const ana_trace *t = r->t;
     if (t->launches && t->launch_ptrs < t->launches)
-        fprintf(o, "  unseen         %llu of %llu launches gave no pointers (graph launches, launches "
-                   "before a kernel's layout was known, libraries' own launches)\n",
+        fprintf(o, "  unseen         %llu of %llu launches recorded no pointer words (kernels without "
+                   "pointer parameters, launches before a kernel's layout was known, `extra` "
+                   "launches)\n",
                 (unsigned long long)(t->launches - t->launch_ptrs), (unsigned long long)t->launches);
     if (t->launch_ptrs_cut)
         fprintf(o, "  cut            %llu launches recorded as many pointer words as a launch records "
