@@ -195,7 +195,7 @@ static char *ana_diff_site_key(const ana_report *r, uint64_t stack)
         const ana_frame *f = ana_sym_lookup(r->sym, ip[i]);
         if (!ana_sym_is_profiler(f))
             pick[np++] = f;
-        if (f->function && strcmp(f->function, "main") == 0)
+        if (!f->python && f->function && strcmp(f->function, "main") == 0)
             break; /* what runs main (libc's start) says nothing of the site */
     }
     if (!np)

@@ -19,6 +19,7 @@ static void ana_rj_frame(ana_json *j, const ana_frame *f)
     else
         ana_json_null(j);
     ana_json_kstr(j, "module", f->module);
+    ana_json_kstr(j, "language", f->python ? "python" : "native");
     ana_json_ku64(j, "offset", f->offset);
     ana_json_ku64(j, "address", f->address);
     ana_json_obj_end(j);

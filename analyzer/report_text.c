@@ -24,7 +24,9 @@ static void ana_rt_frame(FILE *o, int idx, const ana_frame *f)
     fprintf(o, "        #%d %s", idx, f->function ? f->function : "??");
     if (f->file)
         fprintf(o, " at %s:%lld", f->file, (long long)f->line);
-    if (f->module)
+    if (f->python)
+        fprintf(o, " [python]\n");
+    else if (f->module)
         fprintf(o, " (%s+0x%llx)\n", ana_rt_base(f->module), (unsigned long long)f->offset);
     else
         fprintf(o, " (0x%llx)\n", (unsigned long long)f->address);
@@ -55,7 +57,7 @@ void ana_report_text_stack(FILE *o, const ana_report *r, uint64_t stack)
         ana_rt_frame(o, shown++, f);
         /* Below main are only the C runtime's start-up frames: the text leaves them out
          * (the JSON keeps every frame). */
-        at_main = f->function && strcmp(f->function, "main") == 0;
+        at_main = !f->python && f->function && strcmp(f->function, "main") == 0;
     }
     if (!at_main && n > (size_t)shown)
         fprintf(o, "        ... (%zu frames in all)\n", n);

@@ -195,6 +195,11 @@ static void ana_sym_resolve(ana_symbolizer *s, ana_sym_entry *e, uint64_t pc)
 
 const char *ana_sym_frame_label(const ana_frame *f, char *buf, size_t cap)
 {
+    if (f->python) {
+        const char *base = f->file ? strrchr(f->file, '/') : NULL;
+        snprintf(buf, cap, "%s:%s", base ? base + 1 : f->file ? f->file : "?", f->function ? f->function : "?");
+        return buf;
+    }
     if (f->function)
         return f->function;
     if (f->module) {
@@ -224,8 +229,17 @@ const ana_frame *ana_sym_lookup(ana_symbolizer *s, uint64_t address)
     s->entries[s->n_entries] = e;
     e->frame.address = address;
     e->frame.offset = address;
-    /* Return addresses point after the call: the call site is one byte before. */
-    ana_sym_resolve(s, e, address ? address - 1 : 0);
+    if (ana_py_is_frame(address)) { /* after ana_py_merge: code id and line */
+        const ana_pycode *c = ana_py_code(&s->t->py, ANA_PYFRAME_CODE(address));
+        e->frame.python = 1;
+        e->frame.function = c ? c->qualname : "?";
+        e->frame.file = c ? c->file : NULL;
+        e->frame.line = (int64_t)ana_py_frame_line(address);
+        e->frame.offset = e->frame.line;
+    } else {
+        /* Return addresses point after the call: the call site is one byte before. */
+        ana_sym_resolve(s, e, address ? address - 1 : 0);
+    }
     ana_u64map_put(&s->cache, address, s->n_entries);
     s->n_entries++;
     return &e->frame;

@@ -28,6 +28,8 @@ typedef struct ana_frame {
     const char *const *inlined; /* n_inlined names (demangled), outermost first; or NULL
                                  * (filled by ana_sym_lookup_inlined only) */
     size_t n_inlined;
+    int python; /* a Python frame (trace-format "Python frames"): function is the code's
+                 * qualified name, file and line its source; no module */
 } ana_frame;
 
 typedef struct ana_symbolizer ana_symbolizer;
@@ -40,7 +42,8 @@ const ana_frame *ana_sym_lookup(ana_symbolizer *s, uint64_t address);
 const ana_frame *ana_sym_lookup_inlined(ana_symbolizer *s, uint64_t address);
 void ana_sym_free(ana_symbolizer *s);
 /* What to call a frame: its function, else "module+0xOFFSET" (the module's basename), else
- * "0xADDRESS" (the last two written into buf). */
+ * "0xADDRESS"; a Python frame is "file.py:qualname" (the file's basename). The last three
+ * are written into buf. */
 const char *ana_sym_frame_label(const ana_frame *f, char *buf, size_t cap);
 /* 1 when f lies in the profiler's own library (a module named libanatomist*): frames that
  * reports leave out. */

@@ -518,6 +518,10 @@ static void ana_trace_on_record(ana_trace *t, const ana_record *r)
         if (!(t->flags & ANA_LOAD_SUMMARY))
             ana_stacks_add(&t->stacks, r->u.stack.id, r->u.stack.frames.ip, r->u.stack.frames.n);
         break;
+    case ANA_K_PYCODE:
+        if (!(t->flags & ANA_LOAD_SUMMARY))
+            ana_py_add(&t->py, &r->u.pycode);
+        break;
     case ANA_K_KERNEL: ana_trace_on_kernel(t, &r->u.kernel); break;
     case ANA_K_ALLOC: ana_trace_on_alloc(t, r); break;
     case ANA_K_FREE: ana_trace_on_free(t, r); break;
@@ -644,6 +648,7 @@ static int ana_trace_in_cuda_lib(uint64_t ip, void *arg)
 void ana_trace_finish(ana_trace *t)
 {
     ana_trace_index_modules(t);
+    ana_py_merge(t);
     ana_stacks_trim_leading(&t->stacks, ana_trace_in_cuda_lib, t);
     ana_stacks_resolve(&t->stacks);
     for (size_t i = 0; i < t->n_mev; i++)
@@ -677,6 +682,7 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     ana_u64map_init(&t->wide_idx);
     ana_u64map_init(&t->table_dsts);
     ana_stacks_init(&t->stacks);
+    ana_py_init(&t->py);
     ana_libs_init(&t->libs);
     return t;
 }
@@ -785,6 +791,7 @@ void ana_trace_free(ana_trace *t)
     ana_u64map_free(&t->device_idx);
     free(t->spans);
     ana_stacks_free(&t->stacks);
+    ana_py_free(&t->py);
     ana_libs_free(&t->libs);
     free(t);
 }

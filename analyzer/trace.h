@@ -17,6 +17,7 @@
 #include "format/reader.h"
 #include "libs.h"
 #include "memory.h"
+#include "pyframes.h"
 #include "stacks.h"
 #include "u64map.h"
 
@@ -170,6 +171,7 @@ typedef struct ana_trace {
     ana_trace_span *spans; /* see ana_trace_span */
     size_t n_spans, cap_spans, spans_for; /* spans_for: n_modules when they were built */
     ana_stacks stacks;
+    ana_pycodes py; /* Python code objects (2.2 PYCODE) that stacks' Python frames name */
     ana_mev *mev;
     size_t n_mev, cap_mev;
     ana_api_stats alloc_by_api[ANA_API_COUNT]; /* api >= ANA_API_COUNT counts in [0] */

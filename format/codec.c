@@ -136,6 +136,9 @@ static const struct ana_field f_label[] = {
 static const struct ana_field f_ptr_table[] = {
     U(ana_rec_ptr_table, dst), U(ana_rec_ptr_table, bytes), FRAMES(ana_rec_ptr_table, ptrs),
     FRAMES(ana_rec_ptr_table, ptr_at), U(ana_rec_ptr_table, more), END };
+static const struct ana_field f_pycode[] = {
+    U(ana_rec_pycode, id), U(ana_rec_pycode, version), U(ana_rec_pycode, first_line),
+    STR(ana_rec_pycode, qualname), STR(ana_rec_pycode, file), BLOB(ana_rec_pycode, linetable), END };
 const struct ana_field *const ana_fields[ANA_K_COUNT] = {
     [ANA_K_SEGMENT] = f_segment, [ANA_K_PROCESS] = f_process, [ANA_K_THREAD] = f_thread,
     [ANA_K_MODULE] = f_module,   [ANA_K_STACK] = f_stack,     [ANA_K_KERNEL] = f_kernel,
@@ -149,7 +152,7 @@ const struct ana_field *const ana_fields[ANA_K_COUNT] = {
     [ANA_K_VMM] = f_vmm,
     [ANA_K_GEMM] = f_gemm, [ANA_K_COLL] = f_coll, [ANA_K_COMM] = f_comm,
     [ANA_K_LIBCALL] = f_libcall, [ANA_K_RANGE] = f_range, [ANA_K_LABEL] = f_label,
-    [ANA_K_PTR_TABLE] = f_ptr_table,
+    [ANA_K_PTR_TABLE] = f_ptr_table, [ANA_K_PYCODE] = f_pycode,
 };
 
 static const char *const KIND_NAMES[ANA_K_COUNT] = {
@@ -164,7 +167,7 @@ static const char *const KIND_NAMES[ANA_K_COUNT] = {
     [ANA_K_GPU_DROPPED] = "gpu_dropped", [ANA_K_VMM] = "vmm",
     [ANA_K_GEMM] = "gemm", [ANA_K_COLL] = "collective", [ANA_K_COMM] = "communicator",
     [ANA_K_LIBCALL] = "library_call", [ANA_K_RANGE] = "range", [ANA_K_LABEL] = "label",
-    [ANA_K_PTR_TABLE] = "pointer_table",
+    [ANA_K_PTR_TABLE] = "pointer_table", [ANA_K_PYCODE] = "python_code",
 };
 
 const char *ana_kind_name(uint32_t kind)

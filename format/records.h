@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define ANA_FORMAT_MAJOR 2
-#define ANA_FORMAT_MINOR 1
+#define ANA_FORMAT_MINOR 2
 #define ANA_HEADER_SIZE 32
 #define ANA_CHUNK_HEADER_SIZE 16
 #define ANA_CHUNK_MAX (64u << 20)
@@ -53,6 +53,7 @@ enum ana_kind {
     ANA_K_LABEL = 29,       /* (1.2) an NVTX name given to a thread, stream, domain, memory region... */
     ANA_K_PTR_TABLE = 30,   /* (2.1) the device addresses a host-to-device copy carried (a pointer
                              * table); never packed (docs/trace-format.md) */
+    ANA_K_PYCODE = 31,      /* (2.2) a Python code object that stacks' Python frames name; never packed */
     ANA_K_COUNT /* one past the last known kind */
 };
 
@@ -354,6 +355,22 @@ typedef struct {
     ana_frames ptrs, ptr_at;
     uint64_t more;
 } ana_rec_ptr_table;
+/* (2.2) A Python code object, defined before the STACK records whose Python frames name
+ * it (docs/trace-format.md, "Python frames"). version = major * 100 + minor of the
+ * interpreter, which fixes the line table's format; linetable holds co_linetable (3.10+)
+ * or co_lnotab (3.9) as the interpreter kept it. */
+typedef struct {
+    uint64_t id, version, first_line;
+    ana_str qualname, file, linetable;
+} ana_rec_pycode;
+/* A STACK frame with this bit set is a Python frame (2.2): bits 32..61 are the PYCODE id,
+ * bits 0..31 the byte offset of the instruction the frame was executing, and ENTRY marks
+ * the first Python frame run by one call of the interpreter's evaluation loop (the native
+ * frame it stands for; docs/trace-format.md). */
+#define ANA_PYFRAME_BIT (1ull << 63)
+#define ANA_PYFRAME_ENTRY (1ull << 62)
+#define ANA_PYFRAME_CODE(w) (((w) >> 32) & 0x3fffffffull)
+#define ANA_PYFRAME_OFFSET(w) ((w) & 0xffffffffull)
 enum ana_gpu_dropped_reason { ANA_GPU_DROPPED_CUPTI = 1, ANA_GPU_DROPPED_DECODE = 2 };
 
 typedef struct ana_record {
@@ -391,6 +408,7 @@ typedef struct ana_record {
         ana_rec_range range;
         ana_rec_label label;
         ana_rec_ptr_table ptr_table;
+        ana_rec_pycode pycode;
     } u;
 } ana_record;
 

@@ -354,6 +354,8 @@ static size_t var_bytes(const ana_record *rec)
         return ((size_t)rec->u.launch.ptrs.n + rec->u.launch.ptr_at.n) * ANA_VARINT_MAX;
     case ANA_K_PTR_TABLE:
         return ((size_t)rec->u.ptr_table.ptrs.n + rec->u.ptr_table.ptr_at.n) * ANA_VARINT_MAX;
+    case ANA_K_PYCODE:
+        return (size_t)rec->u.pycode.qualname.len + rec->u.pycode.file.len + rec->u.pycode.linetable.len;
     case ANA_K_RANGE: return rec->u.range.name.len;
     case ANA_K_LABEL: return rec->u.label.name.len;
     case ANA_K_KERNEL: return rec->u.kernel.name.len;

@@ -178,6 +178,21 @@ static void on_stack(uint64_t id, const uint64_t *ips, uint32_t n, void *arg)
     wrec(&r);
 }
 
+static void on_pycode(const ana_record *r, void *arg)
+{
+    (void)arg;
+    ana_record c = *r;
+    wrec(&c);
+}
+
+static void on_py_info(const char *key, const char *value, void *arg)
+{
+    (void)arg;
+    ana_record r = { .kind = ANA_K_INFO };
+    r.u.info = (ana_rec_info){ { key, (uint32_t)strlen(key) }, { value, (uint32_t)strlen(value) } };
+    wrec(&r);
+}
+
 static void name_thread(ana_thread *t)
 {
     char path[64], name[64] = "";
@@ -287,6 +302,7 @@ static void pass(int forced)
     defs_snap = ana_live_defs_snapshot(); /* after the heads: covers what they use */
     ana_modules_emit_new(on_module, NULL);
     ana_kernels_emit_new(on_kernel, NULL);
+    ana_py_emit_new(on_pycode, NULL);
     ana_stacks_emit_new(on_stack, NULL);
     if (!write_failed) {
         /* The definitions are in the trace or the stage: their mirror may be overwritten. */
@@ -398,6 +414,7 @@ static void write_preamble(void)
     ana_record r = { .kind = ANA_K_INFO };
     r.u.info = (ana_rec_info){ { "anatomist.version", 17 }, { ANA_VERSION, (uint32_t)strlen(ANA_VERSION) } };
     wrec(&r);
+    ana_py_info(on_py_info, NULL);
 }
 
 /* An id for the trace and its live file: random, never 0. */
@@ -441,6 +458,7 @@ static int open_files(const char *path, char *why, size_t cap)
         ana_modules_emit_new(on_module, NULL);
         /* A forked child's tables hold its parent's definitions: they go in first. */
         ana_kernels_emit_new(on_kernel, NULL);
+        ana_py_emit_new(on_pycode, NULL);
         ana_stacks_emit_new(on_stack, NULL);
         flush_chunk(); /* the header and the process record reach the disk at once */
         if (write_failed)

@@ -20,6 +20,8 @@ static const ana_config_var VARS[] = {
       "1 turns the preload into a pass-through: nothing is recorded or written." },
     { "ANATOMIST_STACKS", ANA_CFG_BOOL, "1", 0, 1, OFF(stacks),
       "0 records no call stacks (cheaper; reports then have no allocation sites)." },
+    { "ANATOMIST_PYTHON", ANA_CFG_BOOL, "1", 0, 1, OFF(python),
+      "0 leaves Python frames out of stacks (they then show the interpreter's native frames)." },
     { "ANATOMIST_STACK_DEPTH", ANA_CFG_INT, "64", 1, 256, OFF(stack_depth),
       "Most frames kept per stack, innermost first." },
     { "ANATOMIST_FLUSH_MS", ANA_CFG_INT, "200", 10, 10000, OFF(flush_ms),

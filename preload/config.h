@@ -13,6 +13,7 @@ typedef struct ana_config {
     int disable;
     int stacks;
     int stack_depth;
+    int python;       /* Python frames in stacks (pyframes.c) */
     int flush_ms;
     int buffer_kb;
     int zstd_level;

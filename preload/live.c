@@ -35,7 +35,7 @@ static ana_live_header *hdr;
 static uint8_t *defs, *stage;
 static char live_path[1100];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t enc[ANA_RECORD_FIXED_MAX + 16384]; /* under lock */
+static uint8_t enc[ANA_RECORD_FIXED_MAX + (64 << 10)]; /* under lock (a PYCODE's line table: up to 48 KiB) */
 static int said_full;
 
 /* Every mapping of the file, for the SIGBUS handler: appended under lock, read anywhere. */

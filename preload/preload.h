@@ -185,6 +185,22 @@ uint64_t ana_stack_intern(const uint64_t *ips, uint32_t n);
 /* Collector: calls fn for each stack defined since the last call, in id order. */
 void ana_stacks_emit_new(void (*fn)(uint64_t id, const uint64_t *ips, uint32_t n, void *arg), void *arg);
 void ana_stacks_atfork_child(void);
+/* The frames of a defined id (any thread): their count, 0 for an unknown id. */
+uint32_t ana_stack_frames(uint64_t id, const uint64_t **ips);
+
+/* ---- pyframes.c: Python frames in stacks (docs/trace-format.md "Python frames") ---- */
+/* 1 once the running CPython's frames can be read. */
+extern _Atomic int ana_py_on;
+/* Finds the interpreter (none: stays off silently; an unsupported one: says so once). */
+void ana_py_init(void);
+/* The id of native_id's frames followed by the calling thread's Python frames (native_id
+ * itself when the thread runs no Python). Hot path: no malloc, no lock. */
+uint64_t ana_py_extend(uint64_t native_id);
+/* Collector: a PYCODE record for each code object defined since the last call. */
+void ana_py_emit_new(void (*fn)(const ana_record *r, void *arg), void *arg);
+/* The python.* INFO pairs of the trace (none outside Python). */
+void ana_py_info(void (*fn)(const char *key, const char *value, void *arg), void *arg);
+void ana_py_atfork_child(void);
 
 /* ---- kernels.c ---- */
 void ana_kernel_register(const void *host_fn, const char *name);

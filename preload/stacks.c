@@ -69,6 +69,7 @@ int ana_stacks_init(void)
         ana_warn("call stacks are off: this libunwind.so.8 lacks unw_backtrace");
         return -1;
     }
+    ana_py_init();
     return 0;
 }
 
@@ -131,6 +132,14 @@ uint64_t ana_stack_intern(const uint64_t *ip, uint32_t n)
     return new_entry(ip, n); /* table crowded here: define it without interning */
 }
 
+uint32_t ana_stack_frames(uint64_t id, const uint64_t **ips)
+{
+    if (!entries || id == 0 || id >= MAX_IDS || !atomic_load_explicit(&entries[id].ready, memory_order_acquire))
+        return 0;
+    *ips = frames + entries[id].off;
+    return entries[id].n;
+}
+
 void ana_stacks_emit_new(void (*fn)(uint64_t id, const uint64_t *ips, uint32_t n, void *arg), void *arg)
 {
     if (!entries)
@@ -162,4 +171,5 @@ void ana_stacks_atfork_child(void)
     uint32_t end = atomic_load(&next_id);
     memset(emitted, 0, end < MAX_IDS ? end : MAX_IDS);
     emit_cursor = 1;
+    ana_py_atfork_child();
 }

@@ -455,14 +455,12 @@ ANA_RAW_READ static inline int still_valid(const struct centry *e)
     return 1;
 }
 
-ANA_RAW_READ __attribute__((noinline)) uint64_t ana_stack_capture(void)
+/* The native frames' id. Inlined into ana_stack_capture, whose frame address and return
+ * address are the cache's key. */
+ANA_RAW_READ __attribute__((always_inline)) static inline uint64_t capture_native(uintptr_t fp, uintptr_t ret0)
 {
-    if (!ana_cfg.stacks || !u_backtrace)
-        return 0;
     if (ana_cfg.unwind == ANA_UNWIND_DWARF)
         return capture_uncached();
-    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
-    uintptr_t ret0 = (uintptr_t)__builtin_return_address(0);
     struct tstate *st = tls_st;
     if (ANA_UNLIKELY(!st || st->busy || fp < st->lo || fp >= st->top ||
                      st->gen != atomic_load_explicit(&cache_gen, memory_order_relaxed))) {
@@ -488,4 +486,13 @@ ANA_RAW_READ __attribute__((noinline)) uint64_t ana_stack_capture(void)
     atomic_signal_fence(memory_order_seq_cst);
     st->busy = 0;
     return id;
+}
+
+ANA_RAW_READ __attribute__((noinline)) uint64_t ana_stack_capture(void)
+{
+    if (!ana_cfg.stacks || !u_backtrace)
+        return 0;
+    uint64_t id = capture_native((uintptr_t)__builtin_frame_address(0), (uintptr_t)__builtin_return_address(0));
+    /* In a Python process: the thread's Python frames follow (pyframes.c). */
+    return ANA_UNLIKELY(atomic_load_explicit(&ana_py_on, memory_order_relaxed)) ? ana_py_extend(id) : id;
 }

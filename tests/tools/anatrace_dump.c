@@ -25,7 +25,7 @@ static const char *const KIND_NAMES[ANA_K_COUNT] = {
     [ANA_K_GPU_MEMORY] = "GPU_MEMORY", [ANA_K_GPU_POOL] = "GPU_POOL", [ANA_K_GPU_DROPPED] = "GPU_DROPPED",
     [ANA_K_VMM] = "VMM", [ANA_K_GEMM] = "GEMM", [ANA_K_COLL] = "COLL", [ANA_K_COMM] = "COMM",
     [ANA_K_LIBCALL] = "LIBCALL", [ANA_K_RANGE] = "RANGE", [ANA_K_LABEL] = "LABEL",
-    [ANA_K_PTR_TABLE] = "PTR_TABLE",
+    [ANA_K_PTR_TABLE] = "PTR_TABLE", [ANA_K_PYCODE] = "PYCODE",
 };
 
 static void str(const char *key, ana_str s)
@@ -74,7 +74,30 @@ static void fields(const ana_record *r)
         break;
     case ANA_K_THREAD: u("thread", r->u.thread.tid), str("name", r->u.thread.name); break;
     case ANA_K_MODULE: u("lo", r->u.module.lo), u("hi", r->u.module.hi), str("path", r->u.module.path); break;
-    case ANA_K_STACK: u("id", r->u.stack.id), u("frames", r->u.stack.frames.n); break;
+    case ANA_K_STACK: {
+        /* Python frames (bit 63) as [code id, instruction offset, entry]; native ones as counted */
+        uint32_t npy = 0;
+        for (uint32_t i = 0; i < r->u.stack.frames.n; i++)
+            npy += (r->u.stack.frames.ip[i] & ANA_PYFRAME_BIT) != 0;
+        u("id", r->u.stack.id), u("frames", r->u.stack.frames.n - npy);
+        if (npy) {
+            printf(",\"py\":[");
+            for (uint32_t i = 0, k = 0; i < r->u.stack.frames.n; i++) {
+                uint64_t w = r->u.stack.frames.ip[i];
+                if (w & ANA_PYFRAME_BIT)
+                    printf("%s[%llu,%llu,%d]", k++ ? "," : "", (unsigned long long)ANA_PYFRAME_CODE(w),
+                           (unsigned long long)ANA_PYFRAME_OFFSET(w), (w & ANA_PYFRAME_ENTRY) != 0);
+            }
+            printf("]");
+        }
+        break;
+    }
+    case ANA_K_PYCODE: {
+        const ana_rec_pycode *c = &r->u.pycode;
+        u("id", c->id), u("version", c->version), u("first_line", c->first_line);
+        str("qualname", c->qualname), str("file", c->file), u("linetable_bytes", c->linetable.len);
+        break;
+    }
     case ANA_K_KERNEL: u("id", r->u.kernel.id), u("host_fn", r->u.kernel.host_fn), str("name", r->u.kernel.name); break;
     case ANA_K_ALLOC: {
         const ana_rec_alloc *a = &r->u.alloc;
