@@ -181,22 +181,40 @@ static size_t ana_diff_kernel_names(const ana_report *r, ana_diff_named **out)
 
 /* The site of a stack: its ANA_DIFF_SITE_FRAMES innermost frames outside the profiler,
  * up to main, outermost first, joined by " > "; a frame without a function is
- * module+0xoffset. Names, not addresses: the two runs may be different builds. */
+ * module+0xoffset. A stack with Python frames: its innermost ANA_DIFF_SITE_FRAMES Python
+ * frames, then the innermost native frame (what a Python program calls through — a
+ * caching allocator, ctypes — is the same for every site; the Python frames are not).
+ * Names, not addresses: the two runs may be different builds; no lines: an edit moves them. */
 static char *ana_diff_site_key(const ana_report *r, uint64_t stack)
 {
-    const ana_frame *pick[ANA_DIFF_SITE_FRAMES];
+    const ana_frame *pick[ANA_DIFF_SITE_FRAMES + 1];
     const uint64_t *ip;
     char buf[2048];
     size_t np = 0, len = 0;
     if (stack == ANA_MEM_STACK_DRIVER)
         return ana_xstrdup("[driver]");
     size_t n = ana_stacks_frames(&r->t->stacks, stack, &ip);
+    int has_py = 0;
+    for (size_t i = 0; i < n && !has_py; i++)
+        has_py = ana_py_is_frame(ip[i]);
+    const ana_frame *native = NULL;
     for (size_t i = 0; i < n && np < ANA_DIFF_SITE_FRAMES; i++) {
         const ana_frame *f = ana_sym_lookup(r->sym, ip[i]);
-        if (!ana_sym_is_profiler(f))
-            pick[np++] = f;
+        if (ana_sym_is_profiler(f))
+            continue;
+        if (has_py && !f->python) {
+            if (!native && !np)
+                native = f;
+            continue;
+        }
+        pick[np++] = f;
         if (!f->python && f->function && strcmp(f->function, "main") == 0)
             break; /* what runs main (libc's start) says nothing of the site */
+    }
+    if (native) { /* innermost, so first in pick (which is innermost first) */
+        memmove(pick + 1, pick, np * sizeof(pick[0]));
+        pick[0] = native;
+        np++;
     }
     if (!np)
         return ana_xstrdup("[no stack]");

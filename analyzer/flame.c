@@ -304,11 +304,32 @@ static int ana_flame_is_launch_stub(const char *fn)
     return 0;
 }
 
+int ana_flame_is_python(const char *name)
+{
+    size_t n = strlen(name);
+    const char *open = strrchr(name, '(');
+    if (n < 8 || name[n - 1] != ')' || !open)
+        return 0;
+    const char *colon = strrchr(open, ':');
+    if (!colon || colon - open < 4 || strncmp(colon - 3, ".py", 3) != 0)
+        return 0;
+    for (const char *d = colon + 1; d < name + n - 1; d++)
+        if (*d < '0' || *d > '9')
+            return 0;
+    return 1;
+}
+
 /* The frames of one address appended under node: the function (or module+offset), then
  * the functions inlined at the call site; launch stubs are skipped. */
 static uint32_t ana_flame_frame(ana_fctx *c, uint32_t node, const ana_frame *fr)
 {
     char buf[1024];
+    if (fr->python) { /* "Block.forward (model.py:41)": flame_svg colours these apart */
+        const char *base = fr->file ? strrchr(fr->file, '/') : NULL;
+        snprintf(buf, sizeof(buf), "%s (%s:%lld)", fr->function, base ? base + 1 : fr->file ? fr->file : "?",
+                 (long long)fr->line);
+        return ana_fb_child(&c->b, node, buf);
+    }
     if (!fr->function || !ana_flame_is_launch_stub(fr->function)) {
         const char *name = fr->function ? ana_flame_short(fr->function, buf, sizeof(buf))
                                         : ana_sym_frame_label(fr, buf, sizeof(buf));

@@ -28,11 +28,12 @@
 #define ANA_SVG_MIN_DIV 10000
 
 /* Palettes: base colour and spread per channel. */
-enum { ANA_PAL_HOT, ANA_PAL_GREY, ANA_PAL_CLASS, ANA_PAL_MCAT = ANA_PAL_CLASS + ANA_CLASS_COUNT,
+enum { ANA_PAL_HOT, ANA_PAL_GREY, ANA_PAL_PYTHON, ANA_PAL_CLASS, ANA_PAL_MCAT = ANA_PAL_CLASS + ANA_CLASS_COUNT,
        ANA_PAL_COUNT = ANA_PAL_MCAT + ANA_MCAT_COUNT };
 static const uint8_t ana_svg_pal[ANA_PAL_COUNT][6] = {
     [ANA_PAL_HOT] = { 205, 0, 0, 50, 230, 55 },
     [ANA_PAL_GREY] = { 170, 170, 170, 30, 30, 30 },
+    [ANA_PAL_PYTHON] = { 60, 130, 200, 40, 50, 40 },
     [ANA_PAL_CLASS + ANA_CLASS_CONTRACTION] = { 140, 90, 215, 40, 40, 40 },
     [ANA_PAL_CLASS + ANA_CLASS_NORMALIZATION] = { 70, 175, 70, 50, 50, 50 },
     [ANA_PAL_CLASS + ANA_CLASS_ELEMENTWISE] = { 50, 170, 190, 50, 50, 50 },
@@ -112,7 +113,7 @@ static int ana_svg_palette(const ana_flame *f, size_t i, const uint8_t *leaf_chi
                 return ANA_PAL_MCAT + c;
         }
     }
-    return name[0] == '[' ? ANA_PAL_GREY : ANA_PAL_HOT;
+    return name[0] == '[' ? ANA_PAL_GREY : ana_flame_is_python(name) ? ANA_PAL_PYTHON : ANA_PAL_HOT;
 }
 
 static void ana_svg_color(const ana_flame *f, size_t i, int pal, char *buf, size_t cap)

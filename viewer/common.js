@@ -200,6 +200,9 @@ A.nameColor = function (name) {
   var c = A.ownColor(name) || A.ownColor(name.replace(/^\[(.*)\]$/, "$1"));
   if (c) return c;
   var h = A.hash(name);
+  /* Python frames, "qualname (file.py:line)", in blues; native frames in warm hues */
+  if (/\.py:\d+\)$/.test(name))
+    return "hsl(" + (200 + h % 25) + "," + (45 + (h >>> 8) % 25) + "%," + (60 + (h >>> 16) % 14) + "%)";
   return "hsl(" + (h % 50) + "," + (55 + (h >>> 8) % 30) + "%," + (58 + (h >>> 16) % 16) + "%)";
 };
 
