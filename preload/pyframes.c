@@ -63,6 +63,20 @@ static _Atomic uint32_t next_code = 1;
 static _Atomic uint64_t arena_used;
 static uint32_t emit_cursor = 1;
 
+/* Per thread (mmap'd on its first capture): code objects seen lately, and the stacks made
+ * lately from a native id and Python words, so that a repeated capture neither probes the
+ * shared tables nor hashes the whole stack. Both are checked exactly before use; `busy`
+ * sends a signal handler's capture that interrupts one of ours around them. */
+#define CC_WAYS 128
+#define MEMO 8
+struct pythread {
+    struct { uint64_t code, name; uint32_t id; } cc[CC_WAYS];
+    struct { uint64_t native, hash, id; uint32_t n, nn; } memo[MEMO];
+    unsigned victim;
+    int busy;
+};
+static __thread struct pythread *tls_py __attribute__((tls_model("initial-exec")));
+
 static void *reserve(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -271,8 +285,29 @@ static uint32_t code_id(const void *co)
     return define(co); /* crowded here: defined without interning */
 }
 
-/* The calling thread's Python frames, innermost first, as STACK words. */
-static uint32_t walk(uint64_t *out)
+/* code_id through the thread's cache (pt may be NULL). */
+__attribute__((always_inline)) static inline uint32_t code_id_cached(struct pythread *pt, const void *co,
+                                                                     const ana_pylayout *Lx)
+{
+    if (!pt)
+        return code_id(co);
+    uint64_t a = (uint64_t)(uintptr_t)co, name = (uint64_t)(uintptr_t)rdp(co, Lx->co_name);
+    unsigned k = (unsigned)((a >> 4) ^ (a >> 12)) & (CC_WAYS - 1);
+    if (pt->cc[k].code == a && pt->cc[k].name == name)
+        return pt->cc[k].id;
+    uint32_t id = code_id(co);
+    if (id) {
+        pt->cc[k].code = a;
+        pt->cc[k].name = name;
+        pt->cc[k].id = id;
+    }
+    return id;
+}
+
+/* The calling thread's Python frames, innermost first, as STACK words. Inlined once per
+ * row of pylayouts.h (walk), so that every offset is a constant. */
+__attribute__((always_inline)) static inline uint32_t walk_at(struct pythread *pt, uint64_t *out,
+                                                              const ana_pylayout *L)
 {
     const void *ts = get_ts();
     if (!ts)
@@ -310,7 +345,7 @@ static uint32_t walk(uint64_t *out)
         }
         if (off < 0)
             off = 0;
-        uint32_t id = code_id(co);
+        uint32_t id = code_id_cached(pt, co, L);
         if (!id)
             continue;
         out[n++] = ANA_PYFRAME_BIT | (entry ? ANA_PYFRAME_ENTRY : 0) | ((uint64_t)id << 32) |
@@ -319,24 +354,89 @@ static uint32_t walk(uint64_t *out)
     return n;
 }
 
+#define WALK_ROW(i)                                                                               \
+    case i:                                                                                       \
+        if (i < sizeof(ana_pylayouts) / sizeof(ana_pylayouts[0]))                                 \
+            return walk_at(pt, out, &ana_pylayouts[i < sizeof(ana_pylayouts) / sizeof(ana_pylayouts[0]) ? i : 0]); \
+        break;
+static uint32_t walk(struct pythread *pt, uint64_t *out)
+{
+    switch (L - ana_pylayouts) {
+        WALK_ROW(0) WALK_ROW(1) WALK_ROW(2) WALK_ROW(3) WALK_ROW(4) WALK_ROW(5)
+    default: break;
+    }
+    return walk_at(pt, out, L); /* rows past the sixth: offsets read at run time */
+}
+
+static struct pythread *thread_state(void)
+{
+    struct pythread *pt = tls_py;
+    if (ANA_UNLIKELY(!pt)) {
+        pt = reserve(sizeof(*pt));
+        if (!pt)
+            return NULL;
+        tls_py = pt;
+    }
+    return pt->busy ? NULL : pt;
+}
+
+/* Selects memo entries only (every hit is compared word for word): cheap, not strong. */
+static inline uint64_t hash_words(uint64_t h, const uint64_t *w, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        h = ((h << 7) | (h >> 57)) ^ w[i];
+    return h;
+}
+
 uint64_t ana_py_extend(uint64_t native_id)
 {
     uint64_t buf[ANA_MAX_FRAMES];
     uint64_t py[PY_MAX];
-    uint32_t n = walk(py);
+    struct pythread *pt = thread_state();
+    if (pt)
+        pt->busy = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    uint64_t id = native_id;
+    uint32_t n = walk(pt, py);
     if (!n)
-        return native_id;
-    const uint64_t *nf = NULL;
-    uint32_t nn = native_id ? ana_stack_frames(native_id, &nf) : 0;
+        goto out;
     if (n > ANA_MAX_FRAMES / 2)
         n = ANA_MAX_FRAMES / 2;
+    uint64_t h = 0;
+    if (pt) { /* the same native stack and Python words as lately: that stack's id */
+        h = hash_words(native_id * 0x9E3779B97F4A7C15ull + n, py, n);
+        for (int i = 0; i < MEMO; i++) {
+            const uint64_t *f;
+            if (pt->memo[i].hash != h || pt->memo[i].native != native_id || pt->memo[i].n != n)
+                continue;
+            uint32_t all = ana_stack_frames(pt->memo[i].id, &f);
+            if (all == pt->memo[i].nn + n && memcmp(f + pt->memo[i].nn, py, n * sizeof(uint64_t)) == 0) {
+                id = pt->memo[i].id;
+                goto out;
+            }
+        }
+    }
+    const uint64_t *nf = NULL;
+    uint32_t nn = native_id ? ana_stack_frames(native_id, &nf) : 0;
     if (nn > ANA_MAX_FRAMES - n)
         nn = ANA_MAX_FRAMES - n; /* the outermost native frames go first */
     if (nn)
         memcpy(buf, nf, nn * sizeof(uint64_t));
     memcpy(buf + nn, py, n * sizeof(uint64_t));
-    uint64_t id = ana_stack_intern(buf, nn + n);
-    return id ? id : native_id;
+    uint64_t got = ana_stack_intern(buf, nn + n);
+    if (got) {
+        id = got;
+        if (pt) {
+            unsigned v = pt->victim++ % MEMO;
+            pt->memo[v].native = native_id, pt->memo[v].hash = h, pt->memo[v].id = got;
+            pt->memo[v].n = n, pt->memo[v].nn = nn;
+        }
+    }
+out:
+    atomic_signal_fence(memory_order_seq_cst);
+    if (pt)
+        pt->busy = 0;
+    return id;
 }
 
 void ana_py_emit_new(void (*fn)(const ana_record *r, void *arg), void *arg)
