@@ -89,13 +89,20 @@ _Static_assert(sizeof(ana_live_slot) <= ANA_LIVE_SLOT_HEADER, "slot header fits 
 
 /* ---- reading (live_read.c) ---- */
 
-/* Which STACK and KERNEL ids a trace already defines (ids below the bitmaps' bounds). */
+/* Which STACK, KERNEL and PYCODE ids a trace already defines (ids below the bitmaps' bounds). */
 typedef struct ana_live_known {
     uint8_t *stacks;   /* bitmap, ANA_LIVE_KNOWN_STACKS bits */
     uint8_t *kernels;  /* bitmap, ANA_LIVE_KNOWN_KERNELS bits */
+    uint8_t *pycodes;  /* bitmap, ANA_LIVE_KNOWN_PYCODES bits (2.2) */
 } ana_live_known;
 #define ANA_LIVE_KNOWN_STACKS (1u << 21)
 #define ANA_LIVE_KNOWN_KERNELS (1u << 18)
+#define ANA_LIVE_KNOWN_PYCODES (1u << 21)
+/* The kinds the definitions ring holds (a definition's id is its first field). */
+static inline int ana_live_is_def(uint32_t kind)
+{
+    return kind == 5 /* STACK */ || kind == 6 /* KERNEL */ || kind == 31 /* PYCODE */;
+}
 
 /* Marks id as defined (allocating the bitmaps on first use; ids out of range are ignored). */
 void ana_live_known_add(ana_live_known *k, uint32_t kind, uint64_t id);

@@ -21,10 +21,17 @@
 #define RING_MAX (64ull << 20)
 #define STAGE_MAX (256ull << 20)
 
+static uint64_t known_bits(uint32_t kind)
+{
+    return kind == ANA_K_STACK ? ANA_LIVE_KNOWN_STACKS : kind == ANA_K_KERNEL ? ANA_LIVE_KNOWN_KERNELS
+                                                                              : ANA_LIVE_KNOWN_PYCODES;
+}
+
 void ana_live_known_add(ana_live_known *k, uint32_t kind, uint64_t id)
 {
-    uint8_t **map = kind == ANA_K_STACK ? &k->stacks : kind == ANA_K_KERNEL ? &k->kernels : NULL;
-    uint64_t bits = kind == ANA_K_STACK ? ANA_LIVE_KNOWN_STACKS : ANA_LIVE_KNOWN_KERNELS;
+    uint8_t **map = kind == ANA_K_STACK ? &k->stacks : kind == ANA_K_KERNEL ? &k->kernels
+                    : kind == ANA_K_PYCODE ? &k->pycodes : NULL;
+    uint64_t bits = known_bits(kind);
     if (!map || id >= bits)
         return;
     if (!*map && !(*map = calloc(bits / 8, 1)))
@@ -34,8 +41,8 @@ void ana_live_known_add(ana_live_known *k, uint32_t kind, uint64_t id)
 
 static int known_has(const ana_live_known *k, uint32_t kind, uint64_t id)
 {
-    const uint8_t *map = !k ? NULL : kind == ANA_K_STACK ? k->stacks : k->kernels;
-    uint64_t bits = kind == ANA_K_STACK ? ANA_LIVE_KNOWN_STACKS : ANA_LIVE_KNOWN_KERNELS;
+    const uint8_t *map = !k ? NULL : kind == ANA_K_STACK ? k->stacks : kind == ANA_K_KERNEL ? k->kernels : k->pycodes;
+    uint64_t bits = known_bits(kind);
     return map && id < bits && (map[id >> 3] >> (id & 7)) & 1;
 }
 
@@ -43,7 +50,8 @@ void ana_live_known_free(ana_live_known *k)
 {
     free(k->stacks);
     free(k->kernels);
-    k->stacks = k->kernels = NULL;
+    free(k->pycodes);
+    k->stacks = k->kernels = k->pycodes = NULL;
 }
 
 void ana_live_result_free(ana_live_result *res)
@@ -158,7 +166,7 @@ static int read_ring(int fd, uint64_t off, uint64_t size, uint64_t from, uint64_
 
 static int pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
-/* The id of a STACK or KERNEL record's payload; 0 when it does not decode. */
+/* The id of a STACK, KERNEL or PYCODE record's payload; 0 when it does not decode. */
 static int def_id(uint32_t kind, const uint8_t *p, size_t plen, ana_scratch *sc, uint64_t *id)
 {
     ana_record rec;
@@ -169,7 +177,7 @@ static int def_id(uint32_t kind, const uint8_t *p, size_t plen, ana_scratch *sc,
     sc->used = 0;
     if (!sc->buf || ana_record_decode(kind, p, plen, 0, &rec, sc) != ANA_DEC_OK)
         return 0;
-    *id = kind == ANA_K_STACK ? rec.u.stack.id : rec.u.kernel.id;
+    *id = kind == ANA_K_STACK ? rec.u.stack.id : kind == ANA_K_KERNEL ? rec.u.kernel.id : rec.u.pycode.id;
     return 1;
 }
 
@@ -202,8 +210,7 @@ static void load_stage(int fd, const ana_live_header *h, uint64_t fsize, uint64_
             ok = ana_record_decode(kind, buf + at + hn, plen, 0, &sr, &sc) == ANA_DEC_OK;
         else
             ok = ok && seg && ana_record_peek_dt(buf + at + hn, plen, &dt) &&
-                 (!(kind == ANA_K_STACK || kind == ANA_K_KERNEL) ||
-                  def_id(kind, buf + at + hn, plen, &sc, &id));
+                 (!ana_live_is_def(kind) || def_id(kind, buf + at + hn, plen, &sc, &id));
         if (!ok) {
             o->res->bad_bytes += len - at;
             break;
@@ -217,7 +224,7 @@ static void load_stage(int fd, const ana_live_header *h, uint64_t fsize, uint64_
             seg = 1;
             o->open = 0; /* each staged segment stays one */
         } else {
-            if (kind == ANA_K_STACK || kind == ANA_K_KERNEL)
+            if (ana_live_is_def(kind))
                 ana_live_known_add(seen, kind, id);
             if (put_raw(o, tid, t, buf + at, hn + plen) < 0)
                 break;
@@ -233,7 +240,7 @@ out:
     free(buf);
 }
 
-/* The definitions ring: STACK and KERNEL records (dt 0) that neither the trace nor the
+/* The definitions ring: STACK, KERNEL and PYCODE records (dt 0) that neither the trace nor the
  * stage defines, at the time the trace began. */
 static void load_defs(int fd, const ana_live_header *h, uint64_t fsize, const ana_live_known *known,
                       const ana_live_known *seen, out *o)
@@ -253,7 +260,7 @@ static void load_defs(int fd, const ana_live_header *h, uint64_t fsize, const an
         uint32_t kind;
         size_t plen, hn = ana_record_header(buf + at, n - at, &kind, &plen);
         uint64_t id;
-        if (!hn || (kind != ANA_K_STACK && kind != ANA_K_KERNEL) ||
+        if (!hn || !ana_live_is_def(kind) ||
             !def_id(kind, buf + at + hn, plen, &sc, &id)) {
             o->res->bad_bytes += n - at;
             break;

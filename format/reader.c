@@ -312,9 +312,10 @@ int ana_reader_next(ana_reader *r, ana_record *rec, ana_error *err)
         rec->tid = r->seg_tid;
         r->prev_ns = rec->time_ns; /* in ticks (1.5) */
         ana_record_from_ticks(rec, r->st.time_shift);
-        if (kind == ANA_K_STACK || kind == ANA_K_KERNEL)
-            ana_live_known_add(&r->known, kind,
-                               kind == ANA_K_STACK ? rec->u.stack.id : rec->u.kernel.id);
+        if (ana_live_is_def(kind))
+            ana_live_known_add(&r->known, kind, kind == ANA_K_STACK    ? rec->u.stack.id
+                                                : kind == ANA_K_KERNEL ? rec->u.kernel.id
+                                                                       : rec->u.pycode.id);
         else if (kind == ANA_K_END && !r->in_live)
             r->st.ended = rec->u.end.reason == ANA_END_RECOVERED ? ANA_ENDED_RECOVERED : ANA_ENDED_EXIT;
         return 1;

@@ -210,6 +210,34 @@ def test_text_report_and_diff_name_python_sites():
         (102 * KiB, 2 * 102 * KiB, 1, 2), sites[0]
 
 
+def test_killed_process_keeps_python_frames():
+    """A Python process killed by SIGKILL: `anatomist run` recovers its trace from the live
+    file, and the allocation's stack still shows its Python frames (PYCODE definitions in
+    the live file's definitions ring)."""
+    d = tempfile.mkdtemp(prefix="ana-pykill-")
+    prog = os.path.join(d, "killed.py")
+    with open(prog, "w") as f:
+        f.write("import ctypes, os, signal\n"
+                "rt = ctypes.CDLL('libcudart.so.13')\n"
+                "def alloc(n):\n"
+                "    p = ctypes.c_void_p()\n"
+                "    rt.cudaMalloc(ctypes.byref(p), n)\n"          # line 5
+                "def main():\n"
+                "    alloc(3 << 20)\n"                             # line 7
+                "    os.kill(os.getpid(), signal.SIGKILL)\n"
+                "main()\n")                                        # line 9
+    trace = os.path.join(d, "k.anat")
+    env = clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=PRELOAD, ANATOMIST_OUTPUT=trace)
+    r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == -9, (r.returncode, r.stderr)
+    r = anatomist("recover", trace)
+    assert r.returncode == 0, r.stderr
+    a = [a for a in allocations(trace) if a["bytes"] == 3 << 20]
+    assert len(a) == 1, a
+    assert python_frames(a[0]["stack"]) == [("alloc", "killed.py", 5), ("main", "killed.py", 7),
+                                            ("<module>", "killed.py", 9)], a[0]["stack"]
+
+
 def test_python_off_and_unsupported_interpreters():
     d = tempfile.mkdtemp(prefix="ana-pyoff-")
     trace = os.path.join(d, "off.anat")
