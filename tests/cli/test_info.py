@@ -8,7 +8,7 @@ from anacli import CliTest, main  # noqa: E402
 KINDS = ["process", "thread", "module", "stack", "kernel_name", "alloc", "free", "meminfo",
          "launch", "memcpy_call", "memset_call", "device", "dropped", "end", "info",
          "kernel", "memcpy", "memset", "gpu_memory", "gpu_pool", "gpu_dropped", "vmm",
-         "gemm", "collective", "communicator", "library_call", "range", "label", "pointer_table", "unknown"]
+         "gemm", "collective", "communicator", "library_call", "range", "label", "pointer_table", "python_code", "unknown"]
 
 # What gen_trace's "basic" scenario writes (tests/tools/gen_trace.c, gen_basic_body).
 BASIC_RECORDS = {"process": 1, "thread": 2, "module": 2, "stack": 3, "kernel_name": 2,
@@ -16,7 +16,7 @@ BASIC_RECORDS = {"process": 1, "thread": 2, "module": 2, "stack": 3, "kernel_nam
                  "memset_call": 1, "device": 1, "dropped": 2, "end": 1, "info": 1,
                  "kernel": 0, "memcpy": 0, "memset": 0, "gpu_memory": 0, "gpu_pool": 0,
                  "gpu_dropped": 0, "vmm": 0, "gemm": 0, "collective": 0,
-                 "communicator": 0, "library_call": 0, "range": 0, "label": 0, "pointer_table": 0, "unknown": 0}
+                 "communicator": 0, "library_call": 0, "range": 0, "label": 0, "pointer_table": 0, "python_code": 0, "unknown": 0}
 
 
 class InfoJson(CliTest):
@@ -25,7 +25,7 @@ class InfoJson(CliTest):
         j = self.json_of("info", "--json", path)
         self.assertEqual(j["schema"], "anatomist.info/1")
         self.assertEqual(j["path"], path)
-        self.assertEqual(j["format"], {"major": 2, "minor": 1, "time_resolution_ns": 1})
+        self.assertEqual(j["format"], {"major": 2, "minor": 2, "time_resolution_ns": 1})
         self.assertEqual(j["file_bytes"], os.path.getsize(path))
         self.assertEqual(j["chunks"], 2)
         self.assertEqual(j["packed_chunks"], 2)
@@ -73,7 +73,7 @@ class InfoText(CliTest):
     def test_basic(self):
         path, _ = self.gen("basic")
         out = self.ok("info", path).stdout
-        self.assertIn("format       2.1\n", out)
+        self.assertIn("format       2.2\n", out)
         self.assertIn("packed       2 of 2 chunks", out)
         self.assertIn("ended        exit", out)
         self.assertIn("pid 4242", out)

@@ -7,7 +7,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from anacli import CliTest, main  # noqa: E402
 
 GiB = 1 << 30
-FRAME_KEYS = {"function", "file", "line", "module", "offset", "address"}
+FRAME_KEYS = {"function", "file", "line", "module", "offset", "address", "language"}
 
 
 def check_basic_memory(test, j):
@@ -72,7 +72,7 @@ class ReportBasic(CliTest):
         self.assertEqual(site[0]["offset"] + 0, site[0]["offset"])
         # The second frame lies in no module: no names, the address as offset.
         self.assertEqual(site[1], {"function": None, "file": None, "line": None,
-                                   "module": None, "offset": 16, "address": 16})
+                                   "module": None, "language": "native", "offset": 16, "address": 16})
         self.assertEqual(m["top_sites"][1]["stack"][0]["function"], "gen_marker_other")
         # Ids 1 and 2 hold identical frames: one group, under the smaller id.
         self.assertEqual(m["top_sites"][0]["stack_id"], 1)
