@@ -105,6 +105,35 @@ static int find_version(unsigned *major, unsigned *minor)
     return sscanf(version, "%u.%u", major, minor) == 2 ? 0 : -1;
 }
 
+/* 3.13 publishes where its structures keep things (_Py_DebugOffsets, at the start of
+ * _PyRuntime): the row must agree with it, and a free-threaded build (whose objects have a
+ * larger header) is not read. Positions of the fields below in _Py_DebugOffsets, from the
+ * 3.13 header (internal/pycore_runtime.h): cookie 0, free_threaded 16, thread_state at 152,
+ * interpreter_frame at 224, code_object at 272. */
+static int check_debug_offsets(void)
+{
+    const uint8_t *rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    if (!rt || memcmp(rt, "xdebugpy", 8) != 0)
+        return 0; /* nothing published: the row stands alone */
+    if (rd64(rt, 16)) {
+        snprintf(status, sizeof(status), "off: CPython %s is a free-threaded build", version);
+        return -1;
+    }
+    const struct { unsigned at; uint16_t want; } f[] = {
+        { 152 + 32, L->ts_frame },      { 224 + 8, L->fr_back },        { 224 + 16, L->fr_code },
+        { 224 + 24, L->fr_instr },      { 224 + 40, L->fr_owner },      { 272 + 8, L->co_filename },
+        { 272 + 16, L->co_name },       { 272 + 24, L->co_qualname },   { 272 + 32, L->co_linetable },
+        { 272 + 40, L->co_firstlineno }, { 272 + 72, L->co_code },
+    };
+    for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+        if (rd64(rt, f[i].at) != f[i].want) {
+            snprintf(status, sizeof(status), "off: CPython %s keeps its frames differently from its headers' "
+                     "(_Py_DebugOffsets)", version);
+            return -1;
+        }
+    return 0;
+}
+
 void ana_py_init(void)
 {
     get_ts = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
@@ -122,6 +151,11 @@ void ana_py_init(void)
         snprintf(status, sizeof(status), "off: CPython %s is not supported (3.9 to 3.13 are)", version);
         ana_warn("Python frames are off: CPython %s is not supported (3.9 to 3.13 are); stacks show the "
                  "interpreter's native frames", version);
+        return;
+    }
+    if (L->minor >= 13 && check_debug_offsets() < 0) {
+        ana_warn("Python frames are off: %s", status + 5);
+        L = NULL;
         return;
     }
     if (!ana_cfg.python) {
