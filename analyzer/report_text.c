@@ -49,17 +49,42 @@ void ana_report_text_stack(FILE *o, const ana_report *r, uint64_t stack)
             fprintf(o, "        (no stack captured)\n");
         return;
     }
-    int at_main = 0;
+    /* With Python frames: the innermost native frame (what made the call), then the
+     * native frames down to the first Python frame folded into one line (an allocator's
+     * or an extension's call chain), so that the Python frames are at the head. */
+    size_t first_py = n, last_py = n;
+    for (size_t i = 0; i < n; i++)
+        if (ana_py_is_frame(ip[i])) {
+            first_py = first_py == n ? i : first_py;
+            last_py = i;
+        }
+    int at_main = 0, folded = 0;
     for (size_t i = 0; i < n && shown < ANA_RT_FRAMES && !at_main; i++) {
+        if (last_py < n && i > last_py) {
+            at_main = 1; /* below the outermost Python frame: the interpreter's start-up */
+            break;
+        }
         const ana_frame *f = ana_sym_lookup(r->sym, ip[i]);
         if (ana_sym_is_profiler(f))
             continue;
+        if (first_py < n && i < first_py && shown == 1 && !folded) {
+            const ana_frame *last = ana_sym_lookup(r->sym, ip[first_py - 1]);
+            char buf[512];
+            if (first_py - i > 1)
+                fprintf(o, "        ... %zu native frames, down to %s\n", first_py - i,
+                        ana_sym_frame_label(last, buf, sizeof(buf)));
+            else
+                ana_rt_frame(o, shown++, last);
+            folded = 1;
+            i = first_py - 1;
+            continue;
+        }
         ana_rt_frame(o, shown++, f);
         /* Below main are only the C runtime's start-up frames: the text leaves them out
          * (the JSON keeps every frame). */
         at_main = !f->python && f->function && strcmp(f->function, "main") == 0;
     }
-    if (!at_main && n > (size_t)shown)
+    if ((!at_main || last_py < n) && n > (size_t)shown)
         fprintf(o, "        ... (%zu frames in all)\n", n);
 }
 

@@ -210,6 +210,37 @@ def test_text_report_and_diff_name_python_sites():
         (102 * KiB, 2 * 102 * KiB, 1, 2), sites[0]
 
 
+def test_oom_stack_leads_with_python():
+    """`anatomist oom` on a Python program that runs the device out of memory: the failed
+    allocation's stack shows the Python frames right after the innermost native frame."""
+    d = tempfile.mkdtemp(prefix="ana-pyoom-")
+    prog = os.path.join(d, "grow.py")
+    with open(prog, "w") as f:
+        f.write("import ctypes\n"
+                "rt = ctypes.CDLL('libcudart.so.13')\n"
+                "def grow(keep):\n"
+                "    while True:\n"
+                "        p = ctypes.c_void_p()\n"
+                "        if rt.cudaMalloc(ctypes.byref(p), 256 << 20) != 0:\n"   # line 6
+                "            return len(keep)\n"
+                "        keep.append(p)\n"
+                "print(grow([]))\n")                                              # line 9
+    trace = os.path.join(d, "oom.anat")
+    r = run([ANATOMIST, "run", "--sim", "--sim-memory", "1GiB", "-o", trace, "--", sys.executable, prog],
+            env=clean_env(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "4", r.stdout
+    r = anatomist("oom", trace)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    at = next(i for i, l in enumerate(lines) if "call stack of the failed allocation" in l)
+    head = [l.strip() for l in lines[at + 1:at + 5]]
+    assert head[0].startswith("#0 "), head
+    assert head[1].startswith("... ") and "native frames" in head[1], head
+    assert head[2] == "#1 grow at %s:6 [python]" % prog, head
+    assert head[3] == "#2 <module> at %s:9 [python]" % prog, head
+
+
 def test_killed_process_keeps_python_frames():
     """A Python process killed by SIGKILL: `anatomist run` recovers its trace from the live
     file, and the allocation's stack still shows its Python frames (PYCODE definitions in
