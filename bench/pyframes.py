@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """What Python frames add to a stack capture (docs/overhead.md, "Python frames").
 
-    python3 bench/pyframes.py BUILD_DIR [ROUNDS] [DEPTH]
+    python3 bench/pyframes.py BUILD_DIR [ROUNDS] [DEPTH] [PAIRS]
 
 Builds bench/pyframes_ext.c for this interpreter, then each round runs, interleaved, a
 program that recurses DEPTH Python frames deep (default 20) and calls the extension's
-loop(n): n cudaMalloc + cudaFree pairs made from C, timed from C. Three ways:
+loop(n): n cudaMalloc + cudaFree pairs made from C (PAIRS, default 200000), timed from C.
+Three ways:
   a) no preload (the baseline of the same run)
   b) the preload with stacks on and ANATOMIST_PYTHON=0 (native frames only)
   c) the preload with its defaults (native and Python frames)
@@ -40,7 +41,7 @@ def main():
     build = os.path.abspath(sys.argv[1])
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     depth = int(sys.argv[3]) if len(sys.argv) > 3 else 20
-    n = 200000
+    n = int(sys.argv[4]) if len(sys.argv) > 4 else 200000
     d = tempfile.mkdtemp(prefix="ana-bench-py-")
     ext = os.path.join(d, "pyframes_ext" + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-I" + sysconfig.get_paths()["include"],

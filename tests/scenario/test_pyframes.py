@@ -285,6 +285,16 @@ def test_python_off_and_unsupported_interpreters():
         assert len(allocs) == 9 and all(not python_frames(a["stack"]) and a["stack"] for a in allocs)
 
 
+def test_bench_runs():
+    """bench/pyframes.py (docs/overhead.md) still runs: one short round, no timing asserted."""
+    from common import BUILD
+    r = run([sys.executable, os.path.join(SOURCE, "bench", "pyframes.py"), BUILD, "1", "20", "2000"], timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = [l for l in r.stdout.splitlines() if l.startswith("| ") and l.split("|")[2].strip().isdigit()]
+    assert len(rows) == 3, r.stdout
+    assert "Python frames add" in r.stdout, r.stdout
+
+
 if __name__ == "__main__":
     for name, fn in list(globals().items()):
         if name.startswith("test_"):
