@@ -21,7 +21,7 @@ import sysconfig
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+CUDA_HOME = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
 
 PROG = r"""
 import sys, pyframes_ext
