@@ -41,8 +41,9 @@ static const ana_config_var VARS[] = {
       "Set by `anatomist run`: the pid of the process it started, whose trace gets the name as "
       "given. Not for users." },
     { "ANATOMIST_RUN_ID", ANA_CFG_INT, "0", 0, 0x7fffffff, OFF(run_id),
-      "Set by `anatomist run`: a random number it writes into each live file of the run, so that "
-      "its end-of-run recovery touches only its own processes' files. Not for users." },
+      "Set by `anatomist run`: a random number each process of the run writes into its trace "
+      "(INFO) and live file, so that what the run lists and recovers at its end are its own "
+      "processes' files. Not for users." },
     { "ANATOMIST_CUPTI", ANA_CFG_BOOL, "1", 0, 1, OFF(cupti),
       "0 collects no GPU activity (kernels, copies, sets as the GPU ran them): API calls only." },
     { "ANATOMIST_CUPTI_BUFFER_KB", ANA_CFG_INT, "4096", 64, 262144, OFF(cupti_buffer_kb),
