@@ -19,9 +19,20 @@ int ana_cmd_recover(int argc, char **argv);
 /* When standard output is a terminal: control bytes in what is printed are shown as \xNN,
  * never sent to the terminal (tty.c). */
 void ana_cli_tty_guard(void);
-/* After `anatomist run`'s child ended (status in the shell's convention): recovers the
- * traces of the run (named by pattern, written since `started`) that have a live file. */
-void ana_recover_after_run(const char *pattern, long child, long run_id, int status, int quiet);
+/* After `anatomist run`'s program ended (run_traces.c): finds the traces its process tree
+ * wrote under the pattern (those whose INFO ANATOMIST_RUN_ID is run_id), recovers the live
+ * files of those whose process ended, and lists them on stderr with pid, how each ended
+ * and command (unless quiet: then only failures are said). */
+typedef struct ana_run_end {
+    const char *pattern;     /* the absolute output pattern the processes were given */
+    size_t shown_from;       /* paths that begin with pattern's first shown_from bytes (the
+                              * run's directory and '/') are shown without them; 0: never */
+    long root_pid, run_id;   /* the program `run` started; ANATOMIST_RUN_ID */
+    int status;              /* the program's exit status in the shell's convention */
+    struct timespec started; /* CLOCK_REALTIME when the program was started */
+    int quiet;
+} ana_run_end;
+void ana_run_traces(const ana_run_end *e);
 int ana_cmd_flame(int argc, char **argv);
 int ana_cmd_html(int argc, char **argv);
 int ana_cmd_diff(int argc, char **argv);

@@ -1,18 +1,14 @@
 /* cmd_recover.c — `anatomist recover TRACE...`: the records a dead process left in its live
- * file (format/live.h) written into its trace for good; and the same, done by `anatomist
- * run` for the traces of a run whose processes did not finish them. */
+ * file (format/live.h) written into its trace for good. (`anatomist run` does the same for
+ * its own traces: run_traces.c.) */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "live.h"
-#include "naming.h"
 #include "util.h"
 
 #include <getopt.h>
-#include <glob.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char ana_recover_usage[] =
     "Usage: anatomist recover [--quiet] [--force] TRACE...\n"
@@ -85,74 +81,4 @@ int ana_cmd_recover(int argc, char **argv)
                                "the process ended without finishing its trace; the rest was "
                                "recovered from its live file by anatomist recover", quiet, force) < 0;
     return bad ? ANA_EXIT_BAD : ANA_EXIT_OK;
-}
-
-/* How the run's own child ended, for the END record. */
-static void ana_recover_how(int status, uint64_t live_pid, long child, char *buf, size_t cap)
-{
-    if (live_pid != (uint64_t)child)
-        snprintf(buf, cap, "the process (pid %llu) ended without finishing its trace; the rest "
-                           "was recovered from its live file", (unsigned long long)live_pid);
-    else if (status > 128)
-        snprintf(buf, cap, "the process was killed by signal %d (SIG%s); the rest was recovered "
-                           "from its live file", status - 128, sigabbrev_np(status - 128)
-                           ? sigabbrev_np(status - 128) : "?");
-    else
-        snprintf(buf, cap, "the process exited with status %d without finishing its trace (exec, "
-                           "_exit, or a crash in its exit path); the rest was recovered from its "
-                           "live file", status);
-}
-
-/* The glob pattern of every trace name the output pattern can give, with a live file's
- * suffix: each %-escape matches anything, and the name's own glob characters match only
- * themselves. */
-static void ana_recover_glob(const char *pattern, char *out, size_t cap)
-{
-    size_t n = 0;
-    for (const char *p = pattern; *p && n + 8 < cap; p++) {
-        if (p[0] == '%' && p[1] == '%') {
-            out[n++] = *++p;
-        } else if (p[0] == '%' && p[1]) {
-            out[n++] = '*';
-            p++;
-        } else {
-            if (strchr("[]*?\\", *p))
-                out[n++] = '\\';
-            out[n++] = *p;
-        }
-    }
-    snprintf(out + n, cap - n, "*%s", ANA_LIVE_SUFFIX); /* * : NAME.1.anat */
-}
-
-/* Recovers the traces this run's processes left unfinished: only live files that carry
- * this run's id and come from this host's boot and pid namespace. Another job's running
- * trace in the same directory (here or on another node sharing it) is never touched. */
-void ana_recover_after_run(const char *pattern, long child, long run_id, int status, int quiet)
-{
-    char glob_pat[4200];
-    ana_recover_glob(pattern, glob_pat, sizeof(glob_pat));
-    glob_t g;
-    if (glob(glob_pat, GLOB_NOSORT, NULL, &g) != 0)
-        return;
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-        char trace[4200], how[300];
-        size_t len = strlen(g.gl_pathv[i]) - strlen(ANA_LIVE_SUFFIX);
-        snprintf(trace, sizeof(trace), "%.*s", (int)len, g.gl_pathv[i]);
-        ana_live_header h;
-        if (ana_live_header_of(trace, &h) < 0 || h.run_id != (uint64_t)run_id ||
-            ana_live_where(&h) != ANA_LIVE_HERE)
-            continue; /* not a trace of this run */
-        ana_live_recovery info = { 0 };
-        char msg[1024];
-        ana_recover_how(status, h.pid, child, how, sizeof(how));
-        int rc = ana_live_recover(trace, how, 0, &info, msg, sizeof(msg));
-        if (rc == -1)
-            fprintf(stderr, "anatomist: %s\n", msg);
-        else if (rc == 1 && !quiet)
-            fprintf(stderr, "anatomist: %s: %llu record%s not yet written when the process "
-                            "ended were recovered from %s%s\n", trace,
-                    (unsigned long long)info.records, info.records == 1 ? "" : "s",
-                    trace, ANA_LIVE_SUFFIX);
-    }
-    globfree(&g);
 }

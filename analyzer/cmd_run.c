@@ -5,12 +5,13 @@
  * which decides (the terminal sends them to the whole foreground group); one sent to this
  * process alone (kill PID) is passed on to the program, as are SIGTERM and SIGHUP. It exits
  * with the program's status (128 + signal when a signal killed it). Each run has a random
- * id (ANATOMIST_RUN_ID) that its processes write into their live files, so that the
- * recovery at its end touches only the files of this run. */
+ * id (ANATOMIST_RUN_ID) that its processes write into their traces and live files, so that
+ * what it lists and recovers at its end (run_traces.c) are the files of this run only.
+ * The output pattern is handed to the processes as an absolute path, resolved against the
+ * directory `run` was started in. */
 #define _GNU_SOURCE /* pipe2 */
 #include "cli.h"
 #include "format/naming.h"
-#include "format/safe_open.h"
 #include "util.h"
 
 #include <errno.h>
@@ -32,12 +33,19 @@ static const char ana_run_usage[] =
     "Usage: anatomist run [OPTIONS] -- PROGRAM [ARGS...]\n"
     "       anatomist run [OPTIONS] PROGRAM [ARGS...]\n"
     "\n"
-    "Runs PROGRAM with the profiler (libanatomist.so) preloaded. Each process that uses\n"
-    "CUDA writes one trace; read it with 'anatomist report TRACE'.\n"
+    "Runs PROGRAM with the profiler (libanatomist.so) preloaded. Each process of its tree\n"
+    "that uses CUDA (the program, its children by fork, exec or subprocess) writes one\n"
+    "trace; read it with 'anatomist report TRACE'. At the end, run lists the traces its\n"
+    "processes wrote, with each one's pid, how it ended and its command, after writing in\n"
+    "what the processes that did not finish their traces left in their live files. It\n"
+    "suggests one report of them all when there are several.\n"
     "\n"
     "Options:\n"
     "  -o, --output PATTERN   trace file name (default " ANA_DEFAULT_OUTPUT "); %p is the\n"
-    "                         pid, %h the host, %r the rank, %% a percent sign\n"
+    "                         pid, %h the host, %r the rank, %% a percent sign. A relative\n"
+    "                         name is taken in the directory run was started in. The\n"
+    "                         program's trace gets the name; another process's gets -PID\n"
+    "                         before the extension when the pattern has no %p\n"
     "      --sim              run on the simulated CUDA device (no GPU needed)\n"
     "      --sim-memory SIZE  capacity of the simulated device, e.g. 16GiB, 512M (implies\n"
     "                         --sim)\n"
@@ -57,7 +65,7 @@ static const char ana_run_usage[] =
     "\n"
     "Examples:\n"
     "  anatomist run -- python train.py --bf16\n"
-    "  anatomist run -o run-%h-%r.anat -- torchrun --nproc_per_node 8 train.py\n"
+    "  anatomist run -o traces/job.anat -- torchrun --nproc_per_node 8 train.py\n"
     "  anatomist run --sim --sim-memory 8GiB ./train_mlp\n"
     "\n"
     "Exit status: the program's own (128 + N when signal N killed it); 126 when PROGRAM is\n"
@@ -210,9 +218,34 @@ static int ana_run_check_outdir(const char *pattern)
 
 typedef struct ana_run_env {
     char preload[PATH_MAX], simdir[PATH_MAX];
-    const char *pattern;
+    char pattern[PATH_MAX];  /* absolute */
+    size_t shown_from;       /* see ana_run_end */
     long run_id; /* ANATOMIST_RUN_ID: 1..2^31-1 */
 } ana_run_env;
+
+/* The pattern against the directory run was started in, so that every process of the run
+ * writes where the user expects, whatever directory it is in at its first CUDA call. */
+static int ana_run_absolute(const char *pattern, ana_run_env *env)
+{
+    char cwd[PATH_MAX];
+    env->shown_from = 0;
+    if (pattern[0] == '/') {
+        if ((size_t)snprintf(env->pattern, sizeof(env->pattern), "%s", pattern) < sizeof(env->pattern))
+            return 0;
+    } else if (!getcwd(cwd, sizeof(cwd))) {
+        fprintf(stderr, "anatomist: cannot resolve the output name %s: the working directory is "
+                        "unknown (%s); give -o an absolute path\n", pattern, strerror(errno));
+        return -1;
+    } else {
+        const char *sep = strcmp(cwd, "/") ? "/" : "";
+        int n = snprintf(env->pattern, sizeof(env->pattern), "%s%s%s", cwd, sep, pattern);
+        env->shown_from = strlen(cwd) + strlen(sep);
+        if (n > 0 && (size_t)n < sizeof(env->pattern))
+            return 0;
+    }
+    fprintf(stderr, "anatomist: the output name %s is too long\n", pattern);
+    return -1;
+}
 
 /* A random id for this run (never 0: 0 is "not under anatomist run"). */
 static long ana_run_new_id(void)
@@ -238,7 +271,8 @@ static int ana_run_locate(const ana_run_opts *o, ana_run_env *env)
         return -1;
     }
     const char *user = getenv("ANATOMIST_OUTPUT");
-    env->pattern = o->output ? o->output : user && *user ? user : ANA_DEFAULT_OUTPUT;
+    if (ana_run_absolute(o->output ? o->output : user && *user ? user : ANA_DEFAULT_OUTPUT, env) != 0)
+        return -1;
     return ana_run_check_outdir(env->pattern);
 }
 
@@ -367,33 +401,6 @@ static int ana_run_wait(pid_t pid)
     return ANA_EXIT_FAIL;
 }
 
-static void ana_run_tell(const ana_run_env *env, pid_t pid, time_t started)
-{
-    char host[256] = "", path[PATH_MAX];
-    struct stat st;
-    if (gethostname(host, sizeof(host) - 1) != 0)
-        strcpy(host, "localhost");
-    if (ana_output_expand(env->pattern, host, (long)pid, ana_env_rank(), 1, path, sizeof(path)) != 0) {
-        fprintf(stderr, "anatomist: the output pattern '%s' expands to a name too long\n",
-                env->pattern);
-        return;
-    }
-    char magic[8];
-    int fd = ana_open_file(path, O_RDONLY, ANA_OPEN_NOFOLLOW, &st);
-    int is_trace = fd >= 0 && pread(fd, magic, 8, 0) == 8 && memcmp(magic, "ANATRACE", 8) == 0;
-    if (fd >= 0)
-        close(fd);
-    if (fd < 0 && errno == ENOENT)
-        fprintf(stderr, "anatomist: no trace was written (the program made no CUDA call?)\n");
-    else if (fd < 0 || !is_trace)
-        fprintf(stderr, "anatomist: no trace was written to %s (%s)\n", path,
-                fd < 0 ? ana_open_strerror(errno) : "it is not a trace");
-    else if (st.st_mtime + 1 < started)
-        fprintf(stderr, "anatomist: no trace was written (%s is from an earlier run)\n", path);
-    else
-        fprintf(stderr, "anatomist: trace written to %s\n", path);
-}
-
 /* Parent side: learns from the close-on-exec pipe whether exec worked. */
 static int ana_run_exec_failed(int fd, const char *prog)
 {
@@ -419,7 +426,8 @@ int ana_cmd_run(int argc, char **argv)
     if (ana_run_locate(&o, &env) != 0 || pipe2(pfd, O_CLOEXEC) != 0)
         return ANA_EXIT_BAD;
     env.run_id = ana_run_new_id();
-    time_t started = time(NULL);
+    struct timespec started;
+    clock_gettime(CLOCK_REALTIME, &started);
     fflush(NULL);
     ana_run_signals(1);
     ana_run_block(1, &saved);
@@ -442,8 +450,8 @@ int ana_cmd_run(int argc, char **argv)
     ana_run_signals(0); /* the program is gone: ^C now stops us */
     if (failed)
         return failed;
-    ana_recover_after_run(env.pattern, (long)pid, env.run_id, rc, o.quiet);
-    if (!o.quiet)
-        ana_run_tell(&env, pid, started);
+    ana_run_traces(&(ana_run_end){ .pattern = env.pattern, .shown_from = env.shown_from,
+                                   .root_pid = (long)pid, .run_id = env.run_id, .status = rc,
+                                   .started = started, .quiet = o.quiet });
     return rc;
 }

@@ -322,6 +322,39 @@ int ana_reader_next(ana_reader *r, ana_record *rec, ana_error *err)
     }
 }
 
+int ana_reader_skip_to_last_chunk(ana_reader *r, ana_error *err)
+{
+    r->live_off = 1;
+    if (r->in_live)
+        return 0;
+    uint64_t pos = r->pos, seq = r->st.chunks, last = UINT64_MAX, last_seq = 0;
+    uint8_t h[ANA_CHUNK_HEADER_SIZE];
+    while (r->size - pos >= sizeof(h) && ana_pread_all(r->fd, h, sizeof(h), pos) == 0) {
+        uint32_t csize = get32(h + 4), rsize = get32(h + 8);
+        if (memcmp(h, "ACHK", 4) != 0 && memcmp(h, "ACHP", 4) != 0)
+            return fail(err, r, NULL, pos, pos, UINT64_MAX, 0, "bad chunk magic");
+        if (csize == 0 || csize > ANA_CHUNK_MAX || rsize == 0 || rsize > ANA_CHUNK_MAX)
+            return fail(err, r, NULL, pos, pos, UINT64_MAX, 0,
+                        "chunk sizes out of range (compressed %u, raw %u)", csize, rsize);
+        if (get32(h + 12) != seq)
+            return fail(err, r, NULL, pos + 12, pos, UINT64_MAX, 0,
+                        "chunk sequence number %u where %llu was expected", get32(h + 12),
+                        (unsigned long long)seq);
+        if (r->size - pos - sizeof(h) < csize)
+            break; /* torn: load_chunk says so when it gets there */
+        last = pos;
+        last_seq = seq++;
+        pos += sizeof(h) + csize;
+    }
+    if (last != UINT64_MAX) {
+        r->pos = last;
+        r->st.chunks = last_seq;
+        r->rpos = r->rlen;
+        r->in_segment = 0;
+    }
+    return 0;
+}
+
 void ana_reader_get_stats(const ana_reader *r, ana_reader_stats *st) { *st = r->st; }
 void ana_reader_set_live(ana_reader *r, int on) { r->live_off = !on; }
 const struct ana_live_known *ana_reader_known(const ana_reader *r) { return &r->known; }

@@ -70,6 +70,15 @@ void ana_reader_set_live(ana_reader *r, int on);
 struct ana_live_known;
 /* The STACK and KERNEL ids read so far. */
 const struct ana_live_known *ana_reader_known(const ana_reader *r);
+/* Moves on to the last complete chunk of the trace, reading only the headers of the chunks
+ * before it (16 bytes each, nothing decompressed): the next records are that chunk's, and
+ * the end is as a full read would see it (END, truncated, torn) — for callers that want
+ * only how a trace ended, such as `anatomist run` listing its traces. Records left in the
+ * current chunk are dropped only when a later complete chunk exists. The live file is not
+ * read afterwards (the skipped chunks' definitions are unknown). Returns 0, or -1 (err
+ * filled) at a corrupt chunk header, as ana_reader_next would. */
+int ana_reader_skip_to_last_chunk(ana_reader *r, ana_error *err);
+
 /* Offset just past the last complete chunk read so far. */
 uint64_t ana_reader_good_end(const ana_reader *r);
 

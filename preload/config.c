@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "naming.h"
 #include "records.h"
@@ -15,7 +16,8 @@
 static const ana_config_var VARS[] = {
     { "ANATOMIST_OUTPUT", ANA_CFG_STR, ANA_DEFAULT_OUTPUT, 0, 0, OFF(output),
       "Trace file name pattern: %h host, %p pid, %r rank, %% a percent sign. A process that is "
-      "not the root of the run gets -PID inserted when the pattern has no %p." },
+      "not the root of the run gets -PID inserted when the pattern has no %p. A relative name "
+      "is resolved against the working directory the process had when the preload loaded." },
     { "ANATOMIST_DISABLE", ANA_CFG_BOOL, "0", 0, 1, OFF(disable),
       "1 turns the preload into a pass-through: nothing is recorded or written." },
     { "ANATOMIST_STACKS", ANA_CFG_BOOL, "1", 0, 1, OFF(stacks),
@@ -41,8 +43,9 @@ static const ana_config_var VARS[] = {
       "Set by `anatomist run`: the pid of the process it started, whose trace gets the name as "
       "given. Not for users." },
     { "ANATOMIST_RUN_ID", ANA_CFG_INT, "0", 0, 0x7fffffff, OFF(run_id),
-      "Set by `anatomist run`: a random number it writes into each live file of the run, so that "
-      "its end-of-run recovery touches only its own processes' files. Not for users." },
+      "Set by `anatomist run`: a random number each process of the run writes into its trace "
+      "(INFO) and live file, so that what the run lists and recovers at its end are its own "
+      "processes' files. Not for users." },
     { "ANATOMIST_CUPTI", ANA_CFG_BOOL, "1", 0, 1, OFF(cupti),
       "0 collects no GPU activity (kernels, copies, sets as the GPU ran them): API calls only." },
     { "ANATOMIST_CUPTI_BUFFER_KB", ANA_CFG_INT, "4096", 64, 262144, OFF(cupti_buffer_kb),
@@ -188,4 +191,24 @@ int ana_config_load(ana_config *cfg, const char *(*get)(const char *name),
     cfg->time_shift = (unsigned)__builtin_ctz((unsigned)cfg->time_res_ns);
     errno = e;
     return bad;
+}
+
+int ana_config_absolute_output(ana_config *cfg)
+{
+    char cwd[sizeof(cfg->output)];
+    if (cfg->output[0] == '/')
+        return 0;
+    if (!getcwd(cwd, sizeof(cwd)))
+        return -1;
+    size_t n = strlen(cwd), m = strlen(cfg->output);
+    if (n == 1)
+        n = 0; /* "/": no doubled slash */
+    if (n + 1 + m >= sizeof(cfg->output)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memmove(cfg->output + n + 1, cfg->output, m + 1);
+    memcpy(cfg->output, cwd, n);
+    cfg->output[n] = '/';
+    return 0;
 }

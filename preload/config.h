@@ -58,4 +58,11 @@ void ana_config_choice_text(const ana_config_var *v, int index, char *out, size_
 int ana_config_load(ana_config *cfg, const char *(*get)(const char *name),
                     void (*warn)(const char *fmt, ...));
 
+/* Makes cfg->output absolute when it is relative, against the working directory now
+ * (the preload calls it as it loads, before the program's main): a program that changes
+ * directory before its first CUDA call still writes its trace where it was started.
+ * Returns 0 (absolute now or already), or -1 with cfg->output unchanged (no working
+ * directory, or the result would not fit). Sets errno on failure. */
+int ana_config_absolute_output(ana_config *cfg);
+
 #endif

@@ -20,8 +20,8 @@
  *
  * Also here, built on glibc's functions once found: the one lookup of a CUDA library's
  * real functions the preload makes (ana_dl_real_sym: the runtime's for the hooks, the
- * driver's for its wrappers, CUPTI's for the interposed cupti* calls), and the test of
- * whether a function lies in libcuda. These call library functions; the bootstrap never
+ * driver's for its wrappers, CUPTI's for the interposed cupti* calls), the test of
+ * whether a function lies in libcuda, and the preload's own exports by name. These call library functions; the bootstrap never
  * does.
  *
  * Thread-safety: the two pointers are written once with the same value by whichever thread
@@ -326,6 +326,19 @@ int ana_dl_in_libcuda(const void *addr)
     if (yes)
         atomic_store_explicit(&libcuda_base, base, memory_order_relaxed);
     return yes;
+}
+
+/* Read afresh at each call (a walk of the dynamic section): only lookups of runtime names
+ * come here, and there is then no state to share between threads. */
+void *ana_dl_own_export(const char *name)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    elf_view v;
+    if (!name || !dladdr1((const void *)ana_dl_own_export, &info, (void **)&lm, RTLD_DL_LINKMAP) ||
+        !lm || elf_view_of(lm->l_addr, lm->l_ld, &v) < 0)
+        return NULL;
+    return elf_find(&v, name);
 }
 
 /* Early, so that the first lookups take the fast path; says once if glibc's functions

@@ -160,6 +160,9 @@ void *ana_real_dlsym(void *handle, const char *name);
 void *ana_real_dlvsym(void *handle, const char *name, const char *version);
 /* 1 when addr lies in the CUDA driver (a module whose soname is libcuda.so.1). */
 int ana_dl_in_libcuda(const void *addr);
+/* The preload's own exported function `name` (its dynamic symbol table, default version),
+ * or NULL: what dlsym on the preload's handle would find, without looking further. */
+void *ana_dl_own_export(const char *name);
 
 /* ---- what the driver wrappers and the CUPTI callback both read from a call ---- */
 /* cuMemCreate's ALLOC.device: the allocation's location when that is a device, else the

@@ -1,4 +1,5 @@
-/* hooks_dl.c — how driver entry points obtained at run time become the preload's wrappers.
+/* hooks_dl.c — how driver entry points obtained at run time become the preload's wrappers,
+ * and runtime functions looked up by name its hooks.
  *
  * Most programs and libraries never link libcuda: the CUDA runtime, PyTorch and NCCL
  * dlopen("libcuda.so.1") and dlsym it, or call cuGetProcAddress[_v2], or the runtime's
@@ -10,7 +11,9 @@
  *
  * dlsym and dlvsym enter through dl_entry.c, which keeps RTLD_NEXT and RTLD_DEFAULT
  * lookups in glibc with the caller's return address; only lookups with a real handle
- * arrive here (ana_dlsym_impl). cuGetProcAddress maps a base name to a slot by version and
+ * arrive here (ana_dlsym_impl). A runtime function found on a real handle (the runtime's
+ * own, as ctypes looks functions up) is handed out as the preload's hook of that name when
+ * that hook forwards to it (rt_wrap). cuGetProcAddress maps a base name to a slot by version and
  * per-thread-stream flag (cuMemAlloc at 3020 and later is cuMemAlloc_v2, cuMemAllocAsync
  * with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM is cuMemAllocAsync_ptsz).
  *
@@ -142,16 +145,65 @@ static int maybe_driver_name(const char *name)
            : name && strncmp(name, "cuGetProcAddress", 16) == 0;
 }
 
+/* Names the preload's runtime hooks have (hooks_mem.c, hooks_launch.c, ...). */
+static int maybe_runtime_name(const char *name)
+{
+    return name && (strncmp(name, "cuda", 4) == 0 || strncmp(name, "__cuda", 6) == 0);
+}
+
+static int rt_hooks_on(void)
+{
+    static _Atomic int on = -1;
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (ANA_UNLIKELY(v < 0)) {
+        ana_config cfg; /* as in ana_drv_hooks_on: the constructor may not have run yet */
+        ana_config_load(&cfg, NULL, NULL);
+        v = !cfg.disable;
+        atomic_store_explicit(&on, v, memory_order_relaxed);
+    }
+    return v;
+}
+
+/* A lookup on the runtime's own handle (ctypes and cffi dlopen libcudart RTLD_LOCAL and
+ * dlsym each function; so do loaders that pick a runtime at run time) finds the runtime's
+ * function, not the preload's hook of that name: its calls would reach the profiler only
+ * through the driver wrappers (a cudaMalloc recorded as the cuMemAlloc_v2 it makes) or
+ * CUPTI's callbacks (not yet subscribed during the process's first call). So the caller
+ * gets the hook, when the hook forwards to exactly the function the lookup found (the one
+ * ana_resolve gives it); any other function is handed out as found. */
+static void *rt_wrap(const char *name, void *fn)
+{
+    if (!rt_hooks_on())
+        return fn;
+    int e = errno;
+    void *hook = ana_dl_own_export(name), *out = fn;
+    if (hook && hook != fn && ana_resolve(name) == fn)
+        out = hook;
+    /* ana_resolve's lookups may fail on the way (RTLD_NEXT finds no runtime when it was
+     * loaded in a local scope); the program's own lookup succeeded, and a successful
+     * lookup leaves no error for dlerror() to report. */
+    dlerror();
+    errno = e;
+    return out;
+}
+
+static void *wrap_found(const char *name, void *p)
+{
+    if (!p)
+        return p;
+    if (maybe_driver_name(name))
+        return ana_drv_wrap(name, p, 0, 0, 0);
+    return maybe_runtime_name(name) ? rt_wrap(name, p) : p;
+}
+
 void *ana_dlsym_impl(void *handle, const char *name)
 {
-    void *p = ana_real_dlsym(handle, name);
-    return p && maybe_driver_name(name) ? ana_drv_wrap(name, p, 0, 0, 0) : p;
+    return wrap_found(name, ana_real_dlsym(handle, name));
 }
 
 void *ana_dlvsym_impl(void *handle, const char *name, const char *version)
 {
-    void *p = ana_real_dlvsym(handle, name, version);
-    return p && maybe_driver_name(name) ? ana_drv_wrap(name, p, 0, 0, 0) : p;
+    return wrap_found(name, ana_real_dlvsym(handle, name, version));
 }
 
 /* ---- cuGetProcAddress ----------------------------------------------------------------- */

@@ -248,6 +248,10 @@ static void init(void)
     ana_config_load(&ana_cfg, NULL, ana_warn);
     if (ana_cfg.disable)
         return;
+    if (ana_config_absolute_output(&ana_cfg) < 0)
+        ana_warn("cannot resolve ANATOMIST_OUTPUT=%s against the working directory (%s); it is "
+                 "taken relative to the directory the program is in at its first CUDA call",
+                 ana_cfg.output, strerror(errno));
     ana_modules_find_self((const void *)init, &ana_self_lo, &ana_self_hi);
     ana_clock_refresh(); /* whether the TSC can be used: learnt here, not in the first hook */
     if (ana_cfg.stacks)

@@ -5,10 +5,12 @@
 //   driver   cuLaunchKernel, cuLaunchKernel_ptsz and cuLaunchKernelEx, found with
 //            dlopen("libcuda.so.1") + dlsym (libcuda is never linked), on a CUfunction from
 //            cudaGetFuncBySymbol or a CUkernel from cudaGetKernel;
-//   runtime  cudaLaunchKernel found with dlsym on the handle of the already loaded
-//            libcudart.so.13 (dlopen RTLD_NOLOAD): a lookup in that library's own scope
-//            returns the runtime's function, not one a preloaded library interposes —
-//            the same call a statically linked runtime makes;
+//   runtime  the runtime's own cudaLaunchKernel, read from the dynamic symbol table of the
+//            already loaded libcudart.so.13 (dlopen RTLD_NOLOAD + dlinfo): the function
+//            itself, not one a preloaded library interposes — the same call a statically
+//            linked runtime makes. (dlsym on the runtime's handle would not do: a profiler
+//            that interposes dlsym may hand out its own cudaLaunchKernel there, as
+//            Anatomist does so that ctypes' calls are seen);
 //   stub     <<<...>>> (nvcc's stub, __cudaLaunchKernel).
 //
 // Every launch goes into the ledger (path, entry point, kernel, grid, block, which stream,
@@ -29,6 +31,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -131,6 +134,44 @@ static void *must_dlsym(void *lib, const char *what, const char *name)
     return p;
 }
 
+// The default-version definition of function `name` in the dynamic symbol table of the
+// module `handle` opened, found through its GNU hash table: what the module itself
+// defines, whatever dlsym would answer.
+static void *own_symbol(void *handle, const char *name)
+{
+    struct link_map *lm = NULL;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm)
+        return NULL;
+    const ElfW(Sym) *sym = NULL;
+    const char *str = NULL;
+    const uint32_t *hash = NULL;
+    const ElfW(Versym) *ver = NULL;
+    for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
+        // The loader relocates these addresses on x86-64 and aarch64.
+        if (d->d_tag == DT_SYMTAB) sym = (const ElfW(Sym) *)d->d_un.d_ptr;
+        if (d->d_tag == DT_STRTAB) str = (const char *)d->d_un.d_ptr;
+        if (d->d_tag == DT_GNU_HASH) hash = (const uint32_t *)d->d_un.d_ptr;
+        if (d->d_tag == DT_VERSYM) ver = (const ElfW(Versym) *)d->d_un.d_ptr;
+    }
+    if (!sym || !str || !hash || hash[0] == 0)
+        return NULL;
+    uint32_t h = 5381;
+    for (const char *c = name; *c; c++)
+        h = h * 33 + (unsigned char)*c;
+    const uint32_t nbuckets = hash[0], symoffset = hash[1], bloom_words = hash[2];
+    const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(hash + 4) + bloom_words);
+    const uint32_t *chain = buckets + nbuckets;
+    for (uint32_t i = buckets[h % nbuckets]; i >= symoffset && i != 0; i++) {
+        uint32_t ch = chain[i - symoffset];
+        if ((ch | 1) == (h | 1) && sym[i].st_shndx != SHN_UNDEF && !(ver && (ver[i] & 0x8000)) &&
+            strcmp(str + sym[i].st_name, name) == 0)
+            return (void *)(lm->l_addr + sym[i].st_value);
+        if (ch & 1)
+            break;
+    }
+    return NULL;
+}
+
 static void resolve(void)
 {
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -144,7 +185,9 @@ static void resolve(void)
     void *cudart = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
     if (!cudart)
         fatal("driver_launch: libcudart.so.13 is not loaded: %s", dlerror());
-    rt_launch = (rt_launch_fn)must_dlsym(cudart, "libcudart.so.13", "cudaLaunchKernel");
+    rt_launch = (rt_launch_fn)own_symbol(cudart, "cudaLaunchKernel");
+    if (!rt_launch)
+        fatal("driver_launch: no cudaLaunchKernel in libcudart.so.13's symbol table");
     ledger.bypass = (void *)rt_launch != dlsym(RTLD_DEFAULT, "cudaLaunchKernel");
 }
 

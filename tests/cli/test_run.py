@@ -55,7 +55,8 @@ class Environment(RunTest):
         env, p = self.run_env("-q")
         self.assertEqual(env["LD_PRELOAD"], FIRST + os.path.realpath(self.lib))
         self.assertEqual(env["LD_LIBRARY_PATH"], "unset")
-        self.assertEqual(env["ANATOMIST_OUTPUT"], "anatomist-%p.anat")
+        # resolved against the directory run was started in (the program may chdir)
+        self.assertEqual(env["ANATOMIST_OUTPUT"], os.path.join(os.path.realpath(self.tmp), "anatomist-%p.anat"))
         self.assertEqual(env["ANATOMIST_ROOT_PID"], env["PID"])
         for v in ("ANATOMIST_SIM_MEMORY", "ANATOMIST_STACKS", "ANATOMIST_STACK_DEPTH",
                   "ANATOMIST_FLUSH_MS", "ANATOMIST_CUPTI"):
@@ -76,7 +77,7 @@ class Environment(RunTest):
         self.assertEqual(env["ANATOMIST_STACK_DEPTH"], "32")
         self.assertEqual(env["ANATOMIST_FLUSH_MS"], "50")
         self.assertEqual(env["ANATOMIST_CUPTI"], "0")
-        self.assertEqual(env["ANATOMIST_OUTPUT"], "t-%h-%p.anat")
+        self.assertEqual(env["ANATOMIST_OUTPUT"], os.path.join(os.path.realpath(self.tmp), "t-%h-%p.anat"))
 
     def test_torch_per_tensor(self):
         env, p = self.run_env("--torch-per-tensor")
@@ -94,11 +95,15 @@ class Environment(RunTest):
         self.assertEqual(env["PYTORCH_CUDA_ALLOC_CONF"], user["PYTORCH_CUDA_ALLOC_CONF"])
 
     def test_output_from_the_environment(self):
+        here = os.path.realpath(self.tmp)
         env, _ = self.run_env("-q", env=dict(self.env, ANATOMIST_OUTPUT="mine-%p.anat"))
-        self.assertEqual(env["ANATOMIST_OUTPUT"], "mine-%p.anat")
+        self.assertEqual(env["ANATOMIST_OUTPUT"], os.path.join(here, "mine-%p.anat"))
         env, _ = self.run_env("-q", "--output", "opt.anat",
                               env=dict(self.env, ANATOMIST_OUTPUT="mine-%p.anat"))
-        self.assertEqual(env["ANATOMIST_OUTPUT"], "opt.anat")
+        self.assertEqual(env["ANATOMIST_OUTPUT"], os.path.join(here, "opt.anat"))
+        absolute = os.path.join(self.path("inst"), "abs-%p.anat")
+        env, _ = self.run_env("-q", "--output", absolute)
+        self.assertEqual(env["ANATOMIST_OUTPUT"], absolute)
 
     def test_program_without_double_dash(self):
         p = run([self.exe, "run", "-q", "sh", "-c", "echo $0 $1", "-q", "x"], env=self.env)
@@ -155,12 +160,15 @@ class Statuses(RunTest):
 
 
 class Messages(RunTest):
-    def test_trace_written(self):
-        # a file that begins like a trace (the magic) is reported; any other is not
+    def test_no_trace_of_this_run(self):
+        # A trace of the run says so in its INFO records (tests/scenario/test_process_tree.py
+        # checks the traces a real run lists); a file at the name that only begins like one
+        # is not taken for it, and any other file is said not to be a trace.
         p = run([self.exe, "run", "-o", "out-%p.anat", "--", "sh", "-c", "printf ANATRACE > out-$$.anat; echo $$"],
                 env=self.env, cwd=self.tmp)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(p.stderr, f"anatomist: trace written to out-{p.stdout.strip()}.anat\n")
+        self.assertEqual(p.stderr, f"anatomist: no trace was written (out-{p.stdout.strip()}.anat is "
+                                   "not a trace of this run)\n")
         p = run([self.exe, "run", "-o", "out-%p.anat", "--", "sh", "-c", "touch out-$$.anat; echo $$"],
                 env=self.env, cwd=self.tmp)
         self.assertEqual(p.stderr, f"anatomist: no trace was written to out-{p.stdout.strip()}.anat "

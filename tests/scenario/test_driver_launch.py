@@ -1,7 +1,8 @@
 """Launches no hook saw (docs/trace-format.md, "Calls no hook saw"): samples/driver_launch
 launches kernels through the driver's cuLaunchKernel/cuLaunchKernel_ptsz/cuLaunchKernelEx
 (looked up with dlopen + dlsym, as Triton does), through the runtime's own
-cudaLaunchKernel (dlsym on the runtime's handle, as a statically linked runtime calls it)
+cudaLaunchKernel (read from the runtime's symbol table, as a statically linked runtime
+calls it)
 and through <<<...>>>, under `anatomist run --sim`, and keeps a ledger of every launch.
 
 With CUPTI on, each ledger launch must have exactly one LAUNCH record: the hooks' own
@@ -64,7 +65,7 @@ class DriverLaunch(unittest.TestCase):
 
     def test_the_sample_bypassed_the_hooks(self):
         self.assertTrue(self.led["bypass"],
-                        "dlsym on libcudart's handle returned the interposed cudaLaunchKernel")
+                        "the runtime's own cudaLaunchKernel is the interposed one")
         self.assertFalse(self.led["driver_errors_set_last_error"])
         self.assertEqual(cupti_state(self.recs), "on")
         paths = collections.Counter(l["path"] for l in self.launches if not l["fault"])

@@ -175,7 +175,8 @@ class RunAndRecover(unittest.TestCase):
         os.kill(int(kids[0]), signal.SIGKILL)
         out, err = p.communicate(timeout=60)
         self.assertEqual(p.returncode, 128 + signal.SIGKILL, err)
-        self.assertIn("were recovered from", err)
+        self.assertIn("killed by signal 9 (SIGKILL); ", err)
+        self.assertIn("records recovered from its live file", err)
         self.assertFalse(os.path.exists(trace + ".live"))
         self.assertEqual(info(trace)["ended"], "recovered")
 

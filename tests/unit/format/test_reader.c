@@ -152,6 +152,51 @@ Test(reader, every_truncation_is_a_clean_end_with_whole_chunks)
     unlink(path);
 }
 
+/* Only the last complete chunk is read; a cut inside it ends the trace as a full read would. */
+Test(reader, skips_to_the_last_chunk)
+{
+    char path[64], cut[80];
+    tmpname(path, sizeof(path));
+    uint64_t ends[3];
+    uint64_t size = write_sample(path, 1, ends);
+    uint8_t *data = slurp(path, size);
+    snprintf(cut, sizeof(cut), "%s.cut", path);
+    uint64_t lens[] = { size, ends[1], ends[1] + 5, ends[0] + 3, ends[0], ANA_HEADER_SIZE };
+    /* records of the chunk read: END; launches; launches then torn; allocs and frees then
+     * torn; allocs and frees; none */
+    int want_end[] = { 1, 0, 0, 0, 0, 0 }, want_launch[] = { 0, N_LAUNCH, N_LAUNCH, 0, 0, 0 };
+    int want_alloc[] = { 0, 0, 0, N_ALLOC, N_ALLOC, 0 };
+    ana_ended want[] = { ANA_ENDED_EXIT, ANA_ENDED_TRUNCATED, ANA_ENDED_TORN, ANA_ENDED_TORN,
+                         ANA_ENDED_TRUNCATED, ANA_ENDED_TRUNCATED };
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        FILE *o = fopen(cut, "wb");
+        fwrite(data, 1, lens[i], o);
+        fclose(o);
+        ana_reader *r;
+        ana_error err;
+        cr_assert_eq(ana_reader_open(cut, &r, &err), 0, "%s", err.msg);
+        cr_assert_eq(ana_reader_skip_to_last_chunk(r, &err), 0, "%s", err.msg);
+        ana_record rec;
+        int end = 0, launch = 0, alloc = 0, rc;
+        while ((rc = ana_reader_next(r, &rec, &err)) == 1) {
+            end += rec.kind == ANA_K_END;
+            launch += rec.kind == ANA_K_LAUNCH;
+            alloc += rec.kind == ANA_K_ALLOC;
+        }
+        cr_assert_eq(rc, 0, "cut at %llu: %s", (unsigned long long)lens[i], err.msg);
+        ana_reader_stats st;
+        ana_reader_get_stats(r, &st);
+        ana_reader_close(r);
+        cr_expect_eq(end, want_end[i], "cut at %llu", (unsigned long long)lens[i]);
+        cr_expect_eq(launch, want_launch[i], "cut at %llu", (unsigned long long)lens[i]);
+        cr_expect_eq(alloc, want_alloc[i], "cut at %llu", (unsigned long long)lens[i]);
+        cr_expect_eq(st.ended, want[i], "cut at %llu: %s", (unsigned long long)lens[i], ana_ended_name(st.ended));
+    }
+    free(data);
+    unlink(cut);
+    unlink(path);
+}
+
 Test(reader, flipped_bytes_never_crash)
 {
     char path[64], bad[80];

@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "config.h"
 
 /* A fake environment for ana_config_load. */
@@ -90,4 +91,31 @@ Test(config, table_matches_documentation)
     for (const ana_config_var *v = ana_config_vars(); v->name; v++)
         n++;
     cr_expect_eq(documented, n, "%d variables documented, %d in the table", documented, n);
+}
+
+/* A relative output name is taken against the working directory when the preload loads. */
+Test(config, relative_output_is_made_absolute)
+{
+    char old[1024];
+    cr_assert_not_null(getcwd(old, sizeof(old)));
+    ana_config c;
+    env_n = 0;
+    set("ANATOMIST_OUTPUT", "runs/t-%p.anat");
+    ana_config_load(&c, fake_get, NULL);
+    cr_assert_eq(chdir("/tmp"), 0);
+    cr_expect_eq(ana_config_absolute_output(&c), 0);
+    cr_expect_str_eq(c.output, "/tmp/runs/t-%p.anat");
+    cr_expect_eq(ana_config_absolute_output(&c), 0); /* absolute: unchanged */
+    cr_expect_str_eq(c.output, "/tmp/runs/t-%p.anat");
+    snprintf(c.output, sizeof(c.output), "x.anat");
+    cr_assert_eq(chdir("/"), 0);
+    cr_expect_eq(ana_config_absolute_output(&c), 0);
+    cr_expect_str_eq(c.output, "/x.anat");
+    /* too long with the directory in front: left as it was */
+    cr_assert_eq(chdir("/tmp"), 0);
+    memset(c.output, 'a', sizeof(c.output) - 3);
+    c.output[sizeof(c.output) - 3] = 0;
+    cr_expect_eq(ana_config_absolute_output(&c), -1);
+    cr_expect_eq(strlen(c.output), sizeof(c.output) - 3);
+    cr_assert_eq(chdir(old), 0);
 }
