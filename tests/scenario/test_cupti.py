@@ -239,6 +239,16 @@ class Fork(unittest.TestCase):
         self.assertEqual(of(recs, *GPU), [])
         self.assertGreater(len(of(recs, "ALLOC")), 0)
 
+    def test_the_fork_check_fails_when_cuda_was_initialised_before_the_fork(self):
+        # The check itself: with CUDA initialised in the parent (fork_child's first mode
+        # allocates before forking), the strict child's calls fail, and the sim says why.
+        d = tmpdir()
+        e = clean_env(LD_LIBRARY_PATH=SIM_LIB, ANATOMIST_SIM_FORK_STRICT="1")
+        p = run([sample("fork_child")], env=e)
+        busy = [l.split() for l in p.stdout.splitlines() if l.startswith("busy ")][0]
+        self.assertEqual(busy[2], "1", "the child's cudaMalloc must fail")
+        self.assertIn("was forked after CUDA was initialised (by cudaMalloc in process", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
