@@ -34,7 +34,7 @@ int ana_lib_enter(ana_libcall *c, uint32_t lib)
         return 0;
     int e = errno;
     ana_tls_busy = 1;
-    int ok = ana_session_ensure() && (c->t = ana_thread_self()) != NULL;
+    int ok = ana_session_ensure(1) && (c->t = ana_thread_self()) != NULL;
     ana_tls_busy = 0;
     errno = e;
     if (!ok)

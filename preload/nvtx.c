@@ -109,7 +109,7 @@ void ana_nvtx_text_of(ana_nvtx_text *t, int32_t type, nvtxMessageValue_t v)
 /* Opens the bracket of a recorded call; 0 when nothing is to be recorded. */
 int ana_nvtx_rec_begin(ana_call *c)
 {
-    if (!ana_enter(c))
+    if (!ana_enter_host(c)) /* NVTX needs no device: it never starts CUPTI */
         return 0;
     c->saved_errno = errno;
     return 1;

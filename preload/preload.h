@@ -74,8 +74,10 @@ extern _Atomic int ana_active;
 void ana_disable(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints a warning line on stderr (configuration mistakes), never more than 8 per process. */
 void ana_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Starts the trace on the first CUDA call; returns 1 when records may be appended. */
-int ana_session_ensure(void);
+/* Starts the trace on the first recorded call, and CUPTI on the first call that needs a
+ * device (`device`): registration never calls it, so the preload never initialises the
+ * driver before the program does. Returns 1 when records may be appended. */
+int ana_session_ensure(int device);
 /* The preload's own text range, so stacks can skip its frames. */
 extern uintptr_t ana_self_lo, ana_self_hi;
 
@@ -236,7 +238,7 @@ void *ana_dl_real_sym(const char *soname, const char *version, const char *name)
 /* Where decoded GPU records go: the collector writes r (its time_ns as given) in the
  * process segment. */
 typedef void (*ana_cupti_put)(ana_record *r, void *arg);
-/* Session start, on the thread of the first CUDA call (before that call is forwarded):
+/* On the thread of the program's first call that needs a device (before it is forwarded):
  * loads CUPTI, subscribes, enables the activity kinds. Never fails the session. */
 void ana_cupti_start(void);
 /* Collector, every pass: writes INFO "cupti" when its state changed, flushes CUPTI
@@ -262,8 +264,11 @@ typedef struct ana_call {
 /* In an exported hook, after ana_enter succeeded: notes who called it. */
 #define ANA_CALLER(c) ((c).caller = (uintptr_t)__builtin_return_address(0))
 
-/* Returns 1 when this call is to be recorded (then ana_leave must follow). */
+/* Returns 1 when this call is to be recorded (then ana_leave must follow). For calls into
+ * CUDA (they need a device: the first one starts CUPTI). */
 int ana_enter(ana_call *c);
+/* The same for calls that need no device (NVTX): they open the trace, never CUPTI. */
+int ana_enter_host(ana_call *c);
 
 /* Returns `call` (of type `type`), a call that is not recorded because it is nested in one
  * that is (the runtime's own driver calls, or a signal handler's call that interrupted a
