@@ -63,7 +63,9 @@ void ana_lib_leave(ana_libcall *c)
 void ana_lib_emit(ana_libcall *c, ana_record *rec)
 {
     rec->time_ns = c->t0;
-    ana_emit(c->t, rec);
+    /* Outside a capture window only communicators (definitions) are kept. */
+    if (rec->kind == ANA_K_COMM || ana_capture_open_now())
+        ana_emit(c->t, rec);
     ana_tls_busy = 0;
     errno = c->saved_errno;
 }

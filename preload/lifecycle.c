@@ -260,6 +260,7 @@ static void atfork_child(void)
     ana_cupti_atfork_child();
     ana_lib_atfork_child();
     ana_nvtx_atfork_child();
+    ana_capture_atfork_child();
     ana_collector_atfork_child();
     atomic_store(&ana_active, 0);
     atomic_store(&session, (ana_cfg.disable || said_disabled) ? S_OFF : S_NONE);
@@ -274,6 +275,7 @@ static void init(void)
         return;
     ana_modules_find_self((const void *)init, &ana_self_lo, &ana_self_hi);
     ana_clock_refresh(); /* whether the TSC can be used: learnt here, not in the first hook */
+    ana_capture_init();
     if (ana_cfg.stacks)
         ana_stacks_init(); /* says why when stacks are off */
     ana_nvtx_setup();
@@ -299,6 +301,7 @@ static void fini(void)
         return;
     }
     ana_tls_busy = 1; /* CUDA calls made by other destructors after this are not recorded */
+    ana_capture_at_exit();
     atomic_store(&ana_active, 0);
     atomic_store(&session, S_OFF);
     ana_collector_stop(ANA_END_EXIT, "exit");
