@@ -54,6 +54,12 @@ static const char ana_run_usage[] =
     "      --no-nvtx          do not record NVTX ranges, marks and names\n"
     "      --stack-depth N    frames captured per stack (1..256)\n"
     "      --flush-ms N       write the trace at least every N milliseconds\n"
+    "      --capture-range R  record activity only inside a range, as nsys does:\n"
+    "                         cudaProfilerApi (cudaProfilerStart to cudaProfilerStop) or\n"
+    "                         nvtx:NAME (while the NVTX range NAME is open); allocations,\n"
+    "                         frees and definitions are recorded throughout\n"
+    "      --delay SECONDS    record activity only from SECONDS after the start\n"
+    "      --duration SECONDS and for SECONDS from then (with a range: both must allow)\n"
     "      --torch-per-tensor make PyTorch allocate every tensor with cudaMallocAsync\n"
     "                         (PYTORCH_CUDA_ALLOC_CONF backend:cudaMallocAsync), so that the\n"
     "                         memory anatomy sees tensors instead of cached segments\n"
@@ -74,12 +80,31 @@ static const char ana_run_usage[] =
 typedef struct ana_run_opts {
     const char *output;
     int sim, quiet, no_stacks, no_cupti, no_nvtx, torch_per_tensor;
-    const char *stack_depth, *flush_ms;
-    char sim_memory[32];
+    const char *stack_depth, *flush_ms, *capture_range;
+    char sim_memory[32], delay_ms[16], duration_ms[16];
 } ana_run_opts;
 
 enum { ANA_OPT_SIM = 256, ANA_OPT_SIM_MEMORY, ANA_OPT_NO_STACKS, ANA_OPT_DEPTH, ANA_OPT_FLUSH,
-       ANA_OPT_NO_CUPTI, ANA_OPT_NO_NVTX, ANA_OPT_TORCH_PER_TENSOR };
+       ANA_OPT_NO_CUPTI, ANA_OPT_NO_NVTX, ANA_OPT_TORCH_PER_TENSOR, ANA_OPT_CAPTURE_RANGE,
+       ANA_OPT_DELAY, ANA_OPT_DURATION };
+
+/* SECONDS (a decimal number) as milliseconds for the preload (preload/config.c bounds). */
+static int ana_run_seconds(const char *opt, const char *val, char *ms, size_t cap)
+{
+    char *end;
+    double s = strtod(val, &end);
+    if (end == val || *end || !(s >= 0) || s > 2000000.0)
+        return ana_cli_usage_error("run", "run: %s wants seconds (e.g. 30 or 2.5), not '%s'", opt, val);
+    snprintf(ms, cap, "%lld", (long long)(s * 1000.0 + 0.5));
+    return 0;
+}
+
+static int ana_run_check_range(const char *val)
+{
+    if (!strcmp(val, "cudaProfilerApi") || !strcmp(val, "none") || (!strncmp(val, "nvtx:", 5) && val[5]))
+        return 0;
+    return ana_cli_usage_error("run", "run: --capture-range wants cudaProfilerApi or nvtx:NAME, not '%s'", val);
+}
 
 static volatile sig_atomic_t ana_run_child = 0;
 
@@ -114,6 +139,9 @@ static int ana_run_parse_opt(ana_run_opts *o, int c, char **argv)
     case ANA_OPT_NO_CUPTI: o->no_cupti = 1; return 0;
     case ANA_OPT_NO_NVTX: o->no_nvtx = 1; return 0;
     case ANA_OPT_TORCH_PER_TENSOR: o->torch_per_tensor = 1; return 0;
+    case ANA_OPT_CAPTURE_RANGE: o->capture_range = optarg; return ana_run_check_range(optarg);
+    case ANA_OPT_DELAY: return ana_run_seconds("--delay", optarg, o->delay_ms, sizeof(o->delay_ms));
+    case ANA_OPT_DURATION: return ana_run_seconds("--duration", optarg, o->duration_ms, sizeof(o->duration_ms));
     case ANA_OPT_SIM_MEMORY:
         if (ana_parse_size(optarg, &bytes) != 0)
             return ana_cli_usage_error("run", "run: --sim-memory wants a size such as 16GiB, "
@@ -142,6 +170,9 @@ static int ana_run_parse(ana_run_opts *o, int argc, char **argv)
         { "stack-depth", required_argument, NULL, ANA_OPT_DEPTH },
         { "flush-ms", required_argument, NULL, ANA_OPT_FLUSH },
         { "torch-per-tensor", no_argument, NULL, ANA_OPT_TORCH_PER_TENSOR },
+        { "capture-range", required_argument, NULL, ANA_OPT_CAPTURE_RANGE },
+        { "delay", required_argument, NULL, ANA_OPT_DELAY },
+        { "duration", required_argument, NULL, ANA_OPT_DURATION },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -345,6 +376,12 @@ static void ana_run_child_env(const ana_run_opts *o, const ana_run_env *env)
         setenv("ANATOMIST_STACK_DEPTH", o->stack_depth, 1);
     if (o->flush_ms)
         setenv("ANATOMIST_FLUSH_MS", o->flush_ms, 1);
+    if (o->capture_range)
+        setenv("ANATOMIST_CAPTURE_RANGE", o->capture_range, 1);
+    if (o->delay_ms[0])
+        setenv("ANATOMIST_DELAY_MS", o->delay_ms, 1);
+    if (o->duration_ms[0])
+        setenv("ANATOMIST_DURATION_MS", o->duration_ms, 1);
     snprintf(pid, sizeof(pid), "%ld", (long)getpid());
     setenv("ANATOMIST_ROOT_PID", pid, 1);
 }

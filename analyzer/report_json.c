@@ -1,5 +1,6 @@
 /* report_json.c — `anatomist report --json` (schema "anatomist.report/1",
  * docs/report-schema.md). Later versions only add fields. */
+#include "capture.h"
 #include "report.h"
 
 #include "cuda_errors.h"
@@ -59,6 +60,7 @@ static void ana_rj_trace(ana_json *j, const ana_report *r)
     ana_json_ku64(j, "dropped", t->dropped_records);
     ana_json_ku64(j, "unknown_records", t->stats.unknown_records);
     ana_json_ku64(j, "duration_ns", t->has_time ? t->last_ns - t->first_ns : 0);
+    ana_capture_json(j, t);
     ana_json_process(j, t);
     ana_json_key(j, "devices");
     ana_json_arr_begin(j);

@@ -1,5 +1,6 @@
 /* report_text.c — `anatomist report` for people: the same numbers as the JSON, ranked
  * lists cut at --top, stacks without the profiler's own frames. */
+#include "capture.h"
 #include "report.h"
 
 #include "cuda_errors.h"
@@ -125,6 +126,7 @@ static void ana_rt_header(FILE *o, const ana_report *r)
     if (t->stats.torn_bytes)
         fprintf(o, " (%llu torn bytes discarded)", (unsigned long long)t->stats.torn_bytes);
     fputc('\n', o);
+    ana_capture_text(o, t);
     if (t->dropped_records)
         fprintf(o, "  WARNING    %llu records were dropped by the profiler: counts are low\n",
                 (unsigned long long)t->dropped_records);

@@ -1,4 +1,5 @@
 /* trace.c — see trace.h. */
+#include "capture.h"
 #include "trace.h"
 #include "kineto.h"
 #include "safe_open.h"
@@ -552,7 +553,10 @@ static void ana_trace_on_record(ana_trace *t, const ana_record *r)
         t->dropped_bytes += r->u.dropped.bytes;
         break;
     case ANA_K_END: ana_trace_on_end(t, &r->u.end); break;
-    case ANA_K_INFO: ana_trace_on_info(t, &r->u.info); break;
+    case ANA_K_INFO:
+        if (!ana_capture_on_info(t, &r->u.info, r->time_ns))
+            ana_trace_on_info(t, &r->u.info);
+        break;
     case ANA_K_GEMM:
     case ANA_K_COLL:
     case ANA_K_COMM:
@@ -772,6 +776,7 @@ void ana_trace_free(ana_trace *t)
     free(t->modules);
     free(t->kernels);
     free(t->info);
+    ana_capture_free(t);
     free(t->mev);
     free(t->gpu);
     free(t->calls);

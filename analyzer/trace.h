@@ -181,6 +181,8 @@ typedef struct ana_trace {
     ana_copy_stats memcpy_total, memcpy_by_dir[ANA_MEMCPY_DIRS], memset_total;
     ana_kv *info;
     size_t n_info, cap_info;
+    struct ana_capture_win *capture; /* capture windows, in file order (capture.h) */
+    size_t n_capture, cap_capture;
     ana_gpu_act *gpu;         /* sorted by device, start, corr */
     size_t n_gpu, cap_gpu;
     ana_api_call *calls;      /* sorted by time */

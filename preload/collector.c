@@ -166,6 +166,8 @@ static void on_kernel(uint64_t id, uint64_t host_fn, const char *name, void *arg
 /* A decoded GPU record; the KERNEL records of names interned while decoding go first. */
 static void on_gpu(ana_record *r, void *arg)
 {
+    if (!ana_capture_keep_gpu(r))
+        return; /* the GPU work of a call made outside every capture window */
     if (r->kind == ANA_K_GPU_KERNEL)
         ana_kernels_emit_new(on_kernel, NULL);
     wrec_at(r);
@@ -317,6 +319,7 @@ static void pass(int forced)
         drain(t);
     }
     forced |= atomic_exchange(&force_req, 0);
+    ana_capture_collect(on_gpu, NULL);
     ana_cupti_collect(forced, on_gpu, NULL);
     ana_live_stage_publish(chunk_len);
     if (forced || !staged || chunk_len >= CHUNK_TARGET || ana_now_ns() - chunk_born >= STAGE_MAX_NS)

@@ -74,6 +74,18 @@ static const ana_config_var VARS[] = {
       "How call stacks are walked: auto (libunwind, repeated stacks recognised from a per-thread "
       "cache), fp (frame pointers only: for programs built with -fno-omit-frame-pointer), dwarf "
       "(libunwind at every call, no cache)." },
+    { "ANATOMIST_CAPTURE_RANGE", ANA_CFG_STR, "none", 0, 0, OFF(capture_range),
+      "Records activity only inside a range, as nsys --capture-range: cudaProfilerApi (from "
+      "cudaProfilerStart to cudaProfilerStop, each time), nvtx:NAME (while the NVTX range with "
+      "message NAME is pushed or started), or none. Outside, allocations, frees and definitions "
+      "are still recorded; launches, copies, sets, library calls, NVTX ranges and GPU activity "
+      "are not." },
+    { "ANATOMIST_DELAY_MS", ANA_CFG_INT, "0", 0, 0x7fffffff, OFF(delay_ms),
+      "Records activity only from this many ms after the process started (its preload "
+      "loaded), as nsys --delay; what is kept outside is as for ANATOMIST_CAPTURE_RANGE." },
+    { "ANATOMIST_DURATION_MS", ANA_CFG_INT, "0", 0, 0x7fffffff, OFF(duration_ms),
+      "Records activity for this many ms after the delay, as nsys --duration; 0 = to the end. "
+      "With a capture range, a window is the time both allow." },
     { NULL, 0, NULL, 0, 0, 0, NULL },
 };
 
@@ -135,11 +147,16 @@ static int store(ana_config *cfg, const ana_config_var *var, const char *text)
 {
     char *field = (char *)cfg + var->off;
     switch (var->type) {
-    case ANA_CFG_STR:
-        if (!*text || strlen(text) >= sizeof(cfg->output))
+    case ANA_CFG_STR: {
+        size_t cap = var->off == OFF(capture_range) ? sizeof(cfg->capture_range) : sizeof(cfg->output);
+        if (!*text || strlen(text) >= cap)
+            return -1;
+        if (var->off == OFF(capture_range) && strcmp(text, "none") && strcmp(text, "cudaProfilerApi") &&
+            (strncmp(text, "nvtx:", 5) || !text[5]))
             return -1;
         strcpy(field, text);
         return 0;
+    }
     case ANA_CFG_BOOL:
         return parse_bool(text, (int *)field);
     case ANA_CFG_ENUM:
@@ -181,6 +198,9 @@ int ana_config_load(ana_config *cfg, const char *(*get)(const char *name),
                     warn("ignoring %s=%s (expected one of %s); using %s", v->name, text, ana_config_choices(v), v->def);
                 else if (v->type == ANA_CFG_BOOL)
                     warn("ignoring %s=%s (expected 0 or 1); using %s", v->name, text, v->def);
+                else if (v->off == OFF(capture_range))
+                    warn("ignoring %s=%s (expected none, cudaProfilerApi or nvtx:NAME); using %s",
+                         v->name, text, v->def);
                 else
                     warn("ignoring %s (empty or longer than %zu bytes); using %s", v->name,
                          sizeof(cfg->output) - 1, v->def);

@@ -32,6 +32,9 @@ typedef struct ana_config {
     int time_res_ns;  /* tick of the trace's times, ns: a power of two (1.5) */
     unsigned time_shift; /* log2(time_res_ns), derived */
     int unwind;       /* enum ana_unwind_mode (unwind.h): how stacks are walked */
+    char capture_range[256]; /* none | cudaProfilerApi | nvtx:NAME (capture.c) */
+    int delay_ms;     /* capture starts this long after the preload loaded */
+    int duration_ms;  /* and lasts this long; 0 = to the end */
 } ana_config;
 
 /* ANA_CFG_ENUM: one of the words ana_config_choices gives, stored as its index (int). */

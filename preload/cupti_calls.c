@@ -596,6 +596,8 @@ void CUPTIAPI ana_cupti_callback(void *userdata, CUpti_CallbackDomain domain, CU
     if (d->callbackSite == CUPTI_API_ENTER) {
         if (!ana_cupti_on())
             return; /* not yet, handed over, or a forked child */
+        if (ANA_UNLIKELY(!ana_capture_all))
+            ana_capture_note_corr(d->correlationId); /* entered inside a capture window */
         if (!ana_in_hook())
             open_call(entry_of(domain, cbid), d);
         else if (!ana_tls_corr)

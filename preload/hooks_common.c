@@ -95,6 +95,13 @@ static void maybe_record_device(void)
         atomic_fetch_or(&devices_recorded, dev_bit(dev)); /* do not ask again */
 }
 
+/* A call made outside every capture window: no record (capture.c). */
+static void outside(ana_call *c)
+{
+    c->saved_errno = errno;
+    ana_leave(c);
+}
+
 /* Appends rec and ends the bracket. */
 static void finish(ana_call *c, ana_record *rec)
 {
@@ -136,6 +143,8 @@ static __thread uint64_t ana_tls_ptrs[ANA_KARGS_MAX], ana_tls_at[ANA_KARGS_MAX];
 void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3 grid, dim3 block,
                          uint64_t shmem, uint64_t stream, const ana_launch_args *la)
 {
+    if (ANA_UNLIKELY(!ana_capture_keep(ana_tls_corr)))
+        return outside(c);
     measure(c);
     uint32_t n = ana_kargs_collect(la, ana_tls_ptrs, ana_tls_at);
     CALL_RECORD(rec, ANA_K_LAUNCH, c);
@@ -148,6 +157,8 @@ void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3
 void ana_rec_memcpy_done(ana_call *c, uint32_t api, int r, uint64_t dst, uint64_t src, uint64_t bytes,
                          uint64_t dir, uint64_t stream)
 {
+    if (ANA_UNLIKELY(!ana_capture_keep(ana_tls_corr)))
+        return outside(c);
     measure(c);
     uint64_t more = 0;
     uint32_t n = 0;
@@ -169,6 +180,8 @@ void ana_rec_memcpy_done(ana_call *c, uint32_t api, int r, uint64_t dst, uint64_
 void ana_rec_memset_done(ana_call *c, uint32_t api, int r, uint64_t ptr, int64_t value, uint64_t bytes,
                          uint64_t stream)
 {
+    if (ANA_UNLIKELY(!ana_capture_keep(ana_tls_corr)))
+        return outside(c);
     measure(c);
     CALL_RECORD(rec, ANA_K_MEMSET, c);
     rec.u.memset = (ana_rec_memset){ api, r, ptr, value, bytes, stream, c->stack, c->dur, c->corr,

@@ -3,8 +3,9 @@
 
 #include <errno.h>
 
-/* Registration learns names; it records nothing by itself but starts the session, so a
- * process's first CUDA activity opens its trace. */
+/* Registration learns names; it records and starts nothing (nvcc-built programs and
+ * `import torch` register before main: a session or CUPTI started here would initialise
+ * the driver before a program that forks workers has forked them). */
 ANA_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
                                        const char *deviceName, int thread_limit, uint3 *tid,
                                        uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
@@ -17,12 +18,11 @@ ANA_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFu
         real(fatCubinHandle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim, gDim, wSize);
     else
         ana_missing("__cudaRegisterFunction");
-    ana_call c;
-    if (!ana_enter(&c))
+    if (ana_cfg.disable || ana_tls_busy)
         return;
-    c.saved_errno = errno;
+    int e = errno;
     ana_kernel_register(hostFun, deviceName ? deviceName : deviceFun);
-    ana_leave(&c);
+    errno = e;
 }
 
 ANA_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)

@@ -106,3 +106,25 @@ ANA_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev
     ana_leave(&c);
     return r;
 }
+
+/* The capture range cudaProfilerApi (capture.c): the window opens after cudaProfilerStart
+ * returned and closes after cudaProfilerStop returned. Not recorded as calls. */
+ANA_EXPORT cudaError_t cudaProfilerStart(void)
+{
+    ANA_REAL(cudaProfilerStart, (void));
+    cudaError_t r = real();
+    int e = errno;
+    ana_capture_profiler(1);
+    errno = e;
+    return r;
+}
+
+ANA_EXPORT cudaError_t cudaProfilerStop(void)
+{
+    ANA_REAL(cudaProfilerStop, (void));
+    cudaError_t r = real();
+    int e = errno;
+    ana_capture_profiler(0);
+    errno = e;
+    return r;
+}

@@ -34,7 +34,7 @@ int ana_lib_enter(ana_libcall *c, uint32_t lib)
         return 0;
     int e = errno;
     ana_tls_busy = 1;
-    int ok = ana_session_ensure() && (c->t = ana_thread_self()) != NULL;
+    int ok = ana_session_ensure(1) && (c->t = ana_thread_self()) != NULL;
     ana_tls_busy = 0;
     errno = e;
     if (!ok)
@@ -63,7 +63,9 @@ void ana_lib_leave(ana_libcall *c)
 void ana_lib_emit(ana_libcall *c, ana_record *rec)
 {
     rec->time_ns = c->t0;
-    ana_emit(c->t, rec);
+    /* Outside a capture window only communicators (definitions) are kept. */
+    if (rec->kind == ANA_K_COMM || ana_capture_open_now())
+        ana_emit(c->t, rec);
     ana_tls_busy = 0;
     errno = c->saved_errno;
 }

@@ -1,9 +1,16 @@
 /* lifecycle.c — start-up, the session (trace file + collector), fork, exit, and the
  * hook bracket. The one module that owns the preload's global state transitions:
  *
- *   NONE --first CUDA call--> STARTING --> RUNNING --exit / failure--> OFF
+ *   NONE --first recorded call--> STARTING --> OPEN --first call that needs a device-->
+ *   DEVICE --> RUNNING --exit / failure--> OFF
  *
- * A forked child returns to NONE and starts its own trace on its own first CUDA call. */
+ * OPEN: the trace is being written but nothing of ours has touched the CUDA driver (an
+ * NVTX range before any CUDA call); CUPTI starts when the program's first call that needs
+ * a device (a runtime, driver or library hook) starts, before that call is forwarded.
+ * Registration (__cudaRegisterFunction, run before main) starts nothing: on a GPU, a
+ * driver initialised before the program forks breaks CUDA in the child, so the preload
+ * never initialises it earlier than the program would. A forked child returns to NONE and
+ * starts its own trace on its own first call. */
 #define _GNU_SOURCE
 #include "preload.h"
 
@@ -20,7 +27,10 @@
 #include "naming.h"
 #include "nvtx.h"
 
-enum { S_NONE, S_STARTING, S_RUNNING, S_OFF };
+enum { S_NONE, S_STARTING, S_OPEN, S_DEVICE, S_RUNNING, S_OFF };
+
+/* The trace is being written (records may be appended by calls that need no device). */
+static int trace_open(int s) { return s == S_OPEN || s == S_DEVICE || s == S_RUNNING; }
 
 ana_config ana_cfg;
 _Atomic int ana_active;
@@ -64,7 +74,7 @@ static char disabled_why[256] = "the profiler stopped";
 
 void ana_disable(const char *fmt, ...)
 {
-    int started = atomic_load(&session) == S_RUNNING;
+    int started = trace_open(atomic_load(&session));
     atomic_store(&ana_active, 0);
     atomic_store(&session, S_OFF);
     if (atomic_exchange(&said_disabled, 1))
@@ -155,40 +165,51 @@ static int start(void)
     return 0;
 }
 
-int ana_session_ensure(void)
+/* 1 when a call (that needs a device, or not) may append records in state s. */
+static int ready(int s, int device) { return s == S_RUNNING || (!device && trace_open(s)); }
+
+int ana_session_ensure(int device)
 {
     int s = atomic_load_explicit(&session, memory_order_acquire);
-    if (ANA_LIKELY(s == S_RUNNING))
+    if (ANA_LIKELY(ready(s, device)))
         return 1;
-    if (s == S_NONE) {
-        int expect = S_NONE;
-        if (atomic_compare_exchange_strong(&session, &expect, S_STARTING)) {
-            if (start() < 0)
-                return 0; /* ana_disable set OFF */
-            atomic_store(&ana_active, 1);
-            atomic_store_explicit(&session, S_RUNNING, memory_order_release);
-            ana_cupti_start(); /* before the first call goes on: its GPU work is seen */
-            ana_nvtx_session_started();
+    int expect = S_NONE;
+    if (s == S_NONE && atomic_compare_exchange_strong(&session, &expect, S_STARTING)) {
+        if (start() < 0)
+            return 0; /* ana_disable set OFF */
+        atomic_store(&ana_active, 1);
+        atomic_store_explicit(&session, s = S_OPEN, memory_order_release);
+        ana_nvtx_session_started();
+        if (!device)
             return 1;
-        }
     }
-    /* Another thread is opening the trace: wait a little (at most ~2 s). */
-    for (int i = 0; i < 2000 && atomic_load(&session) == S_STARTING; i++) {
+    expect = S_OPEN;
+    if (s == S_OPEN && device && atomic_compare_exchange_strong(&session, &expect, S_DEVICE)) {
+        ana_cupti_start(); /* before the first device call goes on: its GPU work is seen */
+        expect = S_DEVICE; /* (unless the profiler disabled itself meanwhile) */
+        atomic_compare_exchange_strong(&session, &expect, S_RUNNING);
+        return atomic_load(&session) == S_RUNNING;
+    }
+    /* Another thread is opening the trace or starting CUPTI: wait a little (at most ~2 s). */
+    for (int i = 0; i < 2000; i++) {
+        s = atomic_load(&session);
+        if (s != S_STARTING && !(device && s == S_DEVICE))
+            break;
         struct timespec d = { 0, 1000000 };
         nanosleep(&d, NULL);
     }
-    return atomic_load(&session) == S_RUNNING;
+    return ready(atomic_load(&session), device);
 }
 
 /* ana_enter's first call on a thread, or while the session is not running: starting the
  * session or the thread's buffer may set errno, which the program must not see. */
-static __attribute__((noinline)) int enter_slow(ana_call *c)
+static __attribute__((noinline)) int enter_slow(ana_call *c, int device)
 {
     if (atomic_load_explicit(&session, memory_order_relaxed) == S_OFF)
         return 0;
     int e = errno;
     ana_tls_busy = 1;
-    if (!ana_session_ensure() || !(c->t = ana_thread_self())) {
+    if (!ana_session_ensure(device) || !(c->t = ana_thread_self())) {
         ana_tls_busy = 0;
         errno = e;
         return 0;
@@ -197,7 +218,7 @@ static __attribute__((noinline)) int enter_slow(ana_call *c)
     return 1;
 }
 
-int ana_enter(ana_call *c)
+static inline int enter(ana_call *c, int device)
 {
     if (ANA_UNLIKELY(ana_tls_busy))
         return 0;
@@ -206,7 +227,7 @@ int ana_enter(ana_call *c)
     if (ANA_LIKELY(t != NULL && atomic_load_explicit(&session, memory_order_relaxed) == S_RUNNING)) {
         ana_tls_busy = 1;
         c->t = t;
-    } else if (!enter_slow(c)) {
+    } else if (!enter_slow(c, device)) {
         return 0;
     }
     ana_tls_corr = 0;
@@ -215,6 +236,9 @@ int ana_enter(ana_call *c)
     c->t0 = ana_now_ns();
     return 1;
 }
+
+int ana_enter(ana_call *c) { return enter(c, 1); }
+int ana_enter_host(ana_call *c) { return enter(c, 0); }
 
 void ana_leave(ana_call *c)
 {
@@ -236,6 +260,7 @@ static void atfork_child(void)
     ana_cupti_atfork_child();
     ana_lib_atfork_child();
     ana_nvtx_atfork_child();
+    ana_capture_atfork_child();
     ana_collector_atfork_child();
     atomic_store(&ana_active, 0);
     atomic_store(&session, (ana_cfg.disable || said_disabled) ? S_OFF : S_NONE);
@@ -254,6 +279,7 @@ static void init(void)
                  ana_cfg.output, strerror(errno));
     ana_modules_find_self((const void *)init, &ana_self_lo, &ana_self_hi);
     ana_clock_refresh(); /* whether the TSC can be used: learnt here, not in the first hook */
+    ana_capture_init();
     if (ana_cfg.stacks)
         ana_stacks_init(); /* says why when stacks are off */
     ana_nvtx_setup();
@@ -271,7 +297,7 @@ __attribute__((constructor)) static void ana_init(void)
 static void fini(void)
 {
     int s = atomic_load(&session);
-    if (s != S_RUNNING) {
+    if (!trace_open(s)) {
         /* Stopped by an internal error while running: the trace ends saying why (after a
          * write failure the writer has nothing more to write, and the live file says it). */
         if (collector_up)
@@ -279,6 +305,7 @@ static void fini(void)
         return;
     }
     ana_tls_busy = 1; /* CUDA calls made by other destructors after this are not recorded */
+    ana_capture_at_exit();
     atomic_store(&ana_active, 0);
     atomic_store(&session, S_OFF);
     ana_collector_stop(ANA_END_EXIT, "exit");

@@ -109,7 +109,7 @@ void ana_nvtx_text_of(ana_nvtx_text *t, int32_t type, nvtxMessageValue_t v)
 /* Opens the bracket of a recorded call; 0 when nothing is to be recorded. */
 int ana_nvtx_rec_begin(ana_call *c)
 {
-    if (!ana_enter(c))
+    if (!ana_enter_host(c)) /* NVTX needs no device: it never starts CUPTI */
         return 0;
     c->saved_errno = errno;
     return 1;
@@ -137,7 +137,7 @@ static void put_range(uint64_t op, uint64_t domain, uint64_t id, uint64_t catego
                       const ana_nvtx_text *t)
 {
     ana_call c;
-    if (!ana_nvtx_rec_begin(&c))
+    if (!ana_capture_open_now() || !ana_nvtx_rec_begin(&c)) /* outside a capture window */
         return;
     ana_record r; /* only the header and the range: zeroing the whole union costs more */
     r.kind = ANA_K_RANGE;
@@ -256,26 +256,34 @@ static void event_of(const nvtxEventAttributes_t *a, uint64_t *category, uint64_
 #undef HAS
 }
 
+/* What pairs a push with its pop for the capture range: the domain and the level. */
+static uint64_t capture_key(int di, int32_t level) { return ((uint64_t)di << 32) | (uint32_t)(level + 1); }
+
 static int push(nvtxDomainHandle_t h, uint64_t category, uint64_t color, const ana_nvtx_text *t)
 {
-    int32_t level = tls_depth[domain_index(h)]++;
+    int di = domain_index(h);
+    int32_t level = tls_depth[di]++;
+    ana_capture_nvtx_push(t->s, t->len, capture_key(di, level)); /* the range's own push is in */
     put_range(ANA_RANGE_PUSH, ana_nvtx_dom_id(h), 0, category, color, t);
     return level;
 }
 
 static int pop(nvtxDomainHandle_t h)
 {
-    int32_t *depth = &tls_depth[domain_index(h)];
+    int di = domain_index(h);
+    int32_t *depth = &tls_depth[di];
     if (*depth <= 0)
         return -1;
     int32_t level = --*depth;
     put_range(ANA_RANGE_POP, ana_nvtx_dom_id(h), 0, 0, 0, NULL);
+    ana_capture_nvtx_pop(capture_key(di, level)); /* and its pop */
     return level;
 }
 
 static nvtxRangeId_t start(nvtxDomainHandle_t h, uint64_t category, uint64_t color, const ana_nvtx_text *t)
 {
     nvtxRangeId_t id = atomic_fetch_add_explicit(&next_range_id, 1, memory_order_relaxed);
+    ana_capture_nvtx_start(t->s, t->len, id);
     put_range(ANA_RANGE_START, ana_nvtx_dom_id(h), id, category, color, t);
     return id;
 }
@@ -347,8 +355,10 @@ static nvtxRangeId_t NVTX_API ana_RangeStartEx(const nvtxEventAttributes_t *a)
 /* Id 0 is no range of ours (one started before NVTX had a tool): nothing to end. */
 static void NVTX_API ana_DomainRangeEnd(nvtxDomainHandle_t h, nvtxRangeId_t id)
 {
-    if (id)
+    if (id) {
         put_range(ANA_RANGE_END, ana_nvtx_dom_id(h), id, 0, 0, NULL);
+        ana_capture_nvtx_end(id);
+    }
 }
 
 static void NVTX_API ana_RangeEnd(nvtxRangeId_t id) { ana_DomainRangeEnd(NULL, id); }

@@ -74,8 +74,10 @@ extern _Atomic int ana_active;
 void ana_disable(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints a warning line on stderr (configuration mistakes), never more than 8 per process. */
 void ana_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Starts the trace on the first CUDA call; returns 1 when records may be appended. */
-int ana_session_ensure(void);
+/* Starts the trace on the first recorded call, and CUPTI on the first call that needs a
+ * device (`device`): registration never calls it, so the preload never initialises the
+ * driver before the program does. Returns 1 when records may be appended. */
+int ana_session_ensure(int device);
 /* The preload's own text range, so stacks can skip its frames. */
 extern uintptr_t ana_self_lo, ana_self_hi;
 
@@ -252,7 +254,7 @@ void *ana_dl_real_sym(const char *soname, const char *version, const char *name)
 /* Where decoded GPU records go: the collector writes r (its time_ns as given) in the
  * process segment. */
 typedef void (*ana_cupti_put)(ana_record *r, void *arg);
-/* Session start, on the thread of the first CUDA call (before that call is forwarded):
+/* On the thread of the program's first call that needs a device (before it is forwarded):
  * loads CUPTI, subscribes, enables the activity kinds. Never fails the session. */
 void ana_cupti_start(void);
 /* Collector, every pass: writes INFO "cupti" when its state changed, flushes CUPTI
@@ -261,6 +263,38 @@ void ana_cupti_start(void);
 void ana_cupti_collect(int forced, ana_cupti_put put, void *arg);
 /* After fork in the child: CUPTI does not survive fork; GPU activity stays off there. */
 void ana_cupti_atfork_child(void);
+
+/* ---- capture.c: capture windows (ANATOMIST_CAPTURE_RANGE, _DELAY_MS, _DURATION_MS) ----
+ * Outside a window, launches, copies, sets, library calls, NVTX ranges and the GPU
+ * activity of calls made outside are not recorded; allocations, frees and definitions
+ * always are. The hot path reads ana_capture_all only (1: no capture settings). */
+extern int ana_capture_all;
+/* After the configuration is loaded (the delay counts from here). */
+void ana_capture_init(void);
+/* 1 when a window is open now (always without capture settings). Any thread. */
+int ana_capture_open_now(void);
+/* CUPTI's callback, at an API call's entry: the call entered while a window was open. */
+void ana_capture_note_corr(uint32_t corr);
+int ana_capture_keep_slow(uint64_t corr);
+/* Whether the record of a call with correlation id `corr` (0: unknown) is to be made. */
+static inline int ana_capture_keep(uint64_t corr) { return ANA_LIKELY(ana_capture_all) || ana_capture_keep_slow(corr); }
+/* Writer: whether a decoded GPU record is to be written. */
+int ana_capture_keep_gpu(const ana_record *r);
+/* The range calls: cudaProfilerStart (1) / cudaProfilerStop (0); an NVTX push (key: its
+ * domain and level, the same for its pop), pop, start (its id) and end. */
+void ana_capture_profiler(int start);
+void ana_capture_nvtx_push(const char *s, uint32_t len, uint64_t key);
+void ana_capture_nvtx_pop(uint64_t key);
+void ana_capture_nvtx_start(const char *s, uint32_t len, uint64_t id);
+void ana_capture_nvtx_end(uint64_t id);
+/* Writer, each pass: writes INFO capture.start / capture.stop for windows opened / closed
+ * since (time = the window's edge). */
+typedef void (*ana_capture_put)(ana_record *r, void *arg);
+void ana_capture_collect(ana_capture_put put, void *arg);
+/* At exit, before the last pass: closes an open window; says once on stderr when no
+ * window ever opened. */
+void ana_capture_at_exit(void);
+void ana_capture_atfork_child(void);
 
 /* ---- hooks: the bracket every hook uses ---- */
 typedef struct ana_call {
@@ -278,8 +312,11 @@ typedef struct ana_call {
 /* In an exported hook, after ana_enter succeeded: notes who called it. */
 #define ANA_CALLER(c) ((c).caller = (uintptr_t)__builtin_return_address(0))
 
-/* Returns 1 when this call is to be recorded (then ana_leave must follow). */
+/* Returns 1 when this call is to be recorded (then ana_leave must follow). For calls into
+ * CUDA (they need a device: the first one starts CUPTI). */
 int ana_enter(ana_call *c);
+/* The same for calls that need no device (NVTX): they open the trace, never CUPTI. */
+int ana_enter_host(ana_call *c);
 
 /* Returns `call` (of type `type`), a call that is not recorded because it is nested in one
  * that is (the runtime's own driver calls, or a signal handler's call that interrupted a

@@ -72,8 +72,10 @@ _Static_assert(CUPTI_ACTIVITY_KIND_MEMCPY < 64 && CUPTI_ACTIVITY_KIND_MEMSET < 6
         ret_t anasim_ret_ = (ret_t)0;                                                     \
         anasim_api anasim_call_ = { .domain = (dom), .cbid = (id), .name = (fname),        \
                                     .params = (params_ptr), .ret = &anasim_ret_ };        \
-        anasim_api_enter(&anasim_call_);                                                  \
-        anasim_ret_ = (expr);                                                             \
+        if (anasim_api_enter(&anasim_call_))                                              \
+            anasim_ret_ = (ret_t)3; /* a child forked after initialisation (initwatch.c) */ \
+        else                                                                              \
+            anasim_ret_ = (expr);                                                         \
         anasim_api_exit(&anasim_call_);                                                   \
         return anasim_ret_;                                                               \
     } while (0)
@@ -85,12 +87,25 @@ ANASIM_PRIVATE_API void anasim_set_observer(const anasim_observer *obs);
  * published again whenever they change), the device tests a bit of this mask instead of
  * calling `wants`: asking which records to build is one atomic load. */
 ANASIM_PRIVATE_API void anasim_set_activity_mask(uint64_t kinds);
-ANASIM_PRIVATE_API void anasim_api_enter(anasim_api *call);
+/* Nonzero when the call must not run: its process was forked after CUDA was initialised
+ * and ANATOMIST_SIM_FORK_STRICT=1 (initwatch.c); the bracket then returns 3. */
+ANASIM_PRIVATE_API int anasim_api_enter(anasim_api *call);
 ANASIM_PRIVATE_API void anasim_api_exit(anasim_api *call);
 /* The device clock now (CLOCK_MONOTONIC ns). */
 ANASIM_PRIVATE_API uint64_t anasim_now_ns(void);
 /* getpid(), cached (and forgotten in a forked child): activity records carry it. */
 ANASIM_PRIVATE_API uint32_t anasim_pid(void);
+
+/* ---- initwatch.c: the first call that initialised CUDA, and fork after it ----
+ * Notes `name` as the process's first call that initialises the driver, unless one was
+ * noted already or the call needs no driver (the API brackets note every outermost call;
+ * the sim's CUPTI notes cuptiSubscribe and cuptiActivityEnable). */
+ANASIM_PRIVATE_API void anasim_note_init(const char *name);
+/* The name noted, or NULL while nothing initialised CUDA in this process. */
+ANASIM_PRIVATE_API const char *anasim_first_init(void);
+/* 1 when a call named `name` must fail: this process was forked after its parent
+ * initialised CUDA and ANATOMIST_SIM_FORK_STRICT=1 (said once on stderr). */
+ANASIM_PRIVATE_API int anasim_fork_refuses(const char *name);
 
 #endif /* ANASIM_H */
 

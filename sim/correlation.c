@@ -44,15 +44,19 @@ ANASIM_PRIVATE_API void anasim_set_activity_mask(uint64_t kinds)
 
 ANASIM_PRIVATE_API uint64_t anasim_now_ns(void) { return ana_sim_now_ns(); }
 
-ANASIM_PRIVATE_API void anasim_api_enter(anasim_api *call)
+ANASIM_PRIVATE_API int anasim_api_enter(anasim_api *call)
 {
     call->nested = tls_depth > 0;
+    if (!call->nested)
+        anasim_note_init(call->name);
+    int refused = anasim_fork_refuses(call->name);
     if (tls_depth++ == 0)
         tls_correlation = atomic_fetch_add(&next_correlation, 1);
     call->correlation = tls_correlation;
     const anasim_observer *o = atomic_load(&observer);
     if (o && o->api)
         o->api(0, call);
+    return refused;
 }
 
 ANASIM_PRIVATE_API void anasim_api_exit(anasim_api *call)

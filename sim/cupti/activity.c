@@ -126,6 +126,7 @@ ANA_CUPTI_API CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
         return ana_cupti_ret(CUPTI_ERROR_INVALID_KIND);
     if (ana_cupti_record_size(kind) == 0)
         return ana_cupti_ret(CUPTI_ERROR_NOT_COMPATIBLE);
+    anasim_note_init("cuptiActivityEnable"); /* CUPTI initialises the driver */
     pthread_once(&once, init);
     atomic_fetch_or(&enabled, ANASIM_KIND_BIT(kind));
     ana_cupti_attach();   /* publishes the kinds */

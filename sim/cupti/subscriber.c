@@ -164,6 +164,7 @@ static CUptiResult subscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackF
 ANA_CUPTI_API CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber,
                                          CUpti_CallbackFunc callback, void *userdata)
 {
+    anasim_note_init("cuptiSubscribe"); /* CUPTI initialises the driver */
     return ana_cupti_ret(subscribe(subscriber, callback, userdata, NULL, NULL, 0));
 }
 
@@ -171,6 +172,7 @@ ANA_CUPTI_API CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber,
                                             CUpti_CallbackFunc callback, void *userdata,
                                             CUpti_SubscriberParams *pParams)
 {
+    anasim_note_init("cuptiSubscribe_v2");
     if (pParams && pParams->structSize == 0)
         return ana_cupti_ret(CUPTI_ERROR_INVALID_PARAMETER);
     if (!pParams)

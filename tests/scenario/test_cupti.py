@@ -217,7 +217,11 @@ class OtherCuptiClients(unittest.TestCase):
             self.assertEqual(led["dropped_records"], 0)
             self.assertEqual(len(of(recs, "LAUNCH")), led["launches_before_setup"] + after)
             self.assertEqual(len(of(recs, "GPU_KERNEL")), led["launches_before_setup"], when)
-            self.assertTrue(cupti_state(recs).startswith("on until the program called "), when)
+            if when == "early":  # a client before the first CUDA call: ours never starts
+                self.assertEqual(cupti_state(recs), "taken by another tool: the program "
+                                 "registered its own activity buffers first")
+            else:
+                self.assertTrue(cupti_state(recs).startswith("on until the program called "), when)
             self.assertEqual(p.stderr.count("anatomist:"), 1, p.stderr)
 
 
@@ -238,6 +242,42 @@ class Fork(unittest.TestCase):
         self.assertEqual(cupti_state(recs), "off in a forked child (CUPTI does not survive fork)")
         self.assertEqual(of(recs, *GPU), [])
         self.assertGreater(len(of(recs, "ALLOC")), 0)
+
+    def test_a_child_forked_before_the_first_cuda_call_gets_gpu_activity(self):
+        # As on a GPU (ANATOMIST_SIM_FORK_STRICT=1), a child forked after anything
+        # initialised CUDA has every CUDA call fail: the preload must not have initialised
+        # it (CUPTI included) in the parent, whose only CUDA activity before the fork is
+        # nvcc's registration of its kernel (and an NVTX range).
+        d, n = tmpdir(), 7
+        e = clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=PRELOAD, ANATOMIST_SIM_FORK_STRICT="1",
+                      ANATOMIST_OUTPUT=os.path.join(d, "e-%p.anat"))
+        p = run([sample("fork_child"), "early", str(n)], env=e)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("forked after CUDA was initialised", p.stderr)
+        child, status = p.stdout.split()[1:3]
+        self.assertEqual(status, "0", "the child's CUDA calls failed: " + p.stderr)
+        recs = dump(os.path.join(d, "e-%s.anat" % child))
+        self.assertEqual(cupti_state(recs), "on")
+        launches = [r for r in of(recs, "LAUNCH") if r["ret"] == 0]
+        self.assertEqual(len(launches), n)
+        kernels = of(recs, "GPU_KERNEL")
+        self.assertEqual(len(kernels), n)
+        self.assertEqual(sorted(k["corr"] for k in kernels), sorted(l["corr"] for l in launches))
+        others = [f for f in os.listdir(d) if f.endswith(".anat") and f != "e-%s.anat" % child]
+        self.assertEqual(len(others), 1, others)
+        parent = dump(os.path.join(d, others[0]))
+        self.assertEqual(cupti_state(parent), "on")
+        self.assertEqual(len(of(parent, "GPU_KERNEL")), 1)
+
+    def test_the_fork_check_fails_when_cuda_was_initialised_before_the_fork(self):
+        # The check itself: with CUDA initialised in the parent (fork_child's first mode
+        # allocates before forking), the strict child's calls fail, and the sim says why.
+        d = tmpdir()
+        e = clean_env(LD_LIBRARY_PATH=SIM_LIB, ANATOMIST_SIM_FORK_STRICT="1")
+        p = run([sample("fork_child")], env=e)
+        busy = [l.split() for l in p.stdout.splitlines() if l.startswith("busy ")][0]
+        self.assertEqual(busy[2], "1", "the child's cudaMalloc must fail")
+        self.assertIn("was forked after CUDA was initialised (by cudaMalloc in process", p.stderr)
 
 
 if __name__ == "__main__":

@@ -211,8 +211,8 @@ class ManyThreads(unittest.TestCase):
         made = led["alloc_calls"] + led["free_calls"] + led["launches"]
         self.assertEqual(made, 3 * threads * iters)
         self.assertEqual(rec["alloc"] + rec["free"] + rec["launch"] + info["dropped"], made)
-        # One THREAD record per thread that recorded: the workers (main made no call after
-        # registration, which records nothing but starts the trace).
+        # One THREAD record per thread that recorded: the workers (main made no call but
+        # registration, which records and starts nothing).
         self.assertEqual(rec["thread"], threads)
         self.assertEqual(info["ended"], "exit")
         if info["dropped"] == 0:
