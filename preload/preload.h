@@ -187,6 +187,10 @@ uint64_t ana_stack_intern(const uint64_t *ips, uint32_t n);
 /* Collector: calls fn for each stack defined since the last call, in id order. */
 void ana_stacks_emit_new(void (*fn)(uint64_t id, const uint64_t *ips, uint32_t n, void *arg), void *arg);
 void ana_stacks_atfork_child(void);
+/* Collector: emit(id) for each id in [*cursor, end) not yet emitted whose entry is
+ * ready, marking it; *cursor moves past the ids done in a row (stacks, Python code). */
+void ana_defs_emit(uint32_t *cursor, uint32_t end, uint8_t *emitted, int (*ready)(uint32_t id),
+                   void (*emit)(uint32_t id, void *arg), void *arg);
 /* The frames of a defined id (any thread): their count, 0 for an unknown id. */
 uint32_t ana_stack_frames(uint64_t id, const uint64_t **ips);
 

@@ -473,29 +473,28 @@ out:
     return id;
 }
 
+static int code_ready(uint32_t id) { return atomic_load_explicit(&codes[id].ready, memory_order_acquire); }
+
+struct code_emit {
+    void (*fn)(const ana_record *r, void *arg);
+    void *arg;
+};
+
+static void code_emit(uint32_t id, void *arg)
+{
+    const struct code_emit *e = arg;
+    ana_record r;
+    code_record(id, &r);
+    e->fn(&r, e->arg);
+}
+
 void ana_py_emit_new(void (*fn)(const ana_record *r, void *arg), void *arg)
 {
     if (!atomic_load_explicit(&ana_py_on, memory_order_relaxed))
         return;
     uint32_t end = atomic_load_explicit(&next_code, memory_order_acquire);
-    if (end > MAX_CODES)
-        end = MAX_CODES;
-    int contiguous = 1;
-    for (uint32_t id = emit_cursor; id < end; id++) {
-        if (emitted[id])
-            goto next;
-        if (!atomic_load_explicit(&codes[id].ready, memory_order_acquire)) {
-            contiguous = 0;
-            continue;
-        }
-        ana_record r;
-        code_record(id, &r);
-        fn(&r, arg);
-        emitted[id] = 1;
-    next:
-        if (contiguous)
-            emit_cursor = id + 1;
-    }
+    struct code_emit e = { fn, arg };
+    ana_defs_emit(&emit_cursor, end > MAX_CODES ? MAX_CODES : end, emitted, code_ready, code_emit, &e);
 }
 
 void ana_py_info(void (*fn)(const char *key, const char *value, void *arg), void *arg)

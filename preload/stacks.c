@@ -140,27 +140,45 @@ uint32_t ana_stack_frames(uint64_t id, const uint64_t **ips)
     return entries[id].n;
 }
 
+void ana_defs_emit(uint32_t *cursor, uint32_t end, uint8_t *emitted, int (*ready)(uint32_t id),
+                   void (*emit)(uint32_t id, void *arg), void *arg)
+{
+    int contiguous = 1;
+    for (uint32_t id = *cursor; id < end; id++) {
+        if (emitted[id])
+            goto next;
+        if (!ready(id)) {
+            contiguous = 0; /* being filled right now: next pass */
+            continue;
+        }
+        emit(id, arg);
+        emitted[id] = 1;
+    next:
+        if (contiguous)
+            *cursor = id + 1;
+    }
+}
+
+static int stack_ready(uint32_t id) { return atomic_load_explicit(&entries[id].ready, memory_order_acquire); }
+
+struct stack_emit {
+    void (*fn)(uint64_t id, const uint64_t *ips, uint32_t n, void *arg);
+    void *arg;
+};
+
+static void stack_emit(uint32_t id, void *arg)
+{
+    const struct stack_emit *e = arg;
+    e->fn(id, frames + entries[id].off, entries[id].n, e->arg);
+}
+
 void ana_stacks_emit_new(void (*fn)(uint64_t id, const uint64_t *ips, uint32_t n, void *arg), void *arg)
 {
     if (!entries)
         return;
     uint32_t end = atomic_load_explicit(&next_id, memory_order_acquire);
-    if (end > MAX_IDS)
-        end = MAX_IDS;
-    int contiguous = 1;
-    for (uint32_t id = emit_cursor; id < end; id++) {
-        if (emitted[id])
-            goto next;
-        if (!atomic_load_explicit(&entries[id].ready, memory_order_acquire)) {
-            contiguous = 0; /* being filled right now: next pass */
-            continue;
-        }
-        fn(id, frames + entries[id].off, entries[id].n, arg);
-        emitted[id] = 1;
-    next:
-        if (contiguous)
-            emit_cursor = id + 1;
-    }
+    struct stack_emit e = { fn, arg };
+    ana_defs_emit(&emit_cursor, end > MAX_IDS ? MAX_IDS : end, emitted, stack_ready, stack_emit, &e);
 }
 
 void ana_stacks_atfork_child(void)
