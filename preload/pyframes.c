@@ -134,7 +134,7 @@ static int check_debug_offsets(void)
     return 0;
 }
 
-void ana_py_init(void)
+static void init(void)
 {
     get_ts = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
     if (!get_ts)
@@ -508,6 +508,12 @@ void ana_py_info(void (*fn)(const char *key, const char *value, void *arg), void
         snprintf(v, sizeof(v), "0x%llx-0x%llx", (unsigned long long)eval_lo, (unsigned long long)eval_hi);
         fn("python.eval", v, arg);
     }
+}
+
+void ana_py_init(void)
+{
+    init();
+    (void)dlerror(); /* the lookups that found nothing leave the program's dlerror() as it was */
 }
 
 void ana_py_atfork_child(void)
