@@ -190,6 +190,24 @@ def test_c_extension_allocates_and_launches():
             "cext (pyframes_probe.py:%d)" % T["cext"], "anaprobe_alloc_and_launch"]
     k = frames.index(want[0])
     assert frames[k:k + 4] == want, frames
+    # the Chrome trace names each event's stack (stackFrames, "sf"): the launch's leads from
+    # the extension's C function to the Python caller's line
+    out = os.path.join(d, "ext.json")
+    r = anatomist("export", trace, "-o", out)
+    assert r.returncode == 0, r.stderr
+    doc = json.load(open(out))
+    sf = doc["stackFrames"]
+    launches = [e for e in doc["traceEvents"] if e.get("cat") == "api" and e.get("args", {}).get("kernel") and "sf" in e]
+    assert launches, [e for e in doc["traceEvents"] if e.get("cat") == "api"][:3]
+    chain, k = [], str(launches[0]["sf"])
+    while k:
+        chain.append(sf[k]["name"])
+        k = sf[k].get("parent")
+    i = chain.index("anaprobe_alloc_and_launch")
+    assert chain[i + 1:i + 4] == ["cext (pyframes_probe.py:%d)" % T["cext"], "main (pyframes_probe.py:%d)" % T["main_cext"],
+                                  "<module> (pyframes_probe.py:%d)" % T["module"]], chain
+    assert sf[str(launches[0]["sf"])]["category"] != "python"
+    assert all(sf[x]["category"] == "python" for x in sf if sf[x]["name"].startswith("cext ("))
     # Python frames are coloured apart in the SVG
     svg = os.path.join(d, "f.svg")
     r = anatomist("flame", trace, "--metric", "alloc-bytes", "-o", svg)
