@@ -7,8 +7,6 @@
 #include "trace.h"
 #include "util.h"
 
-static char *dup_str(ana_str s) { return ana_name_dup(s.s ? s.s : "", s.s ? s.len : 0); }
-
 static int key_is(const ana_rec_info *in, const char *k)
 {
     return in->key.len == strlen(k) && in->key.s && memcmp(in->key.s, k, in->key.len) == 0;
@@ -18,7 +16,7 @@ int ana_capture_on_info(ana_trace *t, const ana_rec_info *in, uint64_t time_ns)
 {
     if (key_is(in, "capture.start")) {
         ANA_GROW(t->capture, t->cap_capture, t->n_capture + 1);
-        t->capture[t->n_capture++] = (ana_capture_win){ time_ns, 0, dup_str(in->value), NULL };
+        t->capture[t->n_capture++] = (ana_capture_win){ time_ns, 0, ana_str_name(in->value), NULL };
         return 1;
     }
     if (!key_is(in, "capture.stop"))
@@ -26,7 +24,7 @@ int ana_capture_on_info(ana_trace *t, const ana_rec_info *in, uint64_t time_ns)
     for (size_t i = 0; i < t->n_capture; i++) /* the first window still open */
         if (!t->capture[i].stop_why) {
             t->capture[i].stop_ns = time_ns;
-            t->capture[i].stop_why = dup_str(in->value);
+            t->capture[i].stop_why = ana_str_name(in->value);
             break;
         }
     return 1;

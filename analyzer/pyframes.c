@@ -30,15 +30,6 @@ void ana_py_free(ana_pycodes *p)
     memset(p, 0, sizeof(*p));
 }
 
-static char *ana_py_str(ana_str s)
-{
-    char *d = ana_xmalloc((size_t)s.len + 1);
-    if (s.len)
-        memcpy(d, s.s, s.len);
-    d[s.len] = 0;
-    return d;
-}
-
 void ana_py_add(ana_pycodes *p, const ana_rec_pycode *r)
 {
     uint64_t k;
@@ -49,8 +40,8 @@ void ana_py_add(ana_pycodes *p, const ana_rec_pycode *r)
     c->id = r->id;
     c->version = (unsigned)r->version;
     c->first_line = (int64_t)r->first_line;
-    c->qualname = ana_py_str(r->qualname);
-    c->file = ana_py_str(r->file);
+    c->qualname = ana_str_name(r->qualname); /* names the program chose: escaped for text */
+    c->file = ana_str_name(r->file);
     c->table_len = r->linetable.len;
     c->table = ana_xmalloc(c->table_len + 1);
     if (c->table_len)

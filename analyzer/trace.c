@@ -31,7 +31,7 @@ static uint8_t ana_trace_memkind_class(uint64_t kind)
 
 static char *ana_str_dup(ana_str s) { return ana_xstrndup(s.s ? s.s : "", s.s ? s.len : 0); }
 /* A string of the trace as it is shown (util.h ana_name_dup: escaped for text outputs). */
-static char *ana_str_name(ana_str s) { return ana_name_dup(s.s ? s.s : "", s.s ? s.len : 0); }
+char *ana_str_name(ana_str s) { return ana_name_dup(s.s ? s.s : "", s.s ? s.len : 0); }
 
 static size_t ana_api_slot(uint64_t api) { return api < ANA_API_COUNT ? (size_t)api : 0; }
 

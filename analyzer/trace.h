@@ -268,6 +268,8 @@ void ana_trace_index_calls(ana_trace *t);
 int ana_trace_alloc_class(uint64_t api);
 
 /* Value of the last INFO record with this key (the latest state), or NULL. */
+/* A string of a record as a name the program chose (util.h ana_name_dup), NUL-terminated. */
+char *ana_str_name(ana_str s);
 const char *ana_trace_info(const ana_trace *t, const char *key);
 /* 0 when the trace cannot tell device memory (an imported profiler trace without memory
  * events: INFO import.device_memory), 1 otherwise. */

@@ -272,6 +272,27 @@ def test_oom_stack_leads_with_python():
     assert head[3] == "#2 <module> at %s:9 [python]" % prog, head
 
 
+def test_python_file_names_are_escaped_in_text():
+    """A Python file name is a name the program chose: text outputs write its control bytes
+    as \\xNN (util.h ana_name_dup), the JSON keeps its exact bytes."""
+    d = os.path.join(tempfile.mkdtemp(prefix="ana-pyname-"), "evil\x1b[31m")
+    os.mkdir(d)
+    prog = os.path.join(d, "p.py")
+    with open(prog, "w") as f:
+        f.write("import ctypes\nrt = ctypes.CDLL('libcudart.so.13')\np = ctypes.c_void_p()\n"
+                "rt.cudaMalloc(ctypes.byref(p), 4096)\n")                   # line 4
+    trace = os.path.join(d, "..", "t.anat")
+    env = clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=PRELOAD, ANATOMIST_OUTPUT=trace)
+    r = subprocess.run([sys.executable, prog], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    r = anatomist("report", trace)
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stdout
+    assert "#1 <module> at %s:4 [python]" % prog.replace("\x1b", "\\x1b") in r.stdout, r.stdout
+    a = allocations(trace)
+    assert [f["file"] for f in a[0]["stack"] if f["language"] == "python"] == [prog]
+
+
 def test_killed_process_keeps_python_frames():
     """A Python process killed by SIGKILL: `anatomist run` recovers its trace from the live
     file, and the allocation's stack still shows its Python frames (PYCODE definitions in
