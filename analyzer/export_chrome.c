@@ -272,10 +272,7 @@ static void ana_chrome_stack_frames(ana_chrome *c)
         ana_json_key(j, id);
         ana_json_obj_begin(j);
         if (f->python) {
-            const char *base = f->file ? strrchr(f->file, '/') : NULL;
-            snprintf(buf, sizeof(buf), "%s (%s:%lld)", f->function, base ? base + 1 : f->file ? f->file : "?",
-                     (long long)f->line);
-            ana_json_kstr(j, "name", buf);
+            ana_json_kstr(j, "name", ana_sym_python_label(f, buf, sizeof(buf)));
             ana_json_kstr(j, "category", "python");
         } else {
             ana_json_kstr(j, "name", ana_sym_frame_label(f, buf, sizeof(buf)));

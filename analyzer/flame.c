@@ -324,12 +324,8 @@ int ana_flame_is_python(const char *name)
 static uint32_t ana_flame_frame(ana_fctx *c, uint32_t node, const ana_frame *fr)
 {
     char buf[1024];
-    if (fr->python) { /* "Block.forward (model.py:41)": flame_svg colours these apart */
-        const char *base = fr->file ? strrchr(fr->file, '/') : NULL;
-        snprintf(buf, sizeof(buf), "%s (%s:%lld)", fr->function, base ? base + 1 : fr->file ? fr->file : "?",
-                 (long long)fr->line);
-        return ana_fb_child(&c->b, node, buf);
-    }
+    if (fr->python) /* "Block.forward (model.py:41)": flame_svg colours these apart */
+        return ana_fb_child(&c->b, node, ana_sym_python_label(fr, buf, sizeof(buf)));
     if (!fr->function || !ana_flame_is_launch_stub(fr->function)) {
         const char *name = fr->function ? ana_flame_short(fr->function, buf, sizeof(buf))
                                         : ana_sym_frame_label(fr, buf, sizeof(buf));

@@ -57,7 +57,8 @@ typedef struct ana_flame {
     uint64_t total, base_total; /* = nodes[0].total / base_total */
 } ana_flame;
 
-/* 1 when a frame name is a Python frame's, "qualname (file.py:line)" (flame.c). */
+/* 1 when a frame name is a Python frame's, "qualname (file.py:line)" (symbolize.h
+ * ana_sym_python_label). */
 int ana_flame_is_python(const char *name);
 /* "gpu-time" ... "alloc-count" <-> enum; -1 for an unknown name. */
 int ana_flame_metric_parse(const char *s);

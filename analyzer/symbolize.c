@@ -193,11 +193,22 @@ static void ana_sym_resolve(ana_symbolizer *s, ana_sym_entry *e, uint64_t pc)
     e->mod = sm->mod;
 }
 
+static const char *ana_sym_file_base(const ana_frame *f)
+{
+    const char *base = f->file ? strrchr(f->file, '/') : NULL;
+    return base ? base + 1 : f->file ? f->file : "?";
+}
+
+const char *ana_sym_python_label(const ana_frame *f, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s (%s:%lld)", f->function ? f->function : "?", ana_sym_file_base(f), (long long)f->line);
+    return buf;
+}
+
 const char *ana_sym_frame_label(const ana_frame *f, char *buf, size_t cap)
 {
     if (f->python) {
-        const char *base = f->file ? strrchr(f->file, '/') : NULL;
-        snprintf(buf, cap, "%s:%s", base ? base + 1 : f->file ? f->file : "?", f->function ? f->function : "?");
+        snprintf(buf, cap, "%s:%s", ana_sym_file_base(f), f->function ? f->function : "?");
         return buf;
     }
     if (f->function)

@@ -45,6 +45,9 @@ void ana_sym_free(ana_symbolizer *s);
  * "0xADDRESS"; a Python frame is "file.py:qualname" (the file's basename). The last three
  * are written into buf. */
 const char *ana_sym_frame_label(const ana_frame *f, char *buf, size_t cap);
+/* A Python frame as flame graphs and the Chrome export name it: "qualname (file.py:line)"
+ * (the file's basename), written into buf. */
+const char *ana_sym_python_label(const ana_frame *f, char *buf, size_t cap);
 /* 1 when f lies in the profiler's own library (a module named libanatomist*): frames that
  * reports leave out. */
 int ana_sym_is_profiler(const ana_frame *f);
