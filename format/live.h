@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "records.h"
+
 #define ANA_LIVE_MAGIC "ANATLIVE"
 #define ANA_LIVE_SLOT_MAGIC "ANASLOT1"
 #define ANA_LIVE_VERSION 2 /* 2: the staging area; readers read version 1 files too */
@@ -101,7 +103,7 @@ typedef struct ana_live_known {
 /* The kinds the definitions ring holds (a definition's id is its first field). */
 static inline int ana_live_is_def(uint32_t kind)
 {
-    return kind == 5 /* STACK */ || kind == 6 /* KERNEL */ || kind == 31 /* PYCODE */;
+    return kind == ANA_K_STACK || kind == ANA_K_KERNEL || kind == ANA_K_PYCODE;
 }
 
 /* Marks id as defined (allocating the bitmaps on first use; ids out of range are ignored). */

@@ -414,6 +414,14 @@ typedef struct ana_record {
 
 /* Upper bound of an encoded record whose strings/frames total `var_bytes` bytes of content
  * (string lengths, 10 bytes per frame). Callers size their scratch with it. */
+/* An INFO record of key and value (NUL-terminated; they must outlive the record) at t. */
+static inline ana_record ana_info_record(const char *key, const char *value, uint64_t t)
+{
+    ana_record r = { .kind = ANA_K_INFO, .time_ns = t };
+    r.u.info = (ana_rec_info){ { key, (uint32_t)__builtin_strlen(key) }, { value, (uint32_t)__builtin_strlen(value) } };
+    return r;
+}
+
 #define ANA_RECORD_FIXED_MAX 256
 static inline size_t ana_record_bound(size_t var_bytes) { return ANA_RECORD_FIXED_MAX + var_bytes; }
 

@@ -216,8 +216,7 @@ void ana_capture_nvtx_end(uint64_t id)
 
 static void put_info(const char *key, const char *value, uint64_t t, ana_capture_put put, void *arg)
 {
-    ana_record r = { .kind = ANA_K_INFO, .time_ns = t };
-    r.u.info = (ana_rec_info){ { key, (uint32_t)strlen(key) }, { value, (uint32_t)strlen(value) } };
+    ana_record r = ana_info_record(key, value, t);
     put(&r, arg);
 }
 

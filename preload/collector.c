@@ -187,11 +187,10 @@ static void on_pycode(const ana_record *r, void *arg)
     wrec(&c);
 }
 
-static void on_py_info(const char *key, const char *value, void *arg)
+static void winfo(const char *key, const char *value, void *arg)
 {
     (void)arg;
-    ana_record r = { .kind = ANA_K_INFO };
-    r.u.info = (ana_rec_info){ { key, (uint32_t)strlen(key) }, { value, (uint32_t)strlen(value) } };
+    ana_record r = ana_info_record(key, value, 0);
     wrec(&r);
 }
 
@@ -410,14 +409,10 @@ static void write_preamble(void)
             snprintf(val, sizeof(val), "%ld", *(const long *)field);
         else
             snprintf(val, sizeof(val), "%d", *(const int *)field);
-        ana_record r = { .kind = ANA_K_INFO };
-        r.u.info = (ana_rec_info){ { v->name, (uint32_t)strlen(v->name) }, { val, (uint32_t)strlen(val) } };
-        wrec(&r);
+        winfo(v->name, val, NULL);
     }
-    ana_record r = { .kind = ANA_K_INFO };
-    r.u.info = (ana_rec_info){ { "anatomist.version", 17 }, { ANA_VERSION, (uint32_t)strlen(ANA_VERSION) } };
-    wrec(&r);
-    ana_py_info(on_py_info, NULL);
+    winfo("anatomist.version", ANA_VERSION, NULL);
+    ana_py_info(winfo, NULL);
 }
 
 /* An id for the trace and its live file: random, never 0. */

@@ -286,8 +286,7 @@ static void write_status(ana_cupti_put put, void *arg)
     pthread_mutex_lock(&status_lock);
     memcpy(v, status, sizeof(v));
     pthread_mutex_unlock(&status_lock);
-    ana_record r = { .kind = ANA_K_INFO, .time_ns = ana_now_ns() };
-    r.u.info = (ana_rec_info){ { "cupti", 5 }, { v, (uint32_t)strlen(v) } };
+    ana_record r = ana_info_record("cupti", v, ana_now_ns());
     put(&r, arg);
     status_written = gen;
 }

@@ -69,8 +69,8 @@ static struct layout *get_table(void)
     if (ANA_LIKELY(t))
         return t;
     size_t bytes = sizeof(struct layout) * SLOTS;
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
+    void *p = ana_reserve(bytes);
+    if (!p)
         return NULL;
     struct layout *expected = NULL;
     if (!atomic_compare_exchange_strong_explicit(&table, &expected, (struct layout *)p, memory_order_acq_rel,

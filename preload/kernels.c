@@ -14,7 +14,6 @@
 
 #include <pthread.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define MAP_BITS 18
 #define MAP_SIZE (1u << MAP_BITS)
@@ -46,8 +45,8 @@ static int ensure_tables(void)
         return 0;
     size_t map_bytes = sizeof(struct kslot) * MAP_SIZE;
     size_t total = 2 * map_bytes + sizeof(struct kentry) * MAX_KERNELS + NAMES_BYTES;
-    uint8_t *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
+    uint8_t *p = ana_reserve(total);
+    if (!p)
         return -1;
     handle_map = (struct kslot *)(p + map_bytes);
     kentries = (struct kentry *)(p + 2 * map_bytes);
@@ -165,9 +164,8 @@ uint64_t ana_kernel_intern_name(const char *name)
     if (!name || !*name)
         return 0;
     if (!name_index) {
-        void *p = mmap(NULL, sizeof(uint32_t) * NAME_INDEX_SIZE, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED)
+        void *p = ana_reserve(sizeof(uint32_t) * NAME_INDEX_SIZE);
+        if (!p)
             return 0;
         name_index = p;
     }

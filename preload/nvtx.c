@@ -463,8 +463,7 @@ static void write_status(ana_thread *t)
     const char *v = atomic_load(&status);
     if (!v || atomic_exchange(&status_written, 1))
         return;
-    ana_record r = { .kind = ANA_K_INFO, .time_ns = ana_now_ns() };
-    r.u.info = (ana_rec_info){ { "nvtx", 4 }, { v, (uint32_t)strlen(v) } };
+    ana_record r = ana_info_record("nvtx", v, ana_now_ns());
     ana_emit(t, &r);
 }
 

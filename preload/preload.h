@@ -177,6 +177,9 @@ void ana_ofile_close(ana_ofile *f);
 int ana_fd_raise(int fd, int floor);
 
 /* ---- stacks.c ---- */
+/* Anonymous memory of that many bytes, reserved (pages come on first touch); NULL when
+ * none can be had. Never freed: the tables of the process. */
+void *ana_reserve(size_t bytes);
 /* Loads the unwinder; returns 0 or -1 (stacks then stay off). */
 int ana_stacks_init(void);
 /* Captures the caller's stack (skipping the preload's frames) and returns its interned id,

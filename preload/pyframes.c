@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define PY_MAX 128               /* Python frames kept per stack, innermost first */
 #define CODE_SLOTS (1u << 16)
@@ -76,12 +75,6 @@ struct pythread {
     int busy;
 };
 static __thread struct pythread *tls_py __attribute__((tls_model("initial-exec")));
-
-static void *reserve(size_t bytes)
-{
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
 
 static inline uint64_t rd64(const void *base, unsigned off) { return *(const uint64_t *)((const char *)base + off); }
 static inline const void *rdp(const void *base, unsigned off) { return *(const void *const *)((const char *)base + off); }
@@ -172,10 +165,10 @@ static void init(void)
         eval_lo = (uint64_t)(uintptr_t)eval;
         eval_hi = eval_lo + sym->st_size;
     }
-    slots = reserve(sizeof(struct slot) * CODE_SLOTS);
-    codes = reserve(sizeof(struct code_entry) * MAX_CODES);
-    arena = reserve(ARENA_BYTES);
-    emitted = reserve(MAX_CODES);
+    slots = ana_reserve(sizeof(struct slot) * CODE_SLOTS);
+    codes = ana_reserve(sizeof(struct code_entry) * MAX_CODES);
+    arena = ana_reserve(ARENA_BYTES);
+    emitted = ana_reserve(MAX_CODES);
     if (!code_type || !str_type || !bytes_type || !slots || !codes || !arena || !emitted) {
         snprintf(status, sizeof(status), "off: %s", !code_type || !str_type || !bytes_type
                  ? "the interpreter's type objects could not be found" : "no room for the code table");
@@ -406,7 +399,7 @@ static struct pythread *thread_state(void)
 {
     struct pythread *pt = tls_py;
     if (ANA_UNLIKELY(!pt)) {
-        pt = reserve(sizeof(*pt));
+        pt = ana_reserve(sizeof(*pt));
         if (!pt)
             return NULL;
         tls_py = pt;

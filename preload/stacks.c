@@ -42,7 +42,7 @@ static _Atomic uint32_t next_id = 1;
 static _Atomic uint64_t frames_used;
 static uint32_t emit_cursor = 1;
 
-static void *reserve(size_t bytes)
+void *ana_reserve(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
@@ -55,10 +55,10 @@ int ana_stacks_init(void)
         ana_warn("call stacks are off: libunwind.so.8 could not be loaded (install libunwind8)");
         return -1;
     }
-    slots = reserve(sizeof(struct slot) * SLOTS);
-    entries = reserve(sizeof(struct entry) * MAX_IDS);
-    frames = reserve(sizeof(uint64_t) * MAX_FRAMES_TOTAL);
-    emitted = reserve(MAX_IDS);
+    slots = ana_reserve(sizeof(struct slot) * SLOTS);
+    entries = ana_reserve(sizeof(struct entry) * MAX_IDS);
+    frames = ana_reserve(sizeof(uint64_t) * MAX_FRAMES_TOTAL);
+    emitted = ana_reserve(MAX_IDS);
     if (!slots || !entries || !frames || !emitted) {
         ana_warn("call stacks are off: no room for their tables (%zu MiB of address space; "
                  "is there a limit, ulimit -v?)", (sizeof(struct slot) * SLOTS + sizeof(struct entry) *
