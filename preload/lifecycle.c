@@ -170,35 +170,41 @@ static int ready(int s, int device) { return s == S_RUNNING || (!device && trace
 
 int ana_session_ensure(int device)
 {
-    int s = atomic_load_explicit(&session, memory_order_acquire);
-    if (ANA_LIKELY(ready(s, device)))
-        return 1;
-    int expect = S_NONE;
-    if (s == S_NONE && atomic_compare_exchange_strong(&session, &expect, S_STARTING)) {
-        if (start() < 0)
-            return 0; /* ana_disable set OFF */
-        atomic_store(&ana_active, 1);
-        atomic_store_explicit(&session, s = S_OPEN, memory_order_release);
-        ana_nvtx_session_started();
-        if (!device)
+    /* Each pass either finds the session ready, makes the next step itself (opening the
+     * trace, then starting CUPTI for a device call), or waits for the thread making it. A
+     * device call that finds the trace just opened by another thread's host call goes on to
+     * start CUPTI itself rather than give up (it then went unrecorded, and its own inner
+     * driver call was recorded in its place). At most ~2 s of waiting in all. */
+    for (int waited = 0;;) {
+        int s = atomic_load_explicit(&session, memory_order_acquire);
+        if (ANA_LIKELY(ready(s, device)))
             return 1;
+        int expect = S_NONE;
+        if (s == S_NONE && atomic_compare_exchange_strong(&session, &expect, S_STARTING)) {
+            if (start() < 0)
+                return 0; /* ana_disable set OFF */
+            atomic_store(&ana_active, 1);
+            atomic_store_explicit(&session, S_OPEN, memory_order_release);
+            ana_nvtx_session_started();
+            continue;
+        }
+        expect = S_OPEN;
+        if (s == S_OPEN && device && atomic_compare_exchange_strong(&session, &expect, S_DEVICE)) {
+            ana_cupti_start(); /* before the first device call goes on: its GPU work is seen */
+            expect = S_DEVICE; /* (unless the profiler disabled itself meanwhile) */
+            atomic_compare_exchange_strong(&session, &expect, S_RUNNING);
+            return atomic_load(&session) == S_RUNNING;
+        }
+        /* S_OFF ends it; S_NONE and S_OPEN lost a race just now and go round again. */
+        if (s == S_OFF)
+            return 0;
+        if (s == S_STARTING || s == S_DEVICE) {
+            if (waited++ >= 2000)
+                return 0;
+            struct timespec d = { 0, 1000000 };
+            nanosleep(&d, NULL);
+        }
     }
-    expect = S_OPEN;
-    if (s == S_OPEN && device && atomic_compare_exchange_strong(&session, &expect, S_DEVICE)) {
-        ana_cupti_start(); /* before the first device call goes on: its GPU work is seen */
-        expect = S_DEVICE; /* (unless the profiler disabled itself meanwhile) */
-        atomic_compare_exchange_strong(&session, &expect, S_RUNNING);
-        return atomic_load(&session) == S_RUNNING;
-    }
-    /* Another thread is opening the trace or starting CUPTI: wait a little (at most ~2 s). */
-    for (int i = 0; i < 2000; i++) {
-        s = atomic_load(&session);
-        if (s != S_STARTING && !(device && s == S_DEVICE))
-            break;
-        struct timespec d = { 0, 1000000 };
-        nanosleep(&d, NULL);
-    }
-    return ready(atomic_load(&session), device);
 }
 
 /* ana_enter's first call on a thread, or while the session is not running: starting the

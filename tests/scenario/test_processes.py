@@ -223,6 +223,27 @@ class ManyThreads(unittest.TestCase):
             self.assertEqual(rep["memory"]["live_at_end_bytes"], 0)
             self.assertEqual(rep["launches"], threads * iters)
 
+    def test_threads_whose_first_call_races_the_start_are_recorded_as_they_called(self):
+        # Every thread's first call finds the trace not open yet: one thread opens it and
+        # starts CUPTI, the others wait for it. A waiter that gave up when the trace was open
+        # but CUPTI not yet started went through unrecorded, and the driver call the runtime
+        # makes inside was recorded in its place (cuMemAlloc_v2 instead of cudaMalloc), in
+        # about one run in five. Forty runs: each of the 8 first calls is a cudaMalloc.
+        threads, runs = 8, 40
+        d = tmpdir()
+        wrong = []
+        for i in range(runs):
+            trace = os.path.join(d, "first-%d.anat" % i)
+            r = run([sample("threads_alloc"), str(threads), "1"],
+                    env=clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=PRELOAD, ANATOMIST_OUTPUT=trace))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(ledger(r.stdout)["alloc_calls"], threads)
+            by_api = report_json(trace)["allocations"]["by_api"]
+            calls = {api: s["calls"] for api, s in by_api.items()}
+            if calls != {"cudaMalloc": threads}:
+                wrong.append((i, calls))
+        self.assertEqual(wrong, [], "runs whose allocations were not all recorded as cudaMalloc")
+
 
 class DlopenedModules(unittest.TestCase):
     def test_a_library_loaded_later_is_in_the_module_map_and_symbolized(self):
