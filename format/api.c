@@ -1,4 +1,5 @@
-/* api.c — names of the api numbers of docs/trace-format.md. */
+/* api.c — names of the api numbers of docs/trace-format.md.
+ * Called by the preload and the analyzer (names in messages and reports); calls nothing. */
 #include "records.h"
 
 static const char *const API_NAMES[ANA_API_COUNT] = {

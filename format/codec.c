@@ -1,7 +1,11 @@
 /* codec.c — table-driven encoder/decoder of record payloads (docs/trace-format.md).
  *
  * Each kind's layout is one row list in ana_fields below: the order of the fields on disk and
- * where each lives in its ana_rec_* struct. Appending a field to a kind = appending a row. */
+ * where each lives in its ana_rec_* struct. Appending a field to a kind = appending a row.
+ *
+ * The bottom of format/: called by every other coding file here, the preload's writer and the
+ * analyzer's tests of records; calls nothing of ours.
+ */
 #include "codec_int.h"
 #include "records.h"
 #include "varint.h"

@@ -1,7 +1,10 @@
 /* cuda_errors.c — see cuda_errors.h. The table holds every code of enum cudaError in
  * CUDA 13.0 with the exact name and string NVIDIA's libcudart.so.13 returns for it
  * (extracted once by calling the real library's cudaGetErrorName/cudaGetErrorString),
- * sorted by code for binary search. */
+ * sorted by code for binary search.
+ *
+ * Called by the analyzer and the simulated device (library ana_common); calls nothing.
+ */
 #include "cuda_errors.h"
 
 #include <stdio.h>

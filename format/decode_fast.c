@@ -1,7 +1,10 @@
 /* decode_fast.c — see decode_fast.h. Each kind's fields are read in the order of its row
  * list in codec.c (ana_fields); the rules are those of the table decoder: an absent trailing
  * field is zero, a varint running past the payload or longer than 10 bytes is malformed,
- * decoding stops at the first malformed field. */
+ * decoding stops at the first malformed field.
+ *
+ * Called by reader.c only; calls nothing of ours (the table decoder's rules, written out).
+ */
 #include "decode_fast.h"
 #include "varint.h"
 

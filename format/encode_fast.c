@@ -1,6 +1,9 @@
 /* encode_fast.c — encode_fast.h. Each fast kind is its field list of codec.c's ana_fields
  * table written out: the same fields in the same order, varints and zigzags. A field
- * appended to a kind there must be appended here too (the unit test fails otherwise). */
+ * appended to a kind there must be appended here too (the unit test fails otherwise).
+ *
+ * Called by the preload's hooks; calls nothing of ours.
+ */
 #include "encode_fast.h"
 
 #include <string.h>

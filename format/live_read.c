@@ -2,7 +2,10 @@
  *
  * The file may come from a process killed at any instruction, or from anyone: every field
  * is checked against the file's size before it is used, and a slot that does not add up is
- * skipped and counted, never trusted. */
+ * skipped and counted, never trusted.
+ *
+ * Called by reader.c (a trace's live file) and live_recover.c; calls codec.c and safe_open.c.
+ */
 #define _GNU_SOURCE
 #include "live.h"
 #include "reader.h"

@@ -1,4 +1,6 @@
-/* live_recover.c — writing a live file's records into its trace for good (live.h). */
+/* live_recover.c — writing a live file's records into its trace for good (live.h).
+ * The top of format/: called by the analyzer's `recover` and by the preload (a dead process's
+ * live file); calls reader.c, live_read.c, writer.c. */
 #define _GNU_SOURCE
 #include "live.h"
 #include "reader.h"

@@ -1,4 +1,5 @@
-/* naming.c — ANATOMIST_OUTPUT pattern expansion and rank discovery (naming.h). */
+/* naming.c — ANATOMIST_OUTPUT pattern expansion and rank discovery (naming.h).
+ * Called by the preload (its trace's name) and `anatomist run`; calls nothing of ours. */
 #include "naming.h"
 
 #include <stdio.h>

@@ -12,7 +12,10 @@
  * The packing is exact: unpacking gives back the chunk's bytes, which the record decoders
  * then read as before. A payload the packing would not give back byte for byte (a kind or
  * a trailing field this version does not know, a coded field written longer than it needs)
- * is not packed (ana_pack returns 0) and goes into the trace as it is. */
+ * is not packed (ana_pack returns 0) and goes into the trace as it is.
+ *
+ * Called by reader.c and writer.c; calls codec.c.
+ */
 #include "pack.h"
 
 #include "codec_int.h"

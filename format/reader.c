@@ -1,4 +1,6 @@
-/* reader.c — streaming reader implementing the "Reader rules" of docs/trace-format.md. */
+/* reader.c — streaming reader implementing the "Reader rules" of docs/trace-format.md.
+ * Called by the analyzer and live_recover.c; calls decode_fast.c, pack.c, codec.c,
+ * live_read.c, safe_open.c. */
 #define _GNU_SOURCE
 #include "reader.h"
 #include "decode_fast.h"
@@ -81,20 +83,6 @@ const char *ana_ended_name(ana_ended e)
     case ANA_ENDED_RECOVERED: return "recovered";
     default: return "unknown";
     }
-}
-
-int ana_pread_all(int fd, void *buf, size_t n, uint64_t off)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = pread(fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-    }
-    return 0;
 }
 
 static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }

@@ -84,8 +84,4 @@ uint64_t ana_reader_good_end(const ana_reader *r);
 
 void ana_reader_close(ana_reader *r);
 
-/* pread of exactly n bytes at off, retrying short reads and EINTR: 0, or -1 (an error or
- * the end of the file first). */
-int ana_pread_all(int fd, void *buf, size_t n, uint64_t off);
-
 #endif

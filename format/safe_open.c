@@ -1,4 +1,6 @@
-/* safe_open.c — opening names others may have planted (safe_open.h). */
+/* safe_open.c — opening names others may have planted, and reading a range of the file
+ * whole (safe_open.h). Called by the reader, the live-file reader and recovery, and the
+ * analyzer; calls nothing of ours. */
 #define _GNU_SOURCE
 #include "safe_open.h"
 
@@ -60,4 +62,18 @@ int ana_fd_is(int fd, dev_t dev, ino_t ino)
 {
     struct stat sb;
     return fd >= 0 && fstat(fd, &sb) == 0 && sb.st_dev == dev && sb.st_ino == ino;
+}
+
+int ana_pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
 }

@@ -6,10 +6,13 @@
  * through ana_open_file: the name is looked at first (lstat, or stat when links are to be
  * followed) and only a regular file is opened, with O_NONBLOCK (a FIFO swapped in between
  * cannot block us) and O_CLOEXEC; after the open, fstat must show the same regular file.
- * Thread-safe; no allocation; async-signal-safe apart from nothing (only system calls). */
+ * ana_pread_all reads exactly a range of such a file (every reader of traces and live files
+ * uses it). Thread-safe; no allocation; async-signal-safe apart from nothing (only system calls). */
 #ifndef ANA_SAFE_OPEN_H
 #define ANA_SAFE_OPEN_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 enum {
@@ -27,6 +30,10 @@ enum {
  * under ANA_OPEN_NOFOLLOW, ANA_ENOTREG, ANA_ENOTMINE. O_NONBLOCK stays set: it changes
  * nothing for a regular file. */
 int ana_open_file(const char *path, int flags, unsigned how, struct stat *st);
+
+/* pread of exactly n bytes at off, retrying short reads and EINTR: 0, or -1 (an error or
+ * the end of the file first). */
+int ana_pread_all(int fd, void *buf, size_t n, uint64_t off);
 
 /* strerror(e), with words for ELOOP, ANA_ENOTREG and ANA_ENOTMINE that say what to do. */
 const char *ana_open_strerror(int e);

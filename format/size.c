@@ -1,4 +1,6 @@
-/* size.c — byte sizes written by people ("80GiB", "1.5 GB", "512M"); see size.h. */
+/* size.c — byte sizes written by people ("80GiB", "1.5 GB", "512M"); see size.h.
+ * Called by the analyzer's options and the simulated device (library ana_common); calls
+ * nothing. */
 #include "size.h"
 
 #include <ctype.h>

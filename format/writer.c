@@ -1,4 +1,5 @@
-/* writer.c — trace file header and chunk framing (docs/trace-format.md, "File layout"). */
+/* writer.c — trace file header and chunk framing (docs/trace-format.md, "File layout").
+ * Called by the preload's writer thread and live_recover.c; calls pack.c and codec.c. */
 #define _GNU_SOURCE
 #include "writer.h"
 #include "pack.h"
