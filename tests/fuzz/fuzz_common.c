@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 #include "fuzz_common.h"
 
-#include "report.h"
+#include "analyses/report.h"
 
 #include <stdio.h>
 #include <stdlib.h>

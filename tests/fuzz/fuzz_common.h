@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace.h"
+#include "model/trace.h"
 
 /* Writes data to a new memfd and its path to path. Returns the fd (close it when done),
  * or -1. */

@@ -12,10 +12,10 @@
  * cannot be read. */
 #include <stdio.h>
 
-#include "json.h"
+#include "model/json.h"
 #include "records.h"
-#include "steps.h"
-#include "trace.h"
+#include "analyses/steps.h"
+#include "model/trace.h"
 
 static const char *kind_name(int kind)
 {

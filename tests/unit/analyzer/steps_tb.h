@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "steps.h"
-#include "trace.h"
+#include "analyses/steps.h"
+#include "model/trace.h"
 
 #define TID 7
 #define MAX_CALLS 512

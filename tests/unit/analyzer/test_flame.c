@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flame.h"
-#include "report.h"
-#include "trace.h"
+#include "views/flame.h"
+#include "analyses/report.h"
+#include "model/trace.h"
 
 /* ---- flames written node by node ---- */
 

@@ -12,10 +12,10 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "memcat.h"
+#include "analyses/memcat.h"
 #include "memcat_tb.h"
-#include "memory.h"
-#include "steps.h"
+#include "analyses/memory.h"
+#include "analyses/steps.h"
 
 /* ------------------------------------------------------------ a per-tensor training loop */
 

@@ -6,10 +6,10 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "memcat.h"
+#include "analyses/memcat.h"
 #include "memcat_tb.h"
-#include "memory.h"
-#include "steps.h"
+#include "analyses/memory.h"
+#include "analyses/steps.h"
 
 /* ---------------------------------------------------------------- NVTX memory regions */
 

@@ -4,8 +4,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "advice.h"
-#include "oom.h"
+#include "analyses/advice.h"
+#include "analyses/oom.h"
 
 #define W ANA_MCAT_WEIGHTS
 #define O ANA_MCAT_OPTIMIZER

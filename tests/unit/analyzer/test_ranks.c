@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ranks.h"
-#include "util.h"
+#include "analyses/ranks.h"
+#include "model/util.h"
 
 #define MS 1000000ull
 

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "steps.h"
+#include "analyses/steps.h"
 #include "steps_tb.h"
-#include "trace.h"
+#include "model/trace.h"
 
 /* ------------------------------------------------------------------ NVTX */
 
