@@ -1,6 +1,8 @@
-/* diff_int.h — private to diff.c and diff_markdown.c: what a diff holds once computed
+/* diff_int.h — private to the diff's files (analyses/diff*.c, ranks_diff.c and their
+ * writers views/diff_*.c, views/ranks_diff_write.c): what a diff holds once computed
  * (every figure of both sides, already merged and ranked) and the formatting of a figure
- * by its unit, shared by the markdown, the verdict and the --fail-on messages. */
+ * by its unit (diff_figures.c), shared by the markdown, the verdict and the --fail-on
+ * messages. */
 #ifndef ANA_DIFF_INT_H
 #define ANA_DIFF_INT_H
 
@@ -76,5 +78,14 @@ const char *ana_diff_item_status(const ana_diff_item *it);
  * its row in d, or NULL. */
 int ana_diff_key_unit(const char *key);
 const ana_diff_row *ana_diff_find(const ana_diff *d, const char *key);
+
+
+/* Two jobs' diff (ranks_diff.h): its rows live in d, as a diff of two traces' would. */
+#include "analyses/ranks.h"
+struct ana_ranks_diff {
+    const ana_ranks *side[2];
+    ana_diff d;          /* rows and --fail-on results only (no reports behind it) */
+    ana_diff_row extra[3]; /* work and collective time per step, slowest rank's step */
+};
 
 #endif

@@ -42,16 +42,6 @@ typedef struct ana_mem_state {
     int keep_lives;
 } ana_mem_state;
 
-static int ana_mev_cmp(const void *a, const void *b)
-{
-    const ana_mev *x = a, *y = b;
-    if (x->time_ns != y->time_ns)
-        return x->time_ns < y->time_ns ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-void ana_mem_sort(ana_mev *ev, size_t n) { ana_sort(ev, n, sizeof(*ev), ana_mev_cmp); }
-
 static void ana_mem_state_init(ana_mem_state *st, const ana_u64map *dup_corrs)
 {
     memset(st, 0, sizeof(*st));

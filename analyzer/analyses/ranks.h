@@ -78,9 +78,6 @@ void ana_rank_from_report(const struct ana_report *r, ana_rank *out);
 /* Medians and means from the step arrays. */
 void ana_rank_derive(ana_rank *k);
 void ana_rank_free(ana_rank *k);
-/* The "rank" member of `report --json` (docs/report-schema.md). */
-void ana_rank_write_json(const ana_rank *k, ana_json *j);
-void ana_report_rank_json(const struct ana_report *r, ana_json *j);
 /* Reads the "rank" member of a `report --json` document at path into out (source set to
  * path). 0, or -1 with why in err (not JSON, no "rank" member, a bad value). */
 int ana_rank_read_json(const char *path, ana_rank *out, char *err, size_t cap);
@@ -155,10 +152,6 @@ void ana_ranks_free(ana_ranks *rs);
 /* The merged time anatomy: sums over ranks (one value per class), and the memory. */
 void ana_ranks_sum_classes(const ana_ranks *rs, uint64_t ns[ANA_CLASS_COUNT],
                            uint64_t count[ANA_CLASS_COUNT]);
-/* Writers (ranks_write.c): top rows of the ranked lists, 0 = all. */
-void ana_ranks_write_text(const ana_ranks *rs, size_t top, FILE *f);
-void ana_ranks_write_json(const ana_ranks *rs, size_t top, FILE *f);
-void ana_ranks_write_json_value(const ana_ranks *rs, size_t top, ana_json *j);
 const char *ana_rank_metric_name(int metric); /* "step", "work", "collective" */
 /* Both name a host, the same one. */
 int ana_rank_same_host(const ana_rank *a, const ana_rank *b);

@@ -3,7 +3,8 @@
  * the largest rank, GPU time summed over ranks, by class; memory by category, the
  * largest rank's), work and collective time per step, each rank's median step time and
  * both sides' stragglers (docs/ranks.md). The metric keys are diff.h's, so --fail-on
- * works as for two traces. Both jobs must outlive the diff. Not thread-safe. */
+ * works as for two traces. Both jobs must outlive the diff. Written by views/diff_write.h.
+ * Not thread-safe. */
 #ifndef ANA_RANKS_DIFF_H
 #define ANA_RANKS_DIFF_H
 
@@ -18,8 +19,5 @@ ana_ranks_diff *ana_ranks_diff_new(const ana_ranks *base, const ana_ranks *head)
 void ana_ranks_diff_free(ana_ranks_diff *x);
 /* As ana_diff_check: evaluates --fail-on limits, returns how many were crossed. */
 size_t ana_ranks_diff_check(ana_ranks_diff *x, const ana_diff_limit *lim, size_t n, FILE *msg);
-void ana_ranks_diff_write_markdown(const ana_ranks_diff *x, FILE *f);
-/* Schema "anatomist.ranks-diff/1" (docs/ranks.md). */
-void ana_ranks_diff_write_json(const ana_ranks_diff *x, FILE *f);
 
 #endif

@@ -1,14 +1,12 @@
-/* report.c — see report.h: building the report and the helpers both writers share. */
+/* report.c — see report.h: building the report (every analysis of one trace) and the
+ * names the analyses and the views share. Part of analyses/: called by the commands
+ * (cli/), the views and the job report; calls analyses/ and model/. */
 #include "analyses/report.h"
 
 #include "model/util.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-const char *const ana_memcpy_dir_names[ANA_MEMCPY_DIRS] = {
-    "H2H", "H2D", "D2H", "D2D", "default", "other",
-};
 
 static const ana_trace *ana_report_sort_trace; /* qsort has no context argument */
 
@@ -70,33 +68,12 @@ const char *ana_report_api_name(uint64_t api, char *buf, size_t cap)
     return buf;
 }
 
-size_t ana_report_limit(const ana_report *r, size_t n)
-{
-    return r->opt.top && r->opt.top < n ? r->opt.top : n;
-}
-
 char *ana_report_kernel_name(const ana_trace_kernel *k)
 {
     if (!k->name)
         return ana_xstrdup(k->id ? "(kernel never registered)" : "(unknown function)");
     char *d = ana_demangle(k->name);
     return d ? d : ana_xstrdup(k->name);
-}
-
-char *ana_report_kernel_label(const ana_trace_kernel *k, size_t max)
-{
-    char *name = k ? ana_report_kernel_name(k) : ana_xstrdup("(unknown function)");
-    if (strlen(name) > max)
-        strcpy(name + max - 3, "...");
-    return name;
-}
-
-void ana_report_json_kernel_name(ana_json *j, const ana_trace_kernel *k)
-{
-    char *name = k && k->name ? ana_report_kernel_name(k) : NULL;
-    ana_json_kstr(j, "name", name);
-    ana_json_kstr(j, "mangled", k ? k->name : NULL);
-    free(name);
 }
 
 char *ana_report_cmdline(const ana_trace *t)
@@ -119,39 +96,4 @@ char *ana_report_cmdline(const ana_trace *t)
     }
     *w = 0;
     return s;
-}
-
-static void ana_json_signed_or_null(ana_json *j, const char *key, int64_t v)
-{
-    ana_json_key(j, key);
-    if (v < 0)
-        ana_json_null(j);
-    else
-        ana_json_i64(j, v);
-}
-
-void ana_json_process(ana_json *j, const ana_trace *t)
-{
-    const ana_trace_process *p = &t->process;
-    ana_json_key(j, "process");
-    if (!p->present) {
-        ana_json_null(j);
-        return;
-    }
-    ana_json_obj_begin(j);
-    ana_json_ku64(j, "pid", p->pid);
-    ana_json_ku64(j, "ppid", p->ppid);
-    ana_json_kstr(j, "host", p->host);
-    ana_json_kstr(j, "exe", p->exe);
-    ana_json_key(j, "argv");
-    ana_json_arr_begin(j);
-    for (size_t i = 0; i < p->argc; i++)
-        ana_json_str(j, p->argv[i]);
-    ana_json_arr_end(j);
-    ana_json_signed_or_null(j, "rank", p->rank);
-    ana_json_signed_or_null(j, "local_rank", p->local_rank);
-    ana_json_signed_or_null(j, "world_size", p->world_size);
-    ana_json_ku64(j, "realtime_ns", p->realtime_ns);
-    ana_json_ku64(j, "start_ns", ana_trace_rel_ns(t, p->time_ns));
-    ana_json_obj_end(j);
 }

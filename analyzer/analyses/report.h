@@ -1,10 +1,9 @@
-/* report.h — the v1 report (`anatomist report`): what is computed from a loaded trace and
- * how it is written as text or as JSON (schema in docs/report-schema.md).
+/* report.h — the v1 report (`anatomist report`): what is computed from a loaded trace
+ * (schema in docs/report-schema.md).
  *
  * ana_report_build runs the memory replay, the GPU analysis (gpu.h), the library-call and
- * NVTX analyses (libcalls.h, nvtx.h) and orders kernels; the writers only format (the GPU
- * section: report_gpu_text.c, report_gpu_json.c; libraries and NVTX: report_libs_text.c,
- * report_libs_json.c).
+ * NVTX analyses (libcalls.h, nvtx.h), the time and memory anatomies, the OOM post-mortem
+ * and the advice, and orders kernels; the writers (views/report_write.h) only format.
  * The report borrows the trace, which must outlive it. Not thread-safe. */
 #ifndef ANA_REPORT_H
 #define ANA_REPORT_H
@@ -50,61 +49,10 @@ typedef struct ana_report {
 
 void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *opt);
 void ana_report_free(ana_report *r);
-void ana_report_write_text(const ana_report *r, FILE *f);
-void ana_report_write_json(const ana_report *r, FILE *f);
-/* The same document as a value inside a document being written (html.c embeds it). */
-void ana_report_write_json_value(const ana_report *r, ana_json *j);
-/* The time anatomy (time by class, steps, phases) of each; the class of a kernel. */
-void ana_report_time_text(const ana_report *r, FILE *f);
-void ana_report_time_json(const ana_report *r, ana_json *j);
-const char *ana_report_kernel_class(const ana_report *r, const ana_trace_kernel *k);
-/* The memory anatomy (report_memory.c): the section "Where GPU memory goes", and the
- * members of `memory` it adds. --at: resolves "step:N" or a time since the trace began
- * to an absolute time; -1 with a message in err. */
-void ana_report_memcat_text(const ana_report *r, FILE *f);
-void ana_report_memcat_json(const ana_report *r, ana_json *j);
-/* key: {"weights": bytes, ..., "unattributed": bytes}, the seven categories of memcat.h. */
-void ana_report_json_categories(ana_json *j, const char *key, const uint64_t by[ANA_MCAT_COUNT]);
-int ana_report_resolve_at(const ana_report *r, const char *spec, uint64_t *time_ns, char *err,
-                          size_t cap);
-/* The out-of-memory post-mortem (report_oom.c, docs/oom.md): the text section "Out of
- * memory" (nothing when no allocation ran out of memory); the JSON key "oom" with its
- * object or null; the value alone (`anatomist oom --json`). The memory advice: a text
- * section (nothing without advice) and the JSON key "advice" with an array. */
-void ana_report_oom_text(const ana_report *r, FILE *f);
-void ana_report_oom_json(const ana_report *r, ana_json *j);
-void ana_report_oom_json_value(const ana_report *r, ana_json *j);
-void ana_report_advice_text(const ana_report *r, FILE *f);
-void ana_report_advice_json(const ana_report *r, ana_json *j);
-/* The GPU section of each. */
-void ana_report_gpu_text(const ana_report *r, FILE *f);
-void ana_report_gpu_json(const ana_report *r, ana_json *j);
-/* The library (GEMM, NCCL), findings and NVTX sections of each; the memory section's
- * lines by library and by NVTX memory region. */
-void ana_report_libs_text(const ana_report *r, FILE *f);
-void ana_report_libs_json(const ana_report *r, ana_json *j);
-void ana_report_libs_memory_text(const ana_report *r, FILE *f);
-void ana_report_libs_memory_json(const ana_report *r, ana_json *j);
-/* "NT": the operations on A and B of a GEMM shape. */
-void ana_report_gemm_trans(const ana_gemm_shape *s, char out[3]);
-/* A call stack as each writer prints it. */
-void ana_report_text_stack(FILE *f, const ana_report *r, uint64_t stack);
-void ana_report_json_stack(ana_json *j, const ana_report *r, uint64_t stack);
-/* ana_report_kernel_name ("(unknown function)" for a NULL k) cut to max bytes, ending in
- * "..." when cut; malloc'd. */
-char *ana_report_kernel_label(const ana_trace_kernel *k, size_t max);
-/* The "name" (display name; null when unnamed) and "mangled" (as registered) keys of a
- * kernel; both null for a NULL k. */
-void ana_report_json_kernel_name(ana_json *j, const ana_trace_kernel *k);
-
-/* Helpers shared by the writers and `anatomist info`. */
+/* Names the analyses and the views share. */
 const char *ana_report_api_name(uint64_t api, char *buf, size_t cap); /* or "api N" */
-size_t ana_report_limit(const ana_report *r, size_t n); /* n capped by --top */
 /* Display name of a kernel: demangled when possible; malloc'd. */
 char *ana_report_kernel_name(const ana_trace_kernel *k);
-extern const char *const ana_memcpy_dir_names[ANA_MEMCPY_DIRS];
-/* "process": {...} or null, as in both JSON schemas. */
-void ana_json_process(ana_json *j, const ana_trace *t);
 /* The command line joined by spaces (argv, else exe), malloc'd. */
 char *ana_report_cmdline(const ana_trace *t);
 

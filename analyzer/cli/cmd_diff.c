@@ -4,6 +4,7 @@
  * can gate on it. The folded format is the merged flame of one metric (flame.h). */
 #include "cli/cli.h"
 #include "analyses/diff.h"
+#include "views/diff_write.h"
 #include "views/flame.h"
 #include "views/html.h"
 #include "analyses/ranks_diff.h"

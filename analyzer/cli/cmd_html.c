@@ -3,6 +3,7 @@
 #include "cli/cli.h"
 #include "views/html.h"
 #include "analyses/ranks.h"
+#include "views/ranks_write.h"
 #include "analyses/report.h"
 #include "model/util.h"
 

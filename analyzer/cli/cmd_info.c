@@ -1,7 +1,7 @@
 /* cmd_info.c — `anatomist info TRACE [--json]`: what a trace file holds. */
 #include "cli/cli.h"
 #include "model/json.h"
-#include "analyses/report.h"
+#include "views/report_write.h"
 #include "model/util.h"
 
 #include <ctype.h>

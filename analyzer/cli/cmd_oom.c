@@ -1,7 +1,7 @@
 /* cmd_oom.c — `anatomist oom TRACE [--json] [--top N] [--no-symbols]`: the out-of-memory
  * post-mortem of one trace (oom.h), the report's "Out of memory" section on its own. */
 #include "cli/cli.h"
-#include "analyses/report.h"
+#include "views/report_write.h"
 #include "model/util.h"
 
 #include <getopt.h>

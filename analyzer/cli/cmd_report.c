@@ -3,7 +3,8 @@
  * ranks.h. */
 #include "cli/cli.h"
 #include "analyses/ranks.h"
-#include "analyses/report.h"
+#include "views/ranks_write.h"
+#include "views/report_write.h"
 #include "model/util.h"
 
 #include <getopt.h>

@@ -1,12 +1,14 @@
-/* trace.h — loads a whole .anat trace into the analyzer's in-memory model.
+/* trace.h — the analyzer's in-memory model of one trace, whatever file it came from
+ * (import/: .anat through format/reader.h, Kineto JSON).
  *
- * Reads only through format/reader.h. Keeps counts and aggregates for every record, the
- * interned tables (stacks, kernels, modules, devices), one compact ana_mev per
- * ALLOC/FREE/MEMINFO/VMM map-unmap/GPU_MEMORY record for the memory replay (sorted by
- * time, stacks canonical), one ana_gpu_act per GPU_KERNEL/GPU_MEMCPY/GPU_MEMSET record
- * (sorted by device, then start) and one ana_api_call per LAUNCH/MEMCPY/MEMSET record
- * (sorted by time, indexed by correlation id) for the GPU analysis (gpu.h), and the
- * library and NVTX records (libs.h).
+ * Keeps counts and aggregates for every record, the interned tables (stacks, kernels,
+ * modules, devices), one compact ana_mev per ALLOC/FREE/MEMINFO/VMM map-unmap/GPU_MEMORY
+ * record for the memory replay (memevents.h; sorted by time, stacks canonical), one
+ * ana_gpu_act per GPU_KERNEL/GPU_MEMCPY/GPU_MEMSET record (sorted by device, then start)
+ * and one ana_api_call per LAUNCH/MEMCPY/MEMSET record (sorted by time, indexed by
+ * correlation id) for the GPU analysis (analyses/gpu.h), and the library and NVTX
+ * records (libs.h). Built by trace.c, trace_records.c and trace_uses.c; looked up
+ * through trace_index.c and trace_modules.c.
  * Strings are copied; the model owns everything and ana_trace_free releases it. */
 #ifndef ANA_TRACE_H
 #define ANA_TRACE_H
@@ -16,7 +18,7 @@
 
 #include "format/reader.h"
 #include "model/libs.h"
-#include "analyses/memory.h"
+#include "model/memevents.h"
 #include "model/pyframes.h"
 #include "model/stacks.h"
 #include "model/u64map.h"
@@ -238,11 +240,6 @@ enum ana_load_flags {
     ANA_LOAD_SUMMARY = 1, /* counts and tables only: no events, no stacks (for `info`) */
 };
 
-/* Reads path to its end. Returns 0 and a model in *out, or -1 with err filled (bad
- * header, corrupt chunk, I/O error). flags: enum ana_load_flags. A file that starts like
- * JSON or gzip (a PyTorch profiler / Kineto trace) is imported by kineto.h. */
-int ana_trace_load(const char *path, unsigned flags, ana_trace **out, ana_error *err);
-
 /* Building a model record by record (the loader, and importers of other formats):
  * new, then add each record (counted, timed, kept as the loader keeps it), then finish
  * (sorts, resolves stacks, links launches). Records need not come in time order. */
@@ -267,9 +264,9 @@ void ana_trace_index_calls(ana_trace *t);
 /* Memory class of an allocation api (device / pinned host / other). */
 int ana_trace_alloc_class(uint64_t api);
 
-/* Value of the last INFO record with this key (the latest state), or NULL. */
 /* A string of a record as a name the program chose (util.h ana_name_dup), NUL-terminated. */
 char *ana_str_name(ana_str s);
+/* Value of the last INFO record with this key (the latest state), or NULL. */
 const char *ana_trace_info(const ana_trace *t, const char *key);
 /* 0 when the trace cannot tell device memory (an imported profiler trace without memory
  * events: INFO import.device_memory), 1 otherwise. */

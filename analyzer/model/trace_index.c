@@ -82,6 +82,9 @@ const ana_trace_kernel *ana_trace_kernel_by_id(const ana_trace *t, uint64_t id)
 
 int ana_trace_memory_recorded(const ana_trace *t) { return !ana_trace_info(t, "import.device_memory"); }
 
+/* A string of the trace as it is shown (util.h ana_name_dup: escaped for text outputs). */
+char *ana_str_name(ana_str s) { return ana_name_dup(s.s ? s.s : "", s.s ? s.len : 0); }
+
 const char *ana_trace_info(const ana_trace *t, const char *key)
 {
     for (size_t i = t->n_info; i-- > 0;)

@@ -1,13 +1,14 @@
 /* diff_markdown.c — `anatomist diff --format markdown`: a pull-request comment with the
- * verdict and tables of the same figures as the JSON, numbers formatted for people, and
- * the formatting of a figure by its unit that the verdict and --fail-on share.
+ * verdict and tables of the same figures as the JSON, numbers formatted for people
+ * (analyses/diff_figures.c). Part of views/: called by `anatomist diff` (cli/cmd_diff.c).
  *
  * The comment stays under ANA_MD_MAX bytes whatever the traces hold (GitHub refuses
  * comments over 64 KiB): names are cut, and the ranked tables stop at a byte budget
  * with "N more" when their rows would not fit. */
 #include "analyses/diff_int.h"
+#include "views/diff_write.h"
 
-#include "analyses/report.h"
+#include "views/report_write.h"
 #include "model/util.h"
 
 #include <stdarg.h>
@@ -18,50 +19,6 @@
 #define ANA_MD_NAME_MAX 120  /* bytes of a kernel name or a site in a cell */
 #define ANA_MD_TAIL 400      /* bytes kept for the closing line */
 #define ANA_MD_DETAILS 10    /* tables longer than this are collapsed */
-
-/* ------------------------------------------------------------ figures by unit */
-
-void ana_diff_fmt(int unit, double v, char *buf, size_t cap)
-{
-    uint64_t u = v < 0 ? (uint64_t)-v : (uint64_t)v;
-    const char *sign = v < 0 ? "-" : "";
-    char tmp[48];
-    if (unit == ANA_DU_RATIO) {
-        snprintf(buf, cap, "%.2f%%", 100.0 * v);
-        return;
-    }
-    if (unit == ANA_DU_BYTES)
-        ana_fmt_bytes(u, tmp, sizeof(tmp));
-    else if (unit == ANA_DU_NS)
-        ana_fmt_ns(u, tmp, sizeof(tmp));
-    else
-        snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)u);
-    snprintf(buf, cap, "%s%s", sign, tmp);
-}
-
-void ana_diff_fmt_delta(int unit, double d, char *buf, size_t cap)
-{
-    char tmp[48];
-    if (unit == ANA_DU_RATIO) {
-        snprintf(buf, cap, "%+.2f pt", 100.0 * d); /* percentage points */
-        return;
-    }
-    ana_diff_fmt(unit, d, tmp, sizeof(tmp));
-    snprintf(buf, cap, "%s%s", d > 0 ? "+" : "", tmp);
-}
-
-void ana_diff_fmt_change(const ana_diff_row *r, char *buf, size_t cap)
-{
-    double ratio;
-    if (r->has_base && r->has_head && r->base == r->head)
-        snprintf(buf, cap, "0.0%%");
-    else if (ana_diff_ratio(r, &ratio))
-        snprintf(buf, cap, "%+.1f%%", 100.0 * ratio);
-    else if (r->has_base && r->has_head)
-        snprintf(buf, cap, "new"); /* from 0 */
-    else
-        snprintf(buf, cap, "n/a");
-}
 
 /* ------------------------------------------------------------ output with a size budget */
 

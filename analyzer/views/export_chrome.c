@@ -9,7 +9,7 @@
 #include "views/export.h"
 
 #include "analyses/classify.h"
-#include "analyses/report.h"
+#include "views/report_write.h"
 #include "model/util.h"
 
 #include <stdlib.h>

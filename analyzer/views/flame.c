@@ -8,7 +8,7 @@
  * values only, never on the order they were added in. */
 #include "views/flame.h"
 
-#include "analyses/report.h"
+#include "views/report_write.h"
 #include "model/util.h"
 
 #include <stdlib.h>

@@ -8,9 +8,11 @@
 #include <string.h>
 
 #include "analyses/diff.h"
+#include "views/diff_write.h"
 #include "views/flame.h"
 #include "analyses/ranks.h"
-#include "analyses/report.h"
+#include "views/ranks_write.h"
+#include "views/report_write.h"
 #include "model/util.h"
 
 /* Points of the memory timeline: enough for a 2000-pixel-wide chart, and the peak is

@@ -1,9 +1,10 @@
 /* ranks_json.c — the job report as JSON (schema "anatomist.ranks/1",
  * docs/report-schema.md, "Many ranks"). Later versions only add fields. */
 #include "analyses/ranks.h"
+#include "views/ranks_write.h"
 
 #include "analyses/libcalls.h"
-#include "analyses/report.h"
+#include "views/report_write.h"
 #include "model/util.h"
 
 #include <stddef.h>

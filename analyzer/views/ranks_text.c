@@ -1,6 +1,7 @@
 /* ranks_text.c — the job report as text: the merged anatomy, the per-rank table, the
  * stragglers with why each was flagged, and the skew of the collectives. */
 #include "analyses/ranks.h"
+#include "views/ranks_write.h"
 
 #include "analyses/libcalls.h"
 #include "model/util.h"

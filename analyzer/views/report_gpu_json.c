@@ -1,6 +1,6 @@
 /* report_gpu_json.c — the "gpu" member of `anatomist report --json` (docs/report-schema.md,
  * `gpu`): the numbers of gpu.h as they are, times relative to the first record. */
-#include "analyses/report.h"
+#include "views/report_write.h"
 
 #include "model/util.h"
 

@@ -1,7 +1,7 @@
 /* report_gpu_text.c — the GPU sections of `anatomist report` for people: busy and idle
  * time, kernels by GPU time, copies by direction and host memory kind, streams, and the
  * longest idle gaps with the API calls around them. Same numbers as the JSON "gpu". */
-#include "analyses/report.h"
+#include "views/report_write.h"
 
 #include "model/util.h"
 

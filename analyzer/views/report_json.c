@@ -1,42 +1,13 @@
 /* report_json.c — `anatomist report --json` (schema "anatomist.report/1",
  * docs/report-schema.md). Later versions only add fields. */
 #include "model/capture.h"
-#include "analyses/report.h"
+#include "views/report_write.h"
 
 #include "cuda_errors.h"
 #include "analyses/ranks.h"
 #include "model/util.h"
 
 #include <stdlib.h>
-
-static void ana_rj_frame(ana_json *j, const ana_frame *f)
-{
-    ana_json_obj_begin(j);
-    ana_json_kstr(j, "function", f->function);
-    ana_json_kstr(j, "file", f->file);
-    ana_json_key(j, "line");
-    if (f->line > 0)
-        ana_json_i64(j, f->line);
-    else
-        ana_json_null(j);
-    ana_json_kstr(j, "module", f->module);
-    ana_json_kstr(j, "language", f->python ? "python" : "native");
-    ana_json_ku64(j, "offset", f->offset);
-    ana_json_ku64(j, "address", f->address);
-    ana_json_obj_end(j);
-}
-
-void ana_report_json_stack(ana_json *j, const ana_report *r, uint64_t stack)
-{
-    const uint64_t *ip;
-    size_t n = ana_stacks_frames(&r->t->stacks, stack, &ip);
-    ana_json_ku64(j, "stack_id", stack == ANA_MEM_STACK_DRIVER ? 0 : stack);
-    ana_json_key(j, "stack");
-    ana_json_arr_begin(j);
-    for (size_t i = 0; i < n; i++)
-        ana_rj_frame(j, ana_sym_lookup(r->sym, ip[i]));
-    ana_json_arr_end(j);
-}
 
 static void ana_rj_trace(ana_json *j, const ana_report *r)
 {

@@ -2,7 +2,7 @@
  * (docs/report-schema.md): `libraries`, `gemms`, `gemm_alignment`, `findings`,
  * `collectives`, `communicators`, `ranges`, `marks`, `ranges_unmatched`, and the
  * memory section's `by_library`, `by_library_at_end` and `labels`. */
-#include "analyses/report.h"
+#include "views/report_write.h"
 
 #include "model/util.h"
 

@@ -4,7 +4,7 @@
  * library and NVTX memory region. Each section is printed only when the trace has the
  * records it reads, so a trace without library records reads as before. Same numbers
  * as the JSON. */
-#include "analyses/report.h"
+#include "views/report_write.h"
 
 #include "model/util.h"
 

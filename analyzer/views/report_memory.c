@@ -3,7 +3,7 @@
  * largest allocations live at the peak with the rule that placed each, and the peak of
  * each step. Text: the section "Where GPU memory goes"; JSON: members of `memory`
  * (docs/report-schema.md). */
-#include "analyses/report.h"
+#include "views/report_write.h"
 #include "model/util.h"
 
 #include <math.h>
@@ -180,15 +180,6 @@ void ana_report_memcat_text(const ana_report *r, FILE *o)
 }
 
 /* ------------------------------------------------------------------ JSON */
-
-void ana_report_json_categories(ana_json *j, const char *key, const uint64_t by[ANA_MCAT_COUNT])
-{
-    ana_json_key(j, key);
-    ana_json_obj_begin(j);
-    for (int c = 0; c < ANA_MCAT_COUNT; c++)
-        ana_json_ku64(j, ana_mcat_name(c), by[c]);
-    ana_json_obj_end(j);
-}
 
 /* The sources of the parameter count, and why it or its meaning is not given. */
 static void ana_rm_json_params_check(ana_json *j, const ana_memcat *m)

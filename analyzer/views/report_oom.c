@@ -2,7 +2,7 @@
  * its memory advice (advice.h), as text and as JSON (docs/oom.md). Only formats: the
  * numbers are computed by ana_oom_build and ana_advice_build. `anatomist oom` prints the
  * same section and object. */
-#include "analyses/report.h"
+#include "views/report_write.h"
 
 #include "cuda_errors.h"
 #include "model/util.h"

@@ -1,7 +1,7 @@
 /* report_text.c — `anatomist report` for people: the same numbers as the JSON, ranked
  * lists cut at --top, stacks without the profiler's own frames. */
 #include "model/capture.h"
-#include "analyses/report.h"
+#include "views/report_write.h"
 
 #include "cuda_errors.h"
 #include "model/util.h"
@@ -9,85 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ANA_RT_FRAMES 8     /* frames shown per stack */
 #define ANA_RT_NAME_MAX 100 /* kernel names are cut to this many bytes */
 
 static const char *ana_rt_s(uint64_t n) { return n == 1 ? "" : "s"; }
-
-static const char *ana_rt_base(const char *path)
-{
-    const char *s = path ? strrchr(path, '/') : NULL;
-    return s ? s + 1 : path;
-}
-
-static void ana_rt_frame(FILE *o, int idx, const ana_frame *f)
-{
-    fprintf(o, "        #%d %s", idx, f->function ? f->function : "??");
-    if (f->file)
-        fprintf(o, " at %s:%lld", f->file, (long long)f->line);
-    if (f->python)
-        fprintf(o, " [python]\n");
-    else if (f->module)
-        fprintf(o, " (%s+0x%llx)\n", ana_rt_base(f->module), (unsigned long long)f->offset);
-    else
-        fprintf(o, " (0x%llx)\n", (unsigned long long)f->address);
-}
-
-void ana_report_text_stack(FILE *o, const ana_report *r, uint64_t stack)
-{
-    const uint64_t *ip;
-    size_t n = ana_stacks_frames(&r->t->stacks, stack, &ip);
-    int shown = 0;
-    if (stack == ANA_MEM_STACK_DRIVER) {
-        fprintf(o, "        (seen by the driver only: GPU_MEMORY records, no call stack)\n");
-        return;
-    }
-    if (n == 0) {
-        if (stack)
-            fprintf(o, "        (stack %llu: definition missing from the trace)\n",
-                    (unsigned long long)stack);
-        else
-            fprintf(o, "        (no stack captured)\n");
-        return;
-    }
-    /* With Python frames: the innermost native frame (what made the call), then the
-     * native frames down to the first Python frame folded into one line (an allocator's
-     * or an extension's call chain), so that the Python frames are at the head. */
-    size_t first_py = n, last_py = n;
-    for (size_t i = 0; i < n; i++)
-        if (ana_py_is_frame(ip[i])) {
-            first_py = first_py == n ? i : first_py;
-            last_py = i;
-        }
-    int at_main = 0, folded = 0;
-    for (size_t i = 0; i < n && shown < ANA_RT_FRAMES && !at_main; i++) {
-        if (last_py < n && i > last_py) {
-            at_main = 1; /* below the outermost Python frame: the interpreter's start-up */
-            break;
-        }
-        const ana_frame *f = ana_sym_lookup(r->sym, ip[i]);
-        if (ana_sym_is_profiler(f))
-            continue;
-        if (first_py < n && i < first_py && shown == 1 && !folded) {
-            const ana_frame *last = ana_sym_lookup(r->sym, ip[first_py - 1]);
-            char buf[512];
-            if (first_py - i > 1)
-                fprintf(o, "        ... %zu native frames, down to %s\n", first_py - i,
-                        ana_sym_frame_label(last, buf, sizeof(buf)));
-            else
-                ana_rt_frame(o, shown++, last);
-            folded = 1;
-            i = first_py - 1;
-            continue;
-        }
-        ana_rt_frame(o, shown++, f);
-        /* Below main are only the C runtime's start-up frames: the text leaves them out
-         * (the JSON keeps every frame). */
-        at_main = !f->python && f->function && strcmp(f->function, "main") == 0;
-    }
-    if ((!at_main || last_py < n) && n > (size_t)shown)
-        fprintf(o, "        ... (%zu frames in all)\n", n);
-}
 
 static void ana_rt_header(FILE *o, const ana_report *r)
 {

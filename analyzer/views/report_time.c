@@ -2,7 +2,7 @@
  * step, per phase), top kernels per class, the contractions' TFLOP/s and MFU, forward vs
  * backward. Text for people and the JSON "time" and "steps" objects (docs/report-schema.md);
  * both print the same numbers from ana_anatomy (anatomy.h). */
-#include "analyses/report.h"
+#include "views/report_write.h"
 
 #include "model/util.h"
 

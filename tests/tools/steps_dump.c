@@ -15,6 +15,7 @@
 #include "model/json.h"
 #include "records.h"
 #include "analyses/steps.h"
+#include "import/import.h"
 #include "model/trace.h"
 
 static const char *kind_name(int kind)
@@ -51,7 +52,7 @@ int main(int argc, char **argv)
     }
     ana_trace *t;
     ana_error err;
-    if (ana_trace_load(argv[1], ANA_LOAD_ALL, &t, &err) != 0) {
+    if (ana_import_load(argv[1], ANA_LOAD_ALL, &t, &err) != 0) {
         char msg[512];
         ana_error_format(&err, msg, sizeof(msg));
         fprintf(stderr, "steps_dump: %s\n", msg);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "analyses/ranks.h"
+#include "views/report_write.h"
 #include "model/util.h"
 
 #define MS 1000000ull
