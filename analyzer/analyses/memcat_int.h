@@ -1,4 +1,5 @@
-/* memcat_int.h — shared by memcat.c (evidence, sums) and memcat_rules.c (the rules).
+/* memcat_int.h — shared by memcat.c (evidence), memcat_sums.c (sums), memcat_struct.c and
+ * memcat_rules.c (the rules).
  * Internal to the memory anatomy. */
 #ifndef ANA_MEMCAT_INT_H
 #define ANA_MEMCAT_INT_H
@@ -19,5 +20,15 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
 
 /* Decides m->allocs[*].cat and .why (memcat_rules.c). */
 void ana_mc_decide(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m);
+
+/* The sums once every allocation has its category (memcat_sums.c, from ana_memcat_build):
+ * the bytes by category at each step's peak; the parameters the GEMM operands in the
+ * weights imply (ua: the allocation of each use, as ana_mc_struct's use_alloc); the bytes
+ * per parameter and the parameter count. */
+void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
+                       ana_memcat *m);
+double ana_mc_gemm_params(const ana_trace *t, const ana_mem_result *mem, const ana_memcat *m,
+                          const long *ua);
+void ana_mc_per_param(const ana_mem_result *mem, ana_memcat *m, double p_gemm);
 
 #endif

@@ -300,12 +300,6 @@ static long ana_st_pick_group(const ana_st *st, const ana_st_group *g, size_t n)
     return best;
 }
 
-void ana_st_add_step(ana_st *st, ana_st_step s)
-{
-    ANA_GROW(st->steps, st->cap_steps, st->n_steps + 1);
-    st->steps[st->n_steps++] = s;
-}
-
 static int ana_st_nvtx(ana_st *st, char *why, size_t cap)
 {
     ana_st_group *g;

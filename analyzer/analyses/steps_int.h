@@ -1,4 +1,4 @@
-/* steps_int.h — the state shared by steps.c and steps_seq.c; private to analyzer/steps*.c
+/* steps_int.h — the state shared by steps.c and steps_seq.c; private to analyses/steps*.c
  * (no other file includes it: the module's contract is steps.h).
  *
  * steps.c prepares a per-call key and hint, pairs the NVTX ranges, finds NVTX steps,
@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "model/trace.h"
+#include "model/util.h"
 
 enum { ST_NONE = 0, ST_FWD = 1, ST_BWD = 2, ST_OPT = 3 }; /* a call's effective hint */
 enum { ST_SPAN = 0 };                                      /* a step of consecutive calls */
@@ -50,7 +51,12 @@ typedef struct ana_st {
     int method;
 } ana_st;
 
-void ana_st_add_step(ana_st *st, ana_st_step s); /* steps.c */
+/* Appends a step (both files find steps). */
+static inline void ana_st_add_step(ana_st *st, ana_st_step s)
+{
+    ANA_GROW(st->steps, st->cap_steps, st->n_steps + 1);
+    st->steps[st->n_steps++] = s;
+}
 
 /* steps_seq.c: each adds the steps it finds and returns 1, or writes what it missed to
  * why and returns 0. */
