@@ -79,19 +79,8 @@ ana_call_gpu *ana_libcalls_link(const ana_trace *t, ana_u64map *map, size_t *n);
  * this is where the exports place it. */
 void ana_libcalls_first_calls(const ana_trace *t, ana_u64map *map);
 
-/* Effective precision of a GEMM (enum ana_prec): A's type for 16-bit, fp8 and fp64
- * inputs; fp32 inputs: TF32 with compute type 77 (32F_FAST_TF32) or math mode
- * CUBLAS_TF32_TENSOR_OP_MATH (3, in the low 4 bits), fp16/bf16 with 74/75, else fp32. */
-int ana_gemm_precision(uint64_t a_type, uint64_t compute_type, uint64_t math_mode);
-const char *ana_prec_name(int prec); /* "fp32", "tf32", ... */
-/* Dense peak TFLOP/s of a compute capability for a precision; < 0 when not known. */
+/* Reference figures (libpeaks.c). Dense peak TFLOP/s of a compute capability for a precision; < 0 when not known. */
 double ana_peak_tflops(uint64_t cc_major, uint64_t cc_minor, int prec);
-/* Names: cudaDataType_t ("fp32", "bf16", ...), cublasComputeType_t ("32F_FAST_TF32"),
- * ncclDataType_t ("fp32"), NCCL operation of a COLL api ("AllReduce"); NULL if unknown. */
-const char *ana_cuda_type_name(uint64_t t);
-const char *ana_compute_type_name(uint64_t t);
-const char *ana_nccl_type_name(uint64_t t);
-const char *ana_nccl_op_name(uint64_t api);
 /* Reads "RING"/"LL" from an NCCL kernel name (ncclDevKernel_AllReduce_Sum_f32_RING_LL,
  * ncclKernel_AllReduce_RING_LL_Sum_float, mangled or not); the operation it names goes to
  * op ("" when none). Returns 1 when an algorithm or a protocol was found. */

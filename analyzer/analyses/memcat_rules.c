@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "import/kineto.h"
 #include "model/util.h"
 
 enum ana_mc_why {

@@ -23,14 +23,7 @@
 
 #include "model/trace.h"
 
-/* Memory allocated before the trace began (a free that matched no allocation, or the
- * first `Total Allocated` beyond the first event) is imported as allocations at the
- * trace's start at these pseudo addresses: what they held is unknown. */
-#define ANA_KINETO_PRE_BASE 0xfff0000000000000ull
-static inline int ana_kineto_pre_trace(uint16_t api, uint64_t ptr)
-{
-    return api == ANA_API_IMPORTED_ALLOC && ptr >= ANA_KINETO_PRE_BASE - 1;
-}
+/* Memory allocated before the trace began: model/memevents.h ANA_KINETO_PRE_BASE. */
 
 /* Returns 0 and a finished model in *out (t->source "kineto"), or -1 with err filled. */
 int ana_kineto_load(const char *path, unsigned flags, ana_trace **out, ana_error *err);

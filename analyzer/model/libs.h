@@ -120,4 +120,17 @@ const char *ana_libs_domain_name(const ana_libs *l, uint16_t domain);
 /* The communicator made under handle (the latest COMM record for it), or NULL. */
 const ana_nccl_comm *ana_libs_comm_by_handle(const ana_libs *l, uint64_t handle);
 
+/* What the records' numbers mean (libtables.c). */
+/* Effective precision of a GEMM (enum ana_prec): A's type for 16-bit, fp8 and fp64
+ * inputs; fp32 inputs: TF32 with compute type 77 (32F_FAST_TF32) or math mode
+ * CUBLAS_TF32_TENSOR_OP_MATH (3, in the low 4 bits), fp16/bf16 with 74/75, else fp32. */
+int ana_gemm_precision(uint64_t a_type, uint64_t compute_type, uint64_t math_mode);
+const char *ana_prec_name(int prec); /* "fp32", "tf32", ... */
+/* Names: cudaDataType_t ("fp32", "bf16", ...), cublasComputeType_t ("32F_FAST_TF32"),
+ * ncclDataType_t ("fp32"), NCCL operation of a COLL api ("AllReduce"); NULL if unknown. */
+const char *ana_cuda_type_name(uint64_t t);
+const char *ana_compute_type_name(uint64_t t);
+const char *ana_nccl_type_name(uint64_t t);
+const char *ana_nccl_op_name(uint64_t api);
+
 #endif

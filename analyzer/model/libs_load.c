@@ -1,7 +1,6 @@
 /* libs_load.c — see libs.h: keeping the library and NVTX records of a trace. */
 #include "model/libs.h"
 
-#include "analyses/libcalls.h"
 #include "model/util.h"
 
 #include <stdlib.h>

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "records.h"
+
 enum ana_mev_type {
     ANA_MEV_ALLOC = 1, ANA_MEV_FREE = 2, ANA_MEV_MEMINFO = 3,
     ANA_MEV_MAP = 4,       /* cuMemMap: ptr = va, size, handle */
@@ -43,5 +45,15 @@ typedef struct ana_mev {
 
 /* Sorts by time_ns, then seq (a stable order for equal times). */
 void ana_mem_sort(ana_mev *ev, size_t n);
+
+/* Memory allocated before an imported trace began (import/kineto.h: a free that matched no
+ * allocation, or the first `Total Allocated` beyond the first event) is imported as
+ * allocations at the trace's start at these pseudo addresses: what they held is unknown
+ * (the memory anatomy says so). */
+#define ANA_KINETO_PRE_BASE 0xfff0000000000000ull
+static inline int ana_kineto_pre_trace(uint16_t api, uint64_t ptr)
+{
+    return api == ANA_API_IMPORTED_ALLOC && ptr >= ANA_KINETO_PRE_BASE - 1;
+}
 
 #endif
