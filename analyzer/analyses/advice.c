@@ -1,4 +1,6 @@
-/* advice.c — see advice.h; the rules are documented in docs/oom.md ("Advice"). */
+/* advice.c — see advice.h; the rules are documented in docs/oom.md ("Advice").
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/advice.h"
 
 #include "model/util.h"

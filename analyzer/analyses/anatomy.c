@@ -1,4 +1,6 @@
-/* anatomy.c — see anatomy.h: the time anatomy of a loaded trace. */
+/* anatomy.c — see anatomy.h: the time anatomy of a loaded trace.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/anatomy.h"
 
 #include "model/util.h"

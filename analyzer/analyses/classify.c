@@ -26,7 +26,9 @@
  * everything. Hints (forward/backward/optimizer) come from keywords of the whole reduced
  * name, or'ed with the row's own hints; they do not depend on the class.
  *
- * Pure: every call works on its own heap copy of the name; no global mutable state. */
+ * Pure: every call works on its own heap copy of the name; no global mutable state.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/classify.h"
 #include "analyses/classify_int.h"
 #include "model/util.h"

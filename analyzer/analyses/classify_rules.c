@@ -1,7 +1,9 @@
 /* classify_rules.c — the one rule table of the kernel classifier: each row a pattern on the
  * reduced kernel name (how rows match: classify.c), the class it gives, the phase hints it
  * adds and a label that `anatomist classify --explain` prints. The first matching row wins.
- * docs/classification.md gives the reasoning for every family and the ambiguous ones. */
+ * docs/classification.md gives the reasoning for every family and the ambiguous ones.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/classify_int.h"
 
 #define P ANA_PAT_PREFIX

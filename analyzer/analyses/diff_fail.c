@@ -1,7 +1,9 @@
 /* diff_fail.c — --fail-on (diff.h; grammar in docs/diff.md): parsing a threshold spec
  * before any trace is read, and checking it against a diff, for CI's exit status. A
  * figure one side does not know (no steps, base 0 for a relative change) is never
- * "crossed": the check says so instead. */
+ * "crossed": the check says so instead.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/diff_int.h"
 
 #include "model/util.h"

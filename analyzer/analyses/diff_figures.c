@@ -1,7 +1,9 @@
 /* diff_figures.c — a compared figure (diff_int.h): its delta and ratio, and its text by
  * unit ("12.3 MiB", "+1.234 ms", "+5.1%"), shared by the verdict (diff.c), --fail-on
  * (diff_fail.c), the job diff (ranks_diff.c) and the views (views/diff_*.c). Part of
- * analyses/; calls model/ only. */
+ * analyses/; calls model/ only.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/diff_int.h"
 
 #include "model/util.h"

@@ -2,7 +2,9 @@
  *
  * One pass over the activities (sorted by device, then start) sweeps the union of
  * intervals per device and per stream at once, and sums the classes: within a device
- * starts never decrease, so each stream's own activities also arrive in start order. */
+ * starts never decrease, so each stream's own activities also arrive in start order.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/gpu.h"
 
 #include "model/util.h"

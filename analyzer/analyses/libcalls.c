@@ -1,5 +1,7 @@
 /* libcalls.c — see libcalls.h: linking library calls to their kernels, the GEMM table and
- * its findings, the NCCL table and the communicators. */
+ * its findings, the NCCL table and the communicators.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/libcalls.h"
 
 #include "model/util.h"

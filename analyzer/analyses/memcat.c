@@ -5,7 +5,9 @@
  * its address and time (a sweep in time order over the live set sorted by address) and
  * marks the phases it was used in; (3) the rules decide a
  * category per allocation (memcat_rules.c), then the bytes at the peak and per step are
- * summed and the bytes per parameter inferred. */
+ * summed and the bytes per parameter inferred.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #define _GNU_SOURCE
 #include "analyses/memcat.h"
 #include "analyses/memcat_int.h"

@@ -1,6 +1,8 @@
 /* memcat_rules.c — the rules that give each device allocation its category (memcat.h),
  * in the order docs/memory-anatomy.md lists them. Each rule names itself (`why`), so a
- * report can say why a byte is where it is. */
+ * report can say why a byte is where it is.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #define _GNU_SOURCE
 #include "analyses/memcat.h"
 #include "analyses/memcat_int.h"

@@ -21,7 +21,9 @@
  * a weight, or weights read by GEMMs twice in a step (forward and backward). Kernel names
  * and NVTX ranges, where they decided a call's phase, keep it: structure fills the rest —
  * but in a step where it saw micro-batches, its phases replace the names' (which read
- * every later micro-batch's forward as backward); NVTX ranges still win. */
+ * every later micro-batch's forward as backward); NVTX ranges still win.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #define _GNU_SOURCE
 #include "analyses/memcat.h"
 #include "analyses/memcat_int.h"

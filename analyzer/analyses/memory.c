@@ -1,7 +1,9 @@
 /* memory.c — see memory.h.
  *
  * Two passes over the events: the first finds the peak and the final live set, the second
- * stops at the peak to group what was live then. Both are O(n) with hash tables. */
+ * stops at the peak to group what was live then. Both are O(n) with hash tables.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/memory.h"
 
 #include "records.h"

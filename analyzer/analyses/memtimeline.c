@@ -1,4 +1,6 @@
-/* memtimeline.c — the memory timeline by category (memcat.h, ana_memcat_timeline). */
+/* memtimeline.c — the memory timeline by category (memcat.h, ana_memcat_timeline).
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/memcat.h"
 
 #include <stdlib.h>

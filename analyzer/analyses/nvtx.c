@@ -3,7 +3,9 @@
  * The GPU time of a range is a difference of prefix sums: the API calls whose kernels
  * have GPU time, sorted by (thread, time) for push/pop ranges and by time for start/end
  * ranges, each with the running sum of that time; a range is two binary searches. The
- * indexes exist only while the ranges are paired, and only for a trace with ranges. */
+ * indexes exist only while the ranges are paired, and only for a trace with ranges.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/nvtx.h"
 
 #include "model/util.h"

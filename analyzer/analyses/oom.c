@@ -1,7 +1,9 @@
 /* oom.c — see oom.h; the figures and formulas are documented in docs/oom.md.
  *
  * Build: pick the fatal failure, split what was live at it by category (memcat.h) and by
- * call stack, place it among the steps, then run the fits on those figures. */
+ * call stack, place it among the steps, then run the fits on those figures.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/oom.h"
 
 #include "format/records.h"

@@ -1,5 +1,7 @@
 /* ranks.c — see ranks.h: the job's figures, its stragglers and the skew of its
- * collectives, from the ranks' summaries. */
+ * collectives, from the ranks' summaries.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/ranks.h"
 
 #include "model/util.h"

@@ -156,15 +156,5 @@ const char *ana_rank_metric_name(int metric); /* "step", "work", "collective" */
 /* Both name a host, the same one. */
 int ana_rank_same_host(const ana_rank *a, const ana_rank *b);
 
-/* Gathers a job from CLI operands (ranks_load.c): trace files (.anat, or PyTorch profiler
- * JSON that kineto.h imports), directories (every *.anat inside, not recursing) and
- * `report --json` documents. Traces of processes
- * without a rank (a launcher) are left out with a note on stderr when others have one.
- * 0, or -1 with "anatomist: ..." printed (a directory without traces, an unreadable
- * file, mixed jobs). */
-int ana_ranks_load(const char *cmd, char **paths, size_t n, ana_ranks *out);
-/* 1 when the operands ask for the job view: several, a directory, or a `report --json`
- * document. */
-int ana_ranks_wanted(char **paths, size_t n);
 
 #endif

@@ -1,5 +1,7 @@
 /* ranks_skew.c — see ranks.h: collectives matched across ranks by communicator id and
- * sequence number, the spread of their arrivals and who arrived last. */
+ * sequence number, the spread of their arrivals and who arrived last.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/ranks.h"
 
 #include "model/util.h"

@@ -13,7 +13,9 @@
  * autograd ranges, backward) place the calls inside them, a step's calls before its
  * backward being forward when no range says forward; a step without such ranges is
  * placed by kernel-name hints (steps_seq.c). All of it O(n log n) in the calls (a range's
- * window is two binary searches over the calls). */
+ * window is two binary searches over the calls).
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
 #include "analyses/steps.h"
 #include "analyses/nvtx.h"
 

@@ -1,7 +1,10 @@
 /* cli.h — the subcommands of the `anatomist` executable and what they share.
  *
  * Each ana_cmd_* gets its own argv (argv[0] is the subcommand's name) and returns the
- * process exit status (util.h: ANA_EXIT_*; `run` returns the program's status). */
+ * process exit status (util.h: ANA_EXIT_*; `run` returns the program's status). main.c
+ * calls the commands; the commands call the helpers (common.c: usage messages, options,
+ * loading; cli_output.c; tty.c; run_traces.c; ranks_load.c), never main.c or each other.
+ * The top layer of the analyzer (README.md): nothing below includes this header. */
 #ifndef ANA_CLI_H
 #define ANA_CLI_H
 
@@ -84,5 +87,17 @@ void ana_cli_report_close(struct ana_report *r);
 
 /* Loads a trace, or prints why it cannot ("anatomist: FILE: ...") and returns NULL. */
 ana_trace *ana_cli_load(const char *path, unsigned flags);
+
+/* Gathers a job (analyses/ranks.h) from CLI operands (ranks_load.c): trace files (.anat,
+ * or PyTorch profiler JSON that kineto.h imports), directories (every *.anat inside, not
+ * recursing) and `report --json` documents. Traces of processes without a rank (a
+ * launcher) are left out with a note on stderr when others have one.
+ * 0, or -1 with "anatomist: ..." printed (a directory without traces, an unreadable
+ * file, mixed jobs). */
+struct ana_ranks;
+int ana_ranks_load(const char *cmd, char **paths, size_t n, struct ana_ranks *out);
+/* 1 when the operands ask for the job view: several, a directory, or a `report --json`
+ * document. */
+int ana_ranks_wanted(char **paths, size_t n);
 
 #endif

@@ -7,7 +7,8 @@
  * file system), given the mode fopen would have given, and renamed over OUT once whole:
  * rename replaces a link, never follows it. An OUT that already exists and is not a
  * regular file (a link, FIFO, directory, device) is refused: the user meant something
- * else by it. */
+ * else by it.
+ * Part of cli/: called by the commands that write files; calls model/ only. */
 #define _GNU_SOURCE
 #include "cli/cli.h"
 #include "model/util.h"

@@ -2,7 +2,9 @@
  * stdin, one per line, to "name<TAB>class" (and the deciding rule with --explain) on
  * stdout, line by line as they come (names of any length; a trailing \r is dropped; empty
  * lines are skipped). Each name is printed as given, mangled or not, but for its control
- * bytes, shown as \xNN (util.h ana_text_escape): names come from traces. */
+ * bytes, shown as \xNN (util.h ana_text_escape): names come from traces.
+ * Part of cli/, the top layer: called by main.c (the commands) or by the commands (their
+ * helpers); may call every layer below. */
 #include "analyses/classify.h"
 #include "cli/cli.h"
 #include "model/util.h"

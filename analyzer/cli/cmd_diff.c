@@ -1,7 +1,9 @@
 /* cmd_diff.c — `anatomist diff BASE HEAD [--format markdown|json|html|folded] [--metric M]
  * [-o FILE] [--top N] [--fail-on SPEC] [--no-symbols]`: what changed between two runs
  * (diff.h), for a pull request; exit status 1 when a --fail-on threshold is crossed, so CI
- * can gate on it. The folded format is the merged flame of one metric (flame.h). */
+ * can gate on it. The folded format is the merged flame of one metric (flame.h).
+ * Part of cli/, the top layer: called by main.c (the commands) or by the commands (their
+ * helpers); may call every layer below. */
 #include "cli/cli.h"
 #include "analyses/diff.h"
 #include "views/diff_write.h"

@@ -1,7 +1,9 @@
 /* cmd_export.c — `anatomist export TRACE [--format chrome|sqlite|folded] [-o FILE]
  * [--metric M] [--no-symbols] [-q]`: a trace in formats other tools read (export.h,
  * flame.h; docs/export.md). A file is written under FILE.tmp and renamed when complete,
- * so a failed export never leaves a partial FILE. */
+ * so a failed export never leaves a partial FILE.
+ * Part of cli/, the top layer: called by main.c (the commands) or by the commands (their
+ * helpers); may call every layer below. */
 #include "cli/cli.h"
 #include "views/export.h"
 #include "views/flame.h"

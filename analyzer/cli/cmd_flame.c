@@ -1,5 +1,7 @@
 /* cmd_flame.c — `anatomist flame TRACE [--metric M] [--format html|svg|folded] [-o FILE]
- * [--no-symbols]`: one flame graph of a trace (flame.h, docs/flame.md). */
+ * [--no-symbols]`: one flame graph of a trace (flame.h, docs/flame.md).
+ * Part of cli/, the top layer: called by main.c (the commands) or by the commands (their
+ * helpers); may call every layer below. */
 #include "cli/cli.h"
 #include "views/flame.h"
 #include "views/html.h"

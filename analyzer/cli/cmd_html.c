@@ -1,5 +1,7 @@
 /* cmd_html.c — `anatomist html TRACE [-o FILE] [--top N] [--no-symbols]`: the report as
- * one self-contained interactive page (html.h, docs/html.md). */
+ * one self-contained interactive page (html.h, docs/html.md).
+ * Part of cli/, the top layer: called by main.c (the commands) or by the commands (their
+ * helpers); may call every layer below. */
 #include "cli/cli.h"
 #include "views/html.h"
 #include "analyses/ranks.h"

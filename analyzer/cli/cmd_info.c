@@ -1,4 +1,6 @@
-/* cmd_info.c — `anatomist info TRACE [--json]`: what a trace file holds. */
+/* cmd_info.c — `anatomist info TRACE [--json]`: what a trace file holds.
+ * Part of cli/, the top layer: called by main.c (the commands) or by the commands (their
+ * helpers); may call every layer below. */
 #include "cli/cli.h"
 #include "model/json.h"
 #include "views/report_write.h"

@@ -1,5 +1,7 @@
 /* cmd_oom.c — `anatomist oom TRACE [--json] [--top N] [--no-symbols]`: the out-of-memory
- * post-mortem of one trace (oom.h), the report's "Out of memory" section on its own. */
+ * post-mortem of one trace (oom.h), the report's "Out of memory" section on its own.
+ * Part of cli/, the top layer: called by main.c (the commands) or by the commands (their
+ * helpers); may call every layer below. */
 #include "cli/cli.h"
 #include "views/report_write.h"
 #include "model/util.h"

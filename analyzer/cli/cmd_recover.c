@@ -1,6 +1,8 @@
 /* cmd_recover.c — `anatomist recover TRACE...`: the records a dead process left in its live
  * file (format/live.h) written into its trace for good. (`anatomist run` does the same for
- * its own traces: run_traces.c.) */
+ * its own traces: run_traces.c.)
+ * Part of cli/, the top layer: called by main.c (the commands) or by the commands (their
+ * helpers); may call every layer below. */
 #define _GNU_SOURCE
 #include "cli/cli.h"
 #include "live.h"

@@ -1,6 +1,8 @@
 /* cmd_report.c — `anatomist report TRACE [--json] [--top N] [--min-gap TIME] [--no-symbols]`;
  * with several traces, a directory or `report --json` documents, the job report of
- * ranks.h. */
+ * ranks.h.
+ * Part of cli/, the top layer: called by main.c (the commands) or by the commands (their
+ * helpers); may call every layer below. */
 #include "cli/cli.h"
 #include "analyses/ranks.h"
 #include "views/ranks_write.h"

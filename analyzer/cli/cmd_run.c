@@ -8,7 +8,9 @@
  * id (ANATOMIST_RUN_ID) that its processes write into their traces and live files, so that
  * what it lists and recovers at its end (run_traces.c) are the files of this run only.
  * The output pattern is handed to the processes as an absolute path, resolved against the
- * directory `run` was started in. */
+ * directory `run` was started in.
+ * Part of cli/, the top layer: called by main.c (the commands) or by the commands (their
+ * helpers); may call every layer below. */
 #define _GNU_SOURCE /* pipe2 */
 #include "cli/cli.h"
 #include "format/naming.h"

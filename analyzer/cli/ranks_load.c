@@ -1,5 +1,7 @@
 /* ranks_load.c — see ranks.h: the ranks of a job from the command line's operands, one
- * trace at a time (each trace's report is built, summarised and freed before the next). */
+ * trace at a time (each trace's report is built, summarised and freed before the next).
+ * Part of cli/: called by the commands that take a job (report, html, diff); calls
+ * import/, analyses/ and model/. */
 #include "analyses/ranks.h"
 
 #include "cli/cli.h"

@@ -12,7 +12,8 @@
  *
  * Then, as before, the live files of the run's processes that have ended are written into
  * their traces (recovery), and each trace's last chunk says how it ended (END): one line
- * per trace with its pid, how it ended and its command. */
+ * per trace with its pid, how it ended and its command.
+ * Part of cli/: called by `anatomist run` (cmd_run.c); calls model/ and format/. */
 #define _GNU_SOURCE
 #include "cli/cli.h"
 #include "live.h"

@@ -7,7 +7,8 @@
  * UTF-8) as \xNN. Text outputs escape the trace's strings themselves, whatever stdout is
  * (util.h ana_text_names); this filter stays as a second guard for what a terminal shows.
  * Pipes and files get the bytes as they are: JSON is escaped by its writer, and outputs
- * meant for other programs stay byte-exact. */
+ * meant for other programs stay byte-exact.
+ * Part of cli/: called by main.c; calls nothing of the analyzer. */
 #define _GNU_SOURCE
 #include "cli/cli.h"
 

@@ -9,7 +9,9 @@
  * thread; collectives). Times are integer ns from the text.
  *
  * This file reads; kineto_names.c holds the name tables, kineto_emit.c what is emitted
- * at the end (kineto_int.h). */
+ * at the end (kineto_int.h).
+ * Part of import/: called by import.c (and the fuzz target); calls model/ and format/
+ * only. */
 #include "import/kineto.h"
 #include "import/kineto_int.h"
 

@@ -2,7 +2,8 @@
  * GEMMs as their ops are read; collectives and `[memory]` events kept; then, once all
  * events are read, API calls with the kernel or bytes of their GPU event, memory with the
  * before-the-trace rule, properly nested ranges, collectives, the process and devices,
- * and the INFO records saying what was imported and skipped (docs/kineto-import.md). */
+ * and the INFO records saying what was imported and skipped (docs/kineto-import.md).
+ * Part of import/: called by kineto.c; calls model/ and format/ only. */
 #include "import/kineto.h"
 #include "import/kineto_int.h"
 

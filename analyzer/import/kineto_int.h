@@ -1,5 +1,5 @@
 /* kineto_int.h — the state shared by the Kineto importer's files; private to
- * analyzer/kineto*.c (no other file includes it: the module's contract is kineto.h).
+ * import/kineto*.c (no other file includes it: the module's contract is kineto.h).
  *
  * kineto.c reads the document and each event into `kin_ev`, turning it into records or
  * keeping it in the compact arrays of `kin`; kineto_names.c holds the name tables (event

@@ -2,7 +2,8 @@
  * categories and argument keys as the profiler spells them, the api numbers of runtime and
  * driver calls (format/records.h), copy and memory kinds from a copy's name, the API
  * context of an op, the ops imported as ranges, and the CUDA / NCCL data type of a PyTorch
- * type name (docs/kineto-import.md). Pure functions of their arguments. */
+ * type name (docs/kineto-import.md). Pure functions of their arguments.
+ * Part of import/: called by kineto.c and kineto_emit.c; calls nothing. */
 #include "import/kineto_int.h"
 
 #include "analyses/classify.h"

@@ -1,7 +1,9 @@
 /* ranks_read.c — see ranks.h: reads a rank's summary back from the "rank" member of a
  * `report --json` document (docs/report-schema.md), with the streaming reader (jsonr.h):
  * the rest of the document is skipped, not stored. Members it does not know are skipped,
- * so later versions may add some. */
+ * so later versions may add some.
+ * Part of import/: called by the job's loading (cli/ranks_load.c); calls analyses/ (the
+ * summary it fills) and model/. */
 #include "analyses/ranks.h"
 
 #include "model/jsonr.h"

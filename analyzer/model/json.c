@@ -1,4 +1,5 @@
-/* json.c — see json.h. */
+/* json.c — see json.h.
+ * Part of model/ (README.md): any layer may call it; it calls only model/ and format/. */
 #include "model/json.h"
 
 #include "model/util.h"

@@ -4,7 +4,8 @@
  * comma or a closing bracket), `stack` which containers are open. Input comes through one
  * fixed buffer refilled from the source; tokens never need to be contiguous in it
  * (strings are decoded into their own buffer, numbers and literals are copied byte by
- * byte), so a refill may happen anywhere. */
+ * byte), so a refill may happen anywhere.
+ * Part of model/ (README.md): any layer may call it; it calls only model/ and format/. */
 #include "model/jsonr.h"
 
 #include "safe_open.h"

@@ -5,7 +5,7 @@
  * records only the outermost ncclGroupEnd calls are kept (the others change no number of
  * the report); range names are interned.
  *
- * Filled by trace.c through ana_libs_on_record (not in summary mode), completed by
+ * Filled by trace_records.c through ana_libs_on_record (not in summary mode), completed by
  * ana_libs_finish (sorting), released by ana_libs_free. The analyses are in libcalls.h
  * (GEMMs, NCCL) and nvtx.h (ranges). Strings are copied; the model owns them.
  * Not thread-safe. */

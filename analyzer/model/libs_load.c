@@ -1,4 +1,5 @@
-/* libs_load.c — see libs.h: keeping the library and NVTX records of a trace. */
+/* libs_load.c — see libs.h: keeping the library and NVTX records of a trace.
+ * Part of model/ (README.md): any layer may call it; it calls only model/ and format/. */
 #include "model/libs.h"
 
 #include "model/util.h"

@@ -3,7 +3,8 @@
  *   3.10  co_linetable: (byte length, signed line delta; -128 = no line) pairs, one range each;
  *   3.11+ the location table (CPython's Objects/locations.md): entries of a first byte
  *         1CCCCLLL (code C, length L + 1 code units) and code-dependent varints.
- * A table cut short by the preload (over 48 KiB) gives 0 (unknown) past its end. */
+ * A table cut short by the preload (over 48 KiB) gives 0 (unknown) past its end.
+ * Part of model/ (README.md): any layer may call it; it calls only model/ and format/. */
 #include "model/pyframes.h"
 
 #include "model/trace.h"

@@ -1,4 +1,5 @@
-/* stacks.c — see stacks.h. */
+/* stacks.c — see stacks.h.
+ * Part of model/ (README.md): any layer may call it; it calls only model/ and format/. */
 #include "model/stacks.h"
 
 #include "model/util.h"

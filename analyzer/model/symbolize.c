@@ -1,5 +1,6 @@
 /* symbolize.c — see symbolize.h. One Dwfl session per module, opened on first use, so
- * that modules whose recorded ranges overlap over time never conflict. */
+ * that modules whose recorded ranges overlap over time never conflict.
+ * Part of model/ (README.md): any layer may call it; it calls only model/ and format/. */
 #include "model/symbolize.h"
 
 #include "safe_open.h"

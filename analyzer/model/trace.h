@@ -29,7 +29,7 @@ typedef struct ana_trace_module {
     char *shown; /* as printed (util.h ana_name_dup) */
     uint8_t *build_id;
     size_t build_id_len;
-    int cuda_lib; /* libcupti, libcuda or libcudart: CUDA's own frames (trace.c) */
+    int cuda_lib; /* libcupti, libcuda or libcudart: CUDA's own frames (trace_records.c) */
 } ana_trace_module;
 
 /* Addresses [lo, hi) whose module is modules[module] (the latest announcement covering

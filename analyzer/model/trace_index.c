@@ -1,5 +1,6 @@
 /* trace_index.c — the model's lookups (trace.h): wide values, correlation ids, calls by
- * time, kernels, INFO values. */
+ * time, kernels, INFO values.
+ * Part of model/ (README.md): any layer may call it; it calls only model/ and format/. */
 #include "model/trace.h"
 
 #include "model/util.h"

@@ -1,7 +1,8 @@
 /* trace_modules.c — which module holds an address (trace.h): the modules' ranges as
  * disjoint sorted spans, built once by ana_trace_finish, searched by bisection. A trace
  * re-announces modules at every change of the loader's list, and a hostile one may hold
- * millions: a scan per address would make symbolizing quadratic. */
+ * millions: a scan per address would make symbolizing quadratic.
+ * Part of model/ (README.md): any layer may call it; it calls only model/ and format/. */
 #include "model/trace.h"
 #include "model/util.h"
 

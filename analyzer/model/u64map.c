@@ -1,4 +1,5 @@
-/* u64map.c — see u64map.h. */
+/* u64map.c — see u64map.h.
+ * Part of model/ (README.md): any layer may call it; it calls only model/ and format/. */
 #include "model/u64map.h"
 
 #include "model/util.h"

@@ -1,4 +1,5 @@
-/* util.c — see util.h. */
+/* util.c — see util.h.
+ * Part of model/ (README.md): any layer may call it; it calls only model/ and format/. */
 #include "model/util.h"
 
 #include <ctype.h>

@@ -5,7 +5,9 @@
  * and a thread per host thread that opened NVTX ranges (their GPU projection); a process
  * for the host with a thread per host thread (API calls, allocations and frees, GEMMs,
  * collectives, NVTX ranges and marks) and the counter "device memory" by category.
- * Timestamps are µs since the trace's first record, written exactly to the ns. */
+ * Timestamps are µs since the trace's first record, written exactly to the ns.
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "views/export.h"
 
 #include "analyses/classify.h"

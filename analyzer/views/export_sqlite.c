@@ -1,7 +1,9 @@
 /* export_sqlite.c — a trace as an SQLite database, one table per kind of thing (schema in
  * docs/export.md, "SQLite"; the version is meta.schema_version). Every row is inserted
  * through a prepared statement inside one transaction, with the journal off: the file is
- * new, and a failed export is deleted by the caller, so nothing needs rolling back. */
+ * new, and a failed export is deleted by the caller, so nothing needs rolling back.
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "views/export.h"
 
 #include "analyses/classify.h"

@@ -5,7 +5,9 @@
  * (parent, name) to the child, so adding a stack costs one lookup per frame; the finish
  * sums totals bottom-up and rewrites the nodes in preorder with siblings sorted by name
  * and names numbered in order of first use, so the result depends on the stacks and
- * values only, never on the order they were added in. */
+ * values only, never on the order they were added in.
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "views/flame.h"
 
 #include "views/report_write.h"

@@ -9,7 +9,9 @@
  * palette of its kind (host frames warm, kernels by class, memory by category); merged
  * flames are red where the head grew and blue where it shrank, by the change relative to
  * the larger of the two. Names are written as XML text: markup escaped, control bytes as
- * spaces, invalid UTF-8 as U+FFFD, so the file always parses. */
+ * spaces, invalid UTF-8 as U+FFFD, so the file always parses.
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "views/flame.h"
 
 #include "analyses/classify.h"

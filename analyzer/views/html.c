@@ -1,6 +1,8 @@
 /* html.c — the self-contained HTML pages (html.h): viewer/page.html with viewer.css and
  * the page's scripts inlined, and the data as JSON in
- * <script type="application/json" id="anatomist-data"> (docs/html.md). */
+ * <script type="application/json" id="anatomist-data"> (docs/html.md).
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #define _GNU_SOURCE /* open_memstream */
 #include "views/html.h"
 

@@ -1,5 +1,7 @@
 /* ranks_json.c — the job report as JSON (schema "anatomist.ranks/1",
- * docs/report-schema.md, "Many ranks"). Later versions only add fields. */
+ * docs/report-schema.md, "Many ranks"). Later versions only add fields.
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "analyses/ranks.h"
 #include "views/ranks_write.h"
 

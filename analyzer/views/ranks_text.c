@@ -1,5 +1,7 @@
 /* ranks_text.c — the job report as text: the merged anatomy, the per-rank table, the
- * stragglers with why each was flagged, and the skew of the collectives. */
+ * stragglers with why each was flagged, and the skew of the collectives.
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "analyses/ranks.h"
 #include "views/ranks_write.h"
 

@@ -1,5 +1,7 @@
 /* report_gpu_json.c — the "gpu" member of `anatomist report --json` (docs/report-schema.md,
- * `gpu`): the numbers of gpu.h as they are, times relative to the first record. */
+ * `gpu`): the numbers of gpu.h as they are, times relative to the first record.
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "views/report_write.h"
 
 #include "model/util.h"

@@ -1,6 +1,8 @@
 /* report_gpu_text.c — the GPU sections of `anatomist report` for people: busy and idle
  * time, kernels by GPU time, copies by direction and host memory kind, streams, and the
- * longest idle gaps with the API calls around them. Same numbers as the JSON "gpu". */
+ * longest idle gaps with the API calls around them. Same numbers as the JSON "gpu".
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "views/report_write.h"
 
 #include "model/util.h"

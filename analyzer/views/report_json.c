@@ -1,5 +1,7 @@
 /* report_json.c — `anatomist report --json` (schema "anatomist.report/1",
- * docs/report-schema.md). Later versions only add fields. */
+ * docs/report-schema.md). Later versions only add fields.
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "model/capture.h"
 #include "views/report_write.h"
 

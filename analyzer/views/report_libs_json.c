@@ -1,7 +1,9 @@
 /* report_libs_json.c — the library members of `anatomist report --json`
  * (docs/report-schema.md): `libraries`, `gemms`, `gemm_alignment`, `findings`,
  * `collectives`, `communicators`, `ranges`, `marks`, `ranges_unmatched`, and the
- * memory section's `by_library`, `by_library_at_end` and `labels`. */
+ * memory section's `by_library`, `by_library_at_end` and `labels`.
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "views/report_write.h"
 
 #include "model/util.h"

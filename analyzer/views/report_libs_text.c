@@ -3,7 +3,9 @@
  * NCCL collectives with bus bandwidth, NVTX ranges, and the memory section's lines by
  * library and NVTX memory region. Each section is printed only when the trace has the
  * records it reads, so a trace without library records reads as before. Same numbers
- * as the JSON. */
+ * as the JSON.
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "views/report_write.h"
 
 #include "model/util.h"

@@ -2,7 +2,9 @@
  * at the peak (and at a moment the user names with --at), bytes per parameter, the
  * largest allocations live at the peak with the rule that placed each, and the peak of
  * each step. Text: the section "Where GPU memory goes"; JSON: members of `memory`
- * (docs/report-schema.md). */
+ * (docs/report-schema.md).
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "views/report_write.h"
 #include "model/util.h"
 

@@ -1,7 +1,9 @@
 /* report_oom.c — the report's "Out of memory" section and `oom` JSON object (oom.h), and
  * its memory advice (advice.h), as text and as JSON (docs/oom.md). Only formats: the
  * numbers are computed by ana_oom_build and ana_advice_build. `anatomist oom` prints the
- * same section and object. */
+ * same section and object.
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "views/report_write.h"
 
 #include "cuda_errors.h"

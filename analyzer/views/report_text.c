@@ -1,5 +1,7 @@
 /* report_text.c — `anatomist report` for people: the same numbers as the JSON, ranked
- * lists cut at --top, stacks without the profiler's own frames. */
+ * lists cut at --top, stacks without the profiler's own frames.
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "model/capture.h"
 #include "views/report_write.h"
 

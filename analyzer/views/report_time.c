@@ -1,7 +1,9 @@
 /* report_time.c — the time anatomy in `anatomist report`: GPU time by class (overall, per
  * step, per phase), top kernels per class, the contractions' TFLOP/s and MFU, forward vs
  * backward. Text for people and the JSON "time" and "steps" objects (docs/report-schema.md);
- * both print the same numbers from ana_anatomy (anatomy.h). */
+ * both print the same numbers from ana_anatomy (anatomy.h).
+ * Part of views/: called by the commands (cli/) and by other views; calls analyses/ and
+ * model/, never cli/. */
 #include "views/report_write.h"
 
 #include "model/util.h"

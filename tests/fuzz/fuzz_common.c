@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 #include "fuzz_common.h"
 
-#include "analyses/report.h"
+#include "views/report_write.h"
 
 #include <stdio.h>
 #include <stdlib.h>

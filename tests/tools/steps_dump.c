@@ -1,4 +1,4 @@
-/* steps_dump — prints what analyzer/steps.h finds in a trace, as one JSON document:
+/* steps_dump — prints what analyzer/analyses/steps.h finds in a trace, as one JSON document:
  *
  *     {"method":"nvtx","name":"step","median_ns":...,"phases":"nvtx","why":"",
  *      "steps":[{"start_ns":...,"end_ns":...,"calls":...,"phases":"nvtx"}, ...],

@@ -1,4 +1,4 @@
-/* memcat_tb.h — a trace builder for the unit tests of the memory anatomy (analyzer/memcat.h,
+/* memcat_tb.h — a trace builder for the unit tests of the memory anatomy (analyzer/analyses/memcat.h,
  * test_memcat.c, test_memcat_evidence.c), on top of steps_tb.h (whose clock, calls and
  * NVTX ranges it shares).
  *

@@ -1,4 +1,4 @@
-/* Memory replay (analyzer/memory.c) on hand-built event lists. */
+/* Memory replay (analyzer/analyses/memory.c) on hand-built event lists. */
 #include <criterion/criterion.h>
 
 #include "analyses/memory.h"

@@ -1,4 +1,4 @@
-/* test_steps.c — steps and phases (analyzer/steps.h) found from NVTX ranges, on traces
+/* test_steps.c — steps and phases (analyzer/analyses/steps.h) found from NVTX ranges, on traces
  * built in memory; the optimizer-anchored and period methods are in test_steps_seq.c.
  *
  * Each test writes KERNEL, LAUNCH, MEMCPY, GPU_KERNEL and RANGE records with known times
