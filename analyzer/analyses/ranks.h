@@ -78,12 +78,6 @@ void ana_rank_from_report(const struct ana_report *r, ana_rank *out);
 /* Medians and means from the step arrays. */
 void ana_rank_derive(ana_rank *k);
 void ana_rank_free(ana_rank *k);
-/* Reads the "rank" member of a `report --json` document at path into out (source set to
- * path). 0, or -1 with why in err (not JSON, no "rank" member, a bad value). */
-int ana_rank_read_json(const char *path, ana_rank *out, char *err, size_t cap);
-/* 1 when path is a `report --json` document (its first member is "schema":
- * "anatomist.report/..."); a PyTorch profiler trace, also JSON, is not. */
-int ana_rank_json_is_report(const char *path);
 
 /* Stragglers: a rank stands out in a metric when its value differs from the median m of
  * the OTHER ranks' values, in the metric's bad direction, by more than

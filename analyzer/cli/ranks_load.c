@@ -2,6 +2,7 @@
  * trace at a time (each trace's report is built, summarised and freed before the next).
  * Part of cli/: called by the commands that take a job (report, html, diff); calls
  * import/, analyses/ and model/. */
+#include "import/import.h"
 #include "analyses/ranks.h"
 
 #include "cli/cli.h"

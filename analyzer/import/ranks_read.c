@@ -4,6 +4,7 @@
  * so later versions may add some.
  * Part of import/: called by the job's loading (cli/ranks_load.c); calls analyses/ (the
  * summary it fills) and model/. */
+#include "import/import.h"
 #include "analyses/ranks.h"
 
 #include "model/jsonr.h"

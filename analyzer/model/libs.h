@@ -18,7 +18,7 @@
 #include "records.h"
 #include "model/u64map.h"
 
-/* The precision a GEMM effectively computes in (libcalls.c, ana_gemm_precision). */
+/* The precision a GEMM effectively computes in (libtables.c, ana_gemm_precision). */
 enum ana_prec { ANA_PREC_FP64, ANA_PREC_FP32, ANA_PREC_TF32, ANA_PREC_FP16, ANA_PREC_BF16,
                 ANA_PREC_FP8, ANA_PREC_OTHER, ANA_PREC_COUNT };
 

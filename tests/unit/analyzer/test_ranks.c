@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "import/import.h"
 #include "analyses/ranks.h"
 #include "views/report_write.h"
 #include "model/util.h"
