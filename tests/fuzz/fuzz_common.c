@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 #include "fuzz_common.h"
 
-#include "report.h"
+#include "views/report_write.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +56,7 @@ void ana_fuzz_load(const char *path)
         ana_trace *t;
         ana_error err;
         char msg[1024];
-        if (ana_trace_load(path, modes[i], &t, &err) != 0) {
+        if (ana_import_load(path, modes[i], &t, &err) != 0) {
             ana_error_format(&err, msg, sizeof(msg));
             continue;
         }

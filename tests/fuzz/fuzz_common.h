@@ -11,7 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace.h"
+#include "import/import.h"
+#include "model/trace.h"
 
 /* Writes data to a new memfd and its path to path. Returns the fd (close it when done),
  * or -1. */
@@ -21,7 +22,7 @@ int ana_fuzz_file(const void *data, size_t size, char *path, size_t cap);
  * files), writes it as text and JSON to /dev/null, frees t. */
 void ana_fuzz_report(ana_trace *t);
 
-/* Loads path with ana_trace_load (full, then summary as `info` does), formats any error
+/* Loads path with ana_import_load (full, then summary as `info` does), formats any error
  * and reports what loaded. */
 void ana_fuzz_load(const char *path);
 

@@ -6,7 +6,7 @@
  * by the target and imported again, so that the gzip path reads the same hostile text
  * through zlib (buffer refills at other places). */
 #include "fuzz_common.h"
-#include "kineto.h"
+#include "import/kineto.h"
 
 #include <stdlib.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 /* fuzz_live.c — libFuzzer target: bytes -> a trace's live file (format/live.h) -> the
- * reader's recovery (reader rule 6) -> ana_trace_load -> the report.
+ * reader's recovery (reader rule 6) -> ana_import_load -> the report.
  *
  * A live file sits beside a trace where anyone who can write the directory can put one, so
  * the reader must survive any content. The input is the live file; its first 24 bytes are

@@ -1,4 +1,4 @@
-/* fuzz_trace.c — libFuzzer target: bytes -> a .anat file -> ana_trace_load -> the report.
+/* fuzz_trace.c — libFuzzer target: bytes -> a .anat file -> ana_import_load -> the report.
  *
  * Two kinds of input, so that mutations reach the record decoders although the records
  * on disk are zstd-compressed (a flipped compressed byte only tests zstd's checks):

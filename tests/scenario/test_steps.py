@@ -1,4 +1,4 @@
-"""Training steps and phases end to end (analyzer/steps.h, docs/steps.md): samples/train_gpt
+"""Training steps and phases end to end (analyzer/analyses/steps.h, docs/steps.md): samples/train_gpt
 and samples/train_mlp under `anatomist run --sim`, read through tests/steps_dump (the
 steps, and every LAUNCH/MEMCPY/MEMSET call with its step and phase).
 

@@ -1,4 +1,4 @@
-/* steps_dump — prints what analyzer/steps.h finds in a trace, as one JSON document:
+/* steps_dump — prints what analyzer/analyses/steps.h finds in a trace, as one JSON document:
  *
  *     {"method":"nvtx","name":"step","median_ns":...,"phases":"nvtx","why":"",
  *      "steps":[{"start_ns":...,"end_ns":...,"calls":...,"phases":"nvtx"}, ...],
@@ -12,10 +12,11 @@
  * cannot be read. */
 #include <stdio.h>
 
-#include "json.h"
+#include "model/json.h"
 #include "records.h"
-#include "steps.h"
-#include "trace.h"
+#include "analyses/steps.h"
+#include "import/import.h"
+#include "model/trace.h"
 
 static const char *kind_name(int kind)
 {
@@ -51,7 +52,7 @@ int main(int argc, char **argv)
     }
     ana_trace *t;
     ana_error err;
-    if (ana_trace_load(argv[1], ANA_LOAD_ALL, &t, &err) != 0) {
+    if (ana_import_load(argv[1], ANA_LOAD_ALL, &t, &err) != 0) {
         char msg[512];
         ana_error_format(&err, msg, sizeof(msg));
         fprintf(stderr, "steps_dump: %s\n", msg);

@@ -1,4 +1,4 @@
-/* memcat_tb.h — a trace builder for the unit tests of the memory anatomy (analyzer/memcat.h,
+/* memcat_tb.h — a trace builder for the unit tests of the memory anatomy (analyzer/analyses/memcat.h,
  * test_memcat.c, test_memcat_evidence.c), on top of steps_tb.h (whose clock, calls and
  * NVTX ranges it shares).
  *
@@ -18,11 +18,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "memcat.h"
-#include "memory.h"
-#include "steps.h"
+#include "analyses/memcat.h"
+#include "analyses/memory.h"
+#include "analyses/steps.h"
 #include "steps_tb.h"
-#include "trace.h"
+#include "model/trace.h"
 
 #define HOST_BUF 0x7f0000001000ull /* a host address: copies' source */
 

@@ -1,4 +1,4 @@
-/* steps_tb.h — a trace builder for the unit tests of analyzer/steps.h (test_steps.c,
+/* steps_tb.h — a trace builder for the unit tests of analyzer/analyses/steps.h (test_steps.c,
  * test_steps_seq.c), shared so both build their traces the same way.
  *
  * tb_* write KERNEL, LAUNCH, MEMCPY, GPU_KERNEL and RANGE records with known times through
@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "steps.h"
-#include "trace.h"
+#include "analyses/steps.h"
+#include "model/trace.h"
 
 #define TID 7
 #define MAX_CALLS 512

@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "classify.h"
+#include "analyses/classify.h"
 
 static const char gemm_name[] = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_"
                                 "warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";

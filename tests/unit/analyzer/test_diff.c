@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "diff.h"
+#include "analyses/diff.h"
 
 static ana_diff_limit lim[ANA_DIFF_MAX_LIMITS];
 static char err[256];

@@ -1,4 +1,4 @@
-/* test_flame.c — flame graphs (analyzer/flame.h, docs/flame.md).
+/* test_flame.c — flame graphs (analyzer/views/flame.h, docs/flame.md).
  *
  * The writers and the merge run on flames written here node by node; the build runs on a
  * trace written here record by record (stacks, kernels, launches, copies, GPU activity,
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flame.h"
-#include "report.h"
-#include "trace.h"
+#include "views/flame.h"
+#include "analyses/report.h"
+#include "model/trace.h"
 
 /* ---- flames written node by node ---- */
 

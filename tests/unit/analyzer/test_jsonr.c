@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "jsonr.h"
+#include "model/jsonr.h"
 
 /* Tokens of text until END or ERROR; returns how many were read, last in *last. */
 static int drain(const char *text, int *last, ana_jsonr **out)

@@ -1,4 +1,4 @@
-/* test_memcat.c — the memory anatomy (analyzer/memcat.h) of training runs built in memory:
+/* test_memcat.c — the memory anatomy (analyzer/analyses/memcat.h) of training runs built in memory:
  * a per-tensor loop, an arena, master copies, lifetimes without pointers, a failure after
  * the last step, mixed precision; the other evidence (NVTX regions, libraries, inference,
  * no steps) is in test_memcat_evidence.c.
@@ -12,10 +12,10 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "memcat.h"
+#include "analyses/memcat.h"
 #include "memcat_tb.h"
-#include "memory.h"
-#include "steps.h"
+#include "analyses/memory.h"
+#include "analyses/steps.h"
 
 /* ------------------------------------------------------------ a per-tensor training loop */
 

@@ -1,4 +1,4 @@
-/* test_memcat_evidence.c — the memory anatomy (analyzer/memcat.h): the evidence before the
+/* test_memcat_evidence.c — the memory anatomy (analyzer/analyses/memcat.h): the evidence before the
  * lifetimes (NVTX memory regions, library memory and workspaces), inference runs and a run
  * without steps, on traces built in memory (memcat_tb.h). As in test_memcat.c, the
  * expected categories and sums follow from what the test wrote and docs/memory-anatomy.md,
@@ -6,10 +6,10 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "memcat.h"
+#include "analyses/memcat.h"
 #include "memcat_tb.h"
-#include "memory.h"
-#include "steps.h"
+#include "analyses/memory.h"
+#include "analyses/steps.h"
 
 /* ---------------------------------------------------------------- NVTX memory regions */
 

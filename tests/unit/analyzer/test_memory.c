@@ -1,7 +1,7 @@
-/* Memory replay (analyzer/memory.c) on hand-built event lists. */
+/* Memory replay (analyzer/analyses/memory.c) on hand-built event lists. */
 #include <criterion/criterion.h>
 
-#include "memory.h"
+#include "analyses/memory.h"
 
 #define DEV ANA_MEM_DEVICE
 #define HOST ANA_MEM_HOST_PINNED

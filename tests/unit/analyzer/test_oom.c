@@ -1,11 +1,11 @@
-/* The out-of-memory fits (analyzer/oom.c) and the memory advice (analyzer/advice.c) on
+/* The out-of-memory fits (analyzer/analyses/oom.c) and the memory advice (analyzer/analyses/advice.c) on
  * hand-made category figures. Every expected number is worked out by hand in the comment
  * above it, not by calling the formulas under test. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "advice.h"
-#include "oom.h"
+#include "analyses/advice.h"
+#include "analyses/oom.h"
 
 #define W ANA_MCAT_WEIGHTS
 #define O ANA_MCAT_OPTIMIZER

@@ -7,8 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ranks.h"
-#include "util.h"
+#include "import/import.h"
+#include "analyses/ranks.h"
+#include "views/report_write.h"
+#include "model/util.h"
 
 #define MS 1000000ull
 

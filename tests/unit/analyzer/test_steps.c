@@ -1,4 +1,4 @@
-/* test_steps.c — steps and phases (analyzer/steps.h) found from NVTX ranges, on traces
+/* test_steps.c — steps and phases (analyzer/analyses/steps.h) found from NVTX ranges, on traces
  * built in memory; the optimizer-anchored and period methods are in test_steps_seq.c.
  *
  * Each test writes KERNEL, LAUNCH, MEMCPY, GPU_KERNEL and RANGE records with known times
@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "steps.h"
+#include "analyses/steps.h"
 #include "steps_tb.h"
-#include "trace.h"
+#include "model/trace.h"
 
 /* ------------------------------------------------------------------ NVTX */
 

@@ -1,4 +1,4 @@
-/* test_steps_seq.c — steps and phases (analyzer/steps.h) found from the launch sequence
+/* test_steps_seq.c — steps and phases (analyzer/analyses/steps.h) found from the launch sequence
  * alone, on traces built in memory: steps anchored on runs of optimizer kernels, steps cut
  * by the sequence's period, and a sequence with no steps. NVTX steps are in test_steps.c.
  *
@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "steps.h"
+#include "analyses/steps.h"
 #include "steps_tb.h"
-#include "trace.h"
+#include "model/trace.h"
 
 /* ------------------------------------------------------------------ optimizer */
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace.h"
-#include "util.h"
+#include "model/trace.h"
+#include "model/util.h"
 #include "../random.h"
 
 static uint64_t rng = 88172645463325252ull;

@@ -5,10 +5,10 @@
 #include <string.h>
 
 #include "cuda_errors.h"
-#include "json.h"
-#include "stacks.h"
-#include "u64map.h"
-#include "util.h"
+#include "model/json.h"
+#include "model/stacks.h"
+#include "model/u64map.h"
+#include "model/util.h"
 
 Test(cuda_error, names)
 {

@@ -1,0 +1,34 @@
+/* memcat_int.h — shared by memcat.c (evidence), memcat_sums.c (sums), memcat_struct.c and
+ * memcat_rules.c (the rules).
+ * Internal to the memory anatomy. */
+#ifndef ANA_MEMCAT_INT_H
+#define ANA_MEMCAT_INT_H
+
+#include "analyses/memcat.h"
+
+/* The step whose [start, end) holds time: -1 before the first step, -2 between two
+ * steps, n_steps after the last (or no steps: -1). */
+int32_t ana_mc_step_of(const ana_steps *s, uint64_t time_ns);
+
+/* Phases and roles from the structure of the steps' uses (memcat_struct.c): use_alloc[i]
+ * is the allocation (index into m->allocs) t->uses[i] fell in, or -1; phase[] (per call,
+ * a copy of s->call_phase) gets structural phases where it is undecided (and over kernel
+ * names' in steps with micro-batches: memcat_struct.c); sets
+ * m->allocs[*].sflags and m->structure. */
+void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m,
+                   const long *use_alloc, uint8_t *phase);
+
+/* Decides m->allocs[*].cat and .why (memcat_rules.c). */
+void ana_mc_decide(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m);
+
+/* The sums once every allocation has its category (memcat_sums.c, from ana_memcat_build):
+ * the bytes by category at each step's peak; the parameters the GEMM operands in the
+ * weights imply (ua: the allocation of each use, as ana_mc_struct's use_alloc); the bytes
+ * per parameter and the parameter count. */
+void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
+                       ana_memcat *m);
+double ana_mc_gemm_params(const ana_trace *t, const ana_mem_result *mem, const ana_memcat *m,
+                          const long *ua);
+void ana_mc_per_param(const ana_mem_result *mem, ana_memcat *m, double p_gemm);
+
+#endif

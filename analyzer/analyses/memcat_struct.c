@@ -1,0 +1,394 @@
+/* memcat_struct.c — phases and roles from the structure of a step's pointer uses, where
+ * NVTX ranges and kernel names leave them undecided (docs/memory-anatomy.md, "Structure
+ * before names"). What a buffer is shows in how a step uses it:
+ *
+ *   weight     kept across steps, read by GEMMs (A or B) in most steps, never written by
+ *              one;
+ *   the update the launches after a step's last GEMM that touch a weight, and those of
+ *              the kernel that touches the most buffers kept across steps there (the
+ *              optimizer, found without its name: one launch per tensor or one for all);
+ *   gradient   written by a GEMM and read by the update;
+ *   16-bit copy a weight the update does not touch, written by a launch that touches a
+ *              buffer the update does (its fp32 master: a cast kernel): a weight too;
+ *   backward   begins at the first GEMM of the step that writes a gradient or reads a
+ *              weight's address a second time (dX = dY·W reads what forward read); where the
+ *              step's GEMMs write a gradient address twice (micro-batches accumulate), once
+ *              every such address has been written, a GEMM that reads a weight and writes
+ *              no gradient starts the next micro-batch's forward;
+ *   evaluation a forward pass that starts over (reads the first weight address of the
+ *              step's forward again) before any backward: its calls stay undecided.
+ * The update is believed only with a sign of training beside it: a gradient the size of
+ * a weight, or weights read by GEMMs twice in a step (forward and backward). Kernel names
+ * and NVTX ranges, where they decided a call's phase, keep it: structure fills the rest —
+ * but in a step where it saw micro-batches, its phases replace the names' (which read
+ * every later micro-batch's forward as backward); NVTX ranges still win.
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
+#define _GNU_SOURCE
+#include "analyses/memcat.h"
+#include "analyses/memcat_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/u64map.h"
+#include "model/util.h"
+
+typedef struct ana_ms_step {
+    size_t lo, hi;        /* its uses: [lo, hi) of t->uses */
+    uint64_t last_gemm;   /* time of its last GEMM use, 0 none */
+    uint64_t first_gemm;  /* time of its first GEMM use, 0 none */
+} ana_ms_step;
+
+static int ana_ms_gemm(unsigned kind) { return kind == ANA_USE_GEMM_IN || kind == ANA_USE_GEMM_OUT; }
+
+/* 1 when allocation a is kept across step k: made before it, released after it. */
+static int ana_ms_kept(const ana_mc_alloc *a, int32_t k)
+{
+    return a->step_alloc < k && a->step_alloc != -2 && (a->step_free > k || a->step_free == -2);
+}
+
+/* Kernel index (into t->kernels) of a kernel use, or SIZE_MAX. */
+static size_t ana_ms_kidx(const ana_trace *t, const ana_ptr_use *u)
+{
+    const ana_trace_kernel *k = ana_trace_kernel_by_id(t, ana_trace_use_arg(t, u));
+    return k ? (size_t)(k - t->kernels) : SIZE_MAX;
+}
+
+/* Change points of one step's phases: from at[j] on, ph[j]. */
+typedef struct ana_ms_points {
+    uint64_t *at;
+    uint8_t *ph;
+    size_t n, cap;
+} ana_ms_points;
+
+/* Adds a change point; one at the same time as the last replaces it. */
+static void ana_ms_push(ana_ms_points *p, uint64_t at, uint8_t ph)
+{
+    if (p->n && p->at[p->n - 1] == at)
+        p->n--;
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 16;
+        p->at = ana_xrealloc(p->at, p->cap * sizeof(*p->at));
+        p->ph = ana_xrealloc(p->ph, p->cap);
+    }
+    p->at[p->n] = at, p->ph[p->n] = ph, p->n++;
+}
+
+/* Just after the launch of the GEMM whose use is at time_ns (the call that follows it). */
+static uint64_t ana_ms_after_launch(const ana_trace *t, uint64_t time_ns)
+{
+    size_t i = ana_trace_call_bound(t, time_ns, 0);
+    return i < t->n_calls ? t->calls[i].time_ns + 1 : time_ns + 1;
+}
+
+/* Sets phase[] (per call, in/out) of step k's calls where it is undecided, or, with
+ * over_names, wherever the points decide one. */
+static void ana_ms_apply(const ana_trace *t, const ana_steps *s, int32_t k, const ana_ms_points *p,
+                         int over_names, uint8_t *phase)
+{
+    size_t c = 0;
+    for (size_t i = ana_trace_call_bound(t, s->steps[k].start_ns, 0);
+         i < t->n_calls && t->calls[i].time_ns < s->steps[k].end_ns; i++) {
+        if (s->call_step[i] != k)
+            continue;
+        while (c + 1 < p->n && p->at[c + 1] <= t->calls[i].time_ns)
+            c++;
+        if (!p->n || t->calls[i].time_ns < p->at[0])
+            continue;
+        if (phase[i] == ANA_PHASE_UNDECIDED || (over_names && p->ph[c] != ANA_PHASE_UNDECIDED))
+            phase[i] = p->ph[c];
+    }
+}
+
+/* A 16-bit working copy: a weight the update does not touch, written in a step, before its
+ * first GEMM or after its last, by a launch that also touches a buffer the update does
+ * touch and no GEMM writes (its fp32 master: a cast kernel before forward or after the
+ * update; a bias add between GEMMs is not one). It counts as updated (upd[a] = 1). */
+static void ana_ms_working_copies(const ana_trace *t, const ana_ms_step *st, int32_t n, const long *use_alloc,
+                                  const uint8_t *w, uint8_t *upd, const uint8_t *gout, size_t na)
+{
+    uint8_t *copy = ana_xcalloc(na + 1, 1);
+    for (int32_t k = 0; k < n; k++)
+        for (size_t i = st[k].lo; i < st[k].hi;) {
+            /* one launch: the kernel uses at one time with one kernel */
+            size_t j = i;
+            const ana_ptr_use *u = &t->uses[i];
+            int master = 0;
+            while (j < st[k].hi && t->uses[j].time_ns == u->time_ns &&
+                   ana_trace_use_kind(&t->uses[j]) == ANA_USE_KERNEL && ana_trace_use_kind(u) == ANA_USE_KERNEL &&
+                   ana_trace_use_arg(t, &t->uses[j]) == ana_trace_use_arg(t, u)) {
+                long a = use_alloc[j++];
+                master |= a >= 0 && upd[a] && !gout[a] && !w[a];
+            }
+            if (j == i) {
+                i++;
+                continue;
+            }
+            if (st[k].first_gemm && u->time_ns >= st[k].first_gemm && u->time_ns <= st[k].last_gemm)
+                master = 0; /* inside forward/backward */
+            for (size_t q = i; q < j && master; q++) {
+                long a = use_alloc[q];
+                if (a >= 0 && w[a] && !upd[a])
+                    copy[a] = 1;
+            }
+            i = j;
+        }
+    for (size_t a = 0; a < na; a++)
+        upd[a] |= copy[a];
+    free(copy);
+}
+
+/* Per step, for each kernel: launched after the step's last GEMM, or before it. */
+static void ana_ms_kernel_sides(const ana_trace *t, const ana_ms_step *st, int32_t n, uint32_t *after,
+                                uint32_t *before, size_t nk)
+{
+    int32_t *seen_a = ana_xcalloc(nk + 1, sizeof(int32_t)), *seen_b = ana_xcalloc(nk + 1, sizeof(int32_t));
+    for (int32_t k = 0; k < n; k++)
+        for (size_t i = st[k].lo; i < st[k].hi; i++) {
+            const ana_ptr_use *u = &t->uses[i];
+            size_t ki;
+            if (ana_trace_use_kind(u) != ANA_USE_KERNEL || (ki = ana_ms_kidx(t, u)) == SIZE_MAX)
+                continue;
+            int late = st[k].last_gemm && u->time_ns > st[k].last_gemm;
+            int32_t *seen = late ? seen_a : seen_b;
+            if (seen[ki] != k + 1)
+                seen[ki] = k + 1, (late ? after : before)[ki]++;
+        }
+    free(seen_a);
+    free(seen_b);
+}
+
+void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m,
+                   const long *use_alloc, uint8_t *phase)
+{
+    int32_t n = (int32_t)s->n_steps;
+    size_t na = m->n_allocs, nk = t->n_kernels;
+    if (n < 1 || !na || !t->n_uses)
+        return;
+    ana_ms_step *st = ana_xcalloc((size_t)n + 1, sizeof(*st));
+    uint32_t *gin_steps = ana_xcalloc(na + 1, sizeof(uint32_t)), *gin_max = ana_xcalloc(na + 1, sizeof(uint32_t));
+    int32_t *gin_last = ana_xcalloc(na + 1, sizeof(int32_t));
+    uint32_t *gin_now = ana_xcalloc(na + 1, sizeof(uint32_t));
+    uint8_t *gout = ana_xcalloc(na + 1, 1), *w = ana_xcalloc(na + 1, 1), *upd = ana_xcalloc(na + 1, 1),
+            *input = ana_xcalloc(na + 1, 1);
+    for (size_t a = 0; a < na; a++)
+        gin_last[a] = -1;
+    /* Each step's uses, its last GEMM, and per allocation its GEMM reads and writes. */
+    size_t i = 0;
+    for (int32_t k = 0; k < n; k++) {
+        while (i < t->n_uses && t->uses[i].time_ns < s->steps[k].start_ns)
+            i++;
+        st[k].lo = i;
+        while (i < t->n_uses && t->uses[i].time_ns < s->steps[k].end_ns) {
+            const ana_ptr_use *u = &t->uses[i];
+            unsigned kind = ana_trace_use_kind(u);
+            long a = use_alloc[i++];
+            if (ana_ms_gemm(kind)) {
+                st[k].last_gemm = u->time_ns;
+                if (!st[k].first_gemm)
+                    st[k].first_gemm = u->time_ns;
+            }
+            if (a < 0)
+                continue;
+            if (kind == ANA_USE_GEMM_OUT)
+                gout[a] = 1;
+            if (kind == ANA_USE_COPY_DST && ana_trace_use_arg(t, u) == 1)
+                input[a] = 1;
+            if (kind == ANA_USE_GEMM_IN) {
+                if (gin_last[a] != k)
+                    gin_last[a] = k, gin_steps[a]++, gin_now[a] = 0;
+                if (++gin_now[a] > gin_max[a])
+                    gin_max[a] = gin_now[a];
+            }
+        }
+        st[k].hi = i;
+    }
+    /* Weights: kept across steps, read by GEMMs in at least half of the steps that ran
+     * GEMMs the trace saw (a step replayed as a CUDA graph shows none), never written by
+     * one, not a step's input (copied from the host in the step). */
+    size_t nw = 0;
+    uint32_t active = 0;
+    int twice = 0;
+    for (int32_t k = 0; k < n; k++)
+        active += st[k].last_gemm != 0;
+    for (size_t a = 0; a < na; a++) {
+        if (gout[a] || input[a] || 2 * gin_steps[a] < active || !gin_steps[a] ||
+            !ana_ms_kept(&m->allocs[a], n > 1 ? 1 : 0))
+            continue;
+        w[a] = 1, nw++;
+        twice |= gin_max[a] >= 2;
+    }
+    /* The update's kernels: launched after the step's last GEMM in more steps than before
+     * it (a layer-norm backward touches the weights after the last GEMM too, but it runs
+     * before it as well; the last step may end with an evaluation's GEMMs); of them,
+     * those that touch a weight there, and the one that touches the most distinct kept
+     * buffers there. */
+    uint8_t *kupd = ana_xcalloc(nk + 1, 1);
+    uint32_t *kafter = ana_xcalloc(nk + 1, sizeof(uint32_t)), *kbefore = ana_xcalloc(nk + 1, sizeof(uint32_t));
+    uint64_t *kcount = ana_xcalloc(nk + 1, sizeof(uint64_t));
+    ana_ms_kernel_sides(t, st, n, kafter, kbefore, nk);
+    ana_u64map seen;
+    uint64_t dummy;
+    ana_u64map_init(&seen);
+    for (int32_t k = 0; k < n && nw; k++)
+        for (i = st[k].lo; i < st[k].hi; i++) {
+            const ana_ptr_use *u = &t->uses[i];
+            long a = use_alloc[i];
+            size_t ki;
+            if (u->time_ns <= st[k].last_gemm || !st[k].last_gemm || a < 0 ||
+                ana_trace_use_kind(u) != ANA_USE_KERNEL || (ki = ana_ms_kidx(t, u)) == SIZE_MAX ||
+                kafter[ki] <= kbefore[ki])
+                continue;
+            if (w[a])
+                kupd[ki] = 1;
+            uint64_t key = ((uint64_t)ki << 32) | (uint64_t)a;
+            if (!gout[a] && ana_ms_kept(&m->allocs[a], k) && !ana_u64map_get(&seen, key, &dummy)) {
+                ana_u64map_put(&seen, key, 1);
+                kcount[ki]++;
+            }
+        }
+    ana_u64map_free(&seen);
+    size_t best = SIZE_MAX;
+    for (size_t ki = 0; ki < nk; ki++)
+        if (kcount[ki] >= 2 && (best == SIZE_MAX || kcount[ki] > kcount[best]))
+            best = ki;
+    if (best != SIZE_MAX)
+        kupd[best] = 1;
+    /* What the update touches (its launches anywhere in a step), and where each step's
+     * update begins and ends; a sign of training beside it. */
+    uint64_t *first_upd = ana_xcalloc((size_t)n + 1, sizeof(uint64_t)), *last_upd = ana_xcalloc((size_t)n + 1, sizeof(uint64_t));
+    int sized = 0, any = 0;
+    for (int32_t k = 0; k < n; k++)
+        for (i = st[k].lo; i < st[k].hi; i++) {
+            const ana_ptr_use *u = &t->uses[i];
+            long a = use_alloc[i];
+            size_t ki;
+            if (ana_trace_use_kind(u) != ANA_USE_KERNEL || (ki = ana_ms_kidx(t, u)) == SIZE_MAX || !kupd[ki])
+                continue;
+            if (!first_upd[k])
+                first_upd[k] = u->time_ns;
+            last_upd[k] = u->time_ns;
+            if (a >= 0)
+                upd[a] = 1, any = 1;
+        }
+    for (size_t a = 0; a < na && any && !sized; a++)
+        if (upd[a] && gout[a] && !w[a])
+            for (size_t b = 0; b < na && !sized; b++)
+                sized = w[b] && mem->lives[m->allocs[b].life].size == mem->lives[m->allocs[a].life].size;
+    for (size_t a = 0; a < na; a++)
+        m->allocs[a].sflags |= (gout[a] ? ANA_MCS_GEMM_OUT : 0) | (gin_steps[a] ? ANA_MCS_GEMM_IN : 0);
+    if (!any || !(sized || twice))
+        goto out;
+    ana_ms_working_copies(t, st, n, use_alloc, w, upd, gout, na);
+    for (size_t a = 0; a < na; a++)
+        m->allocs[a].sflags |= (w[a] && upd[a] ? ANA_MCS_WEIGHT : 0) |
+                               (upd[a] && gout[a] && !w[a] ? ANA_MCS_GRADIENT : 0) | (upd[a] ? ANA_MCS_UPDATED : 0);
+    m->structure = 1;
+    /* Phases, step by step: forward from the start; backward from the first GEMM that
+     * writes a gradient; forward again (the next micro-batch) as the header says; the
+     * same until the update's first launch, the update to its last, then undecided. */
+    ana_ms_points pt = { 0 };
+    for (int32_t k = 0; k < n; k++) {
+        uint64_t end = first_upd[k] ? first_upd[k] : UINT64_MAX, v;
+        /* The gradient addresses the step's GEMMs write, and whether one is written twice
+         * (micro-batches accumulate: only then does a forward follow a backward). */
+        ana_u64map gp, wrote, read;
+        ana_u64map_init(&gp);
+        ana_u64map_init(&wrote);
+        ana_u64map_init(&read);
+        size_t ngp = 0, nwrote = 0;
+        int accum = 0;
+        for (i = st[k].lo; i < st[k].hi && t->uses[i].time_ns < end; i++) {
+            long a = use_alloc[i];
+            if (a < 0 || ana_trace_use_kind(&t->uses[i]) != ANA_USE_GEMM_OUT ||
+                !(m->allocs[a].sflags & ANA_MCS_GRADIENT))
+                continue;
+            if (ana_u64map_get(&gp, t->uses[i].ptr, &v))
+                accum = 1;
+            else
+                ana_u64map_put(&gp, t->uses[i].ptr, 1), ngp++;
+        }
+        uint8_t cur = ANA_PHASE_FORWARD;
+        uint64_t last_fwd_gemm = 0, p0 = 0; /* p0: the first weight address forward read */
+        size_t restarts = 0;                /* micro-batch forwards after a backward */
+        pt.n = 0;
+        ana_ms_push(&pt, s->steps[k].start_ns, cur);
+        for (i = st[k].lo; i < st[k].hi && t->uses[i].time_ns < end; i++) {
+            const ana_ptr_use *u = &t->uses[i];
+            unsigned kind = ana_trace_use_kind(u);
+            long a = use_alloc[i];
+            if (!ana_ms_gemm(kind) || a < 0)
+                continue;
+            int grad = kind == ANA_USE_GEMM_OUT && (m->allocs[a].sflags & ANA_MCS_GRADIENT);
+            int again = kind == ANA_USE_GEMM_IN && w[a] && cur == ANA_PHASE_FORWARD &&
+                        ana_u64map_get(&read, u->ptr, &v);
+            if (again && u->ptr == p0) {
+                /* The forward pass starts over without a backward between: the one before
+                 * was an evaluation (its buffers serve no backward), undecided. */
+                if (pt.n && pt.ph[pt.n - 1] == ANA_PHASE_FORWARD)
+                    pt.ph[pt.n - 1] = ANA_PHASE_UNDECIDED;
+                ana_u64map_free(&read);
+                ana_u64map_init(&read);
+                ana_ms_push(&pt, u->time_ns, cur);
+                again = 0;
+            }
+            if (kind == ANA_USE_GEMM_IN && w[a] && cur == ANA_PHASE_FORWARD) {
+                if (!p0)
+                    p0 = u->ptr;
+                ana_u64map_put(&read, u->ptr, 1);
+            }
+            if ((grad || again) && cur != ANA_PHASE_BACKWARD) {
+                /* Between forward's last GEMM and backward's first lie the loss and its
+                 * gradient: forward and backward work alike, undecided. */
+                if (last_fwd_gemm)
+                    ana_ms_push(&pt, ana_ms_after_launch(t, last_fwd_gemm), ANA_PHASE_UNDECIDED);
+                cur = ANA_PHASE_BACKWARD, nwrote = 0;
+                ana_u64map_free(&wrote);
+                ana_u64map_init(&wrote);
+                ana_ms_push(&pt, u->time_ns, cur);
+            }
+            if (cur == ANA_PHASE_FORWARD)
+                last_fwd_gemm = u->time_ns;
+            if (grad && !ana_u64map_get(&wrote, u->ptr, &v))
+                ana_u64map_put(&wrote, u->ptr, 1), nwrote++;
+            if (accum && cur == ANA_PHASE_BACKWARD && !grad && kind == ANA_USE_GEMM_IN && w[a] &&
+                nwrote >= ngp) {
+                cur = ANA_PHASE_FORWARD, last_fwd_gemm = u->time_ns, restarts++;
+                ana_u64map_free(&read);
+                ana_u64map_init(&read);
+                ana_u64map_put(&read, u->ptr, 1);
+                ana_ms_push(&pt, u->time_ns, cur);
+            }
+        }
+        ana_u64map_free(&gp);
+        ana_u64map_free(&wrote);
+        ana_u64map_free(&read);
+        if (first_upd[k]) {
+            ana_ms_push(&pt, first_upd[k], ANA_PHASE_OPTIMIZER);
+            ana_ms_push(&pt, last_upd[k] + 1, ANA_PHASE_UNDECIDED);
+        }
+        /* Kernel names place forward only before the first backward-named launch: the
+         * forwards of later micro-batches read as backward. Where the structure saw them,
+         * it decides the step (NVTX ranges still win). */
+        ana_ms_apply(t, s, k, &pt, restarts > 0 && s->steps[k].phases != ANA_PHASES_NVTX, phase);
+    }
+    free(pt.at);
+    free(pt.ph);
+out:
+    free(first_upd);
+    free(last_upd);
+    free(kupd);
+    free(kafter);
+    free(kbefore);
+    free(kcount);
+    free(st);
+    free(gin_steps);
+    free(gin_max);
+    free(gin_last);
+    free(gin_now);
+    free(gout);
+    free(w);
+    free(upd);
+    free(input);
+}

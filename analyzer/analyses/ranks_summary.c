@@ -1,0 +1,160 @@
+/* ranks_summary.c — see ranks.h: a rank's summary from its single-trace report. Part of
+ * analyses/: called by the job report's loading (cli/ranks_load.c), the reader of a
+ * summary (import/ranks_read.c) and views/report_rank.c; calls analyses/ and model/. */
+#include "analyses/ranks.h"
+
+#include "analyses/report.h"
+#include "model/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static char *ana_rank_dup(const char *s)
+{
+    return s ? ana_xstrdup(s) : NULL;
+}
+
+static void ana_rank_process(const ana_trace *t, ana_rank *k)
+{
+    const ana_trace_process *p = &t->process;
+    k->rank = k->local_rank = k->world_size = -1;
+    k->start_mono_ns = t->has_time ? t->first_ns : 0;
+    k->duration_ns = t->has_time ? t->last_ns - t->first_ns : 0;
+    if (!p->present)
+        return;
+    k->host = ana_rank_dup(p->host);
+    k->exe = ana_rank_dup(p->exe);
+    k->pid = p->pid;
+    k->rank = p->rank;
+    k->local_rank = p->local_rank;
+    k->world_size = p->world_size;
+    /* realtime of the first record: the PROCESS pair read both clocks at one moment */
+    if (p->realtime_ns && t->has_time) {
+        int64_t off = (int64_t)(p->time_ns - t->first_ns);
+        if ((int64_t)p->realtime_ns > off)
+            k->start_real_ns = (uint64_t)((int64_t)p->realtime_ns - off);
+    }
+}
+
+/* Each step's collective time: host time of the COLL calls it started, plus the GPU time
+ * of its communication kernels (anatomy.h's per-step class time). */
+static void ana_rank_steps(const ana_report *r, ana_rank *k)
+{
+    const ana_steps *s = &r->anat.steps;
+    const ana_libs *l = &r->t->libs;
+    k->n_steps = s->n_steps;
+    k->step_ns = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
+    k->step_coll_ns = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
+    for (size_t i = 0; i < s->n_steps; i++) {
+        k->step_ns[i] = s->steps[i].end_ns - s->steps[i].start_ns;
+        k->step_coll_ns[i] = r->anat.step_rows[i].by_class.ns[ANA_CLASS_COMMUNICATION];
+    }
+    /* steps are in time order and disjoint: a binary search per call */
+    for (size_t c = 0; c < l->n_colls; c++) {
+        uint64_t at = l->colls[c].time_ns;
+        size_t lo = 0, hi = s->n_steps;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (s->steps[mid].end_ns <= at)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < s->n_steps && s->steps[lo].start_ns <= at)
+            k->step_coll_ns[lo] += l->colls[c].dur_ns;
+    }
+}
+
+static void ana_rank_colls(const ana_report *r, ana_rank *k)
+{
+    const ana_trace *t = r->t;
+    const ana_libs *l = &t->libs;
+    k->colls = ana_xcalloc(l->n_colls + 1, sizeof(*k->colls));
+    k->n_colls = l->n_colls;
+    for (size_t i = 0; i < l->n_colls; i++) {
+        const ana_coll_call *c = &l->colls[i];
+        const ana_nccl_comm *comm = ana_libs_comm_by_handle(l, c->comm);
+        k->colls[i] = (ana_rank_coll){
+            .comm_id = comm ? comm->comm_id : 0, .seq = c->seq, .bytes = c->bytes,
+            .start_ns = ana_trace_rel_ns(t, c->time_ns), .dur_ns = c->dur_ns, .api = c->api,
+        };
+        k->coll_host_ns += c->dur_ns;
+        k->coll_bytes += c->bytes;
+    }
+    k->coll_calls = l->n_colls;
+    k->coll_gpu_ns = r->lc.coll_gpu_ns;
+}
+
+void ana_rank_from_report(const ana_report *r, ana_rank *out)
+{
+    const ana_trace *t = r->t;
+    const ana_anatomy *a = &r->anat;
+    memset(out, 0, sizeof(*out));
+    out->source = ana_xstrdup(t->path ? t->path : "");
+    ana_rank_process(t, out);
+    for (uint32_t kind = 0; kind < ANA_K_COUNT; kind++)
+        out->records += t->counts[kind];
+    out->records += t->stats.unknown_records;
+    ana_rank_steps(r, out);
+    out->busy_ns = a->busy_ns;
+    out->idle_ns = a->idle_ns;
+    out->span_ns = a->span_ns;
+    out->overlap_ns = a->overlap_ns;
+    memcpy(out->class_ns, a->total.ns, sizeof(out->class_ns));
+    memcpy(out->class_count, a->total.count, sizeof(out->class_count));
+    out->kernel_ns = r->gpu.kernels.total_ns;
+    out->memcpy_ns = r->gpu.memcpy.total_ns;
+    out->memset_ns = r->gpu.memset.total_ns;
+    out->launches = t->launches;
+    ana_rank_colls(r, out);
+    out->peak_bytes = r->mem.peak_bytes;
+    out->peak_at_ns = r->mem.peak_time_ns ? ana_trace_rel_ns(t, r->mem.peak_time_ns) : 0;
+    out->live_end_bytes = r->mem.live_end_bytes;
+    out->host_peak_bytes = r->mem.host_peak_bytes;
+    memcpy(out->by_category, r->mcat.at_peak, sizeof(out->by_category));
+    ana_rank_derive(out);
+}
+
+static int ana_rank_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Lower middle of v[0..n) (sorted in a copy), as steps.h's median; 0 when empty. */
+static uint64_t ana_rank_median(const uint64_t *v, size_t n)
+{
+    if (!n)
+        return 0;
+    uint64_t *c = ana_xmalloc(n * sizeof(uint64_t)), m;
+    memcpy(c, v, n * sizeof(uint64_t));
+    ana_sort(c, n, sizeof(uint64_t), ana_rank_u64_cmp);
+    m = c[(n - 1) / 2];
+    free(c);
+    return m;
+}
+
+void ana_rank_derive(ana_rank *k)
+{
+    uint64_t sum = 0, *work = ana_xcalloc(k->n_steps + 1, sizeof(uint64_t));
+    for (size_t i = 0; i < k->n_steps; i++) {
+        sum += k->step_ns[i];
+        work[i] = k->step_ns[i] > k->step_coll_ns[i] ? k->step_ns[i] - k->step_coll_ns[i] : 0;
+    }
+    k->step_mean_ns = k->n_steps ? (sum + k->n_steps / 2) / k->n_steps : 0;
+    k->step_median_ns = ana_rank_median(k->step_ns, k->n_steps);
+    k->work_median_ns = ana_rank_median(work, k->n_steps);
+    k->coll_median_ns = ana_rank_median(k->step_coll_ns, k->n_steps);
+    free(work);
+}
+
+void ana_rank_free(ana_rank *k)
+{
+    free(k->source);
+    free(k->host);
+    free(k->exe);
+    free(k->step_ns);
+    free(k->step_coll_ns);
+    free(k->colls);
+    memset(k, 0, sizeof(*k));
+}

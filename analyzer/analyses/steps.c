@@ -1,0 +1,597 @@
+/* steps.c — see steps.h; the rules are documented in docs/steps.md.
+ *
+ * Every call gets a key (what repeats: its kernel, or a copy's API and size) and a hint
+ * (forward, backward or optimizer, from classify.h). Then, in order of evidence:
+ *   NVTX      the closed ranges are grouped by (kind, domain, depth, name without its
+ *             numbering, and for push/pop the thread); the group named like a step wins
+ *             (repeated before single, then the smallest depth), else the outermost
+ *             repeated group holding more than half of the calls;
+ *   optimizer, period: steps_seq.c.
+ * A range holds the calls of every thread between its two ends: frameworks launch the
+ * backward pass from another thread than the one that pushed the step (PyTorch's
+ * autograd engine). Phases: ranges named forward/backward/optimizer (and PyTorch's
+ * autograd ranges, backward) place the calls inside them, a step's calls before its
+ * backward being forward when no range says forward; a step without such ranges is
+ * placed by kernel-name hints (steps_seq.c). All of it O(n log n) in the calls (a range's
+ * window is two binary searches over the calls).
+ * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
+ * and model/ only, never a view. */
+#include "analyses/steps.h"
+#include "analyses/nvtx.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyses/classify.h"
+#include "analyses/steps_int.h"
+#include "model/util.h"
+
+/* ------------------------------------------------------------------ names */
+
+/* The name without trailing numbering: "ProfilerStep#12" -> "ProfilerStep#",
+ * "step 3/100" -> "step". Returns its length in buf. */
+static size_t ana_st_stem(const char *s, char *buf, size_t cap)
+{
+    size_t n = strlen(s);
+    while (n && (isdigit((unsigned char)s[n - 1]) || strchr(" _-:./,=\t", s[n - 1])))
+        n--;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    return n;
+}
+
+/* Lower-cased letters and digits of s. */
+static void ana_st_alnum(const char *s, char *buf, size_t cap)
+{
+    size_t n = 0;
+    for (; *s && n + 1 < cap; s++)
+        if (isalnum((unsigned char)*s))
+            buf[n++] = (char)tolower((unsigned char)*s);
+    buf[n] = 0;
+}
+
+static int ana_st_step_like(const char *stem)
+{
+    static const char *const names[] = { "step", "trainstep", "trainingstep", "iteration", "iter",
+                                         "trainiter", "trainiteration", "trainingiteration",
+                                         "profilerstep", "batch", "trainbatch", "trainingbatch",
+                                         "globalstep", NULL };
+    char a[64];
+    ana_st_alnum(stem, a, sizeof(a));
+    for (const char *const *p = names; *p; p++)
+        if (!strcmp(a, *p))
+            return 1;
+    return 0;
+}
+
+/* PyTorch's autograd: the engine's `autograd::engine::evaluate_function: X`, or a node
+ * (`ReluBackward1`, `AddmmBackward`: letters, digits, `_`, `:`, ending in `Backward` and
+ * optional digits). */
+static int ana_st_autograd(const char *name)
+{
+    size_t n = strlen(name);
+    if (!strncmp(name, "autograd::engine::evaluate_function:", 36))
+        return 1;
+    while (n && isdigit((unsigned char)name[n - 1]))
+        n--;
+    if (n <= 8 || memcmp(name + n - 8, "Backward", 8))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '_' && name[i] != ':')
+            return 0;
+    return 1;
+}
+
+/* The phase a range name says: an autograd name is backward; else by its words
+ * (case-insensitive, trailing digits ignored): forward/fwd, backward/bwd,
+ * optimizer/optim or zero_grad; -1 for none or more than one. */
+static int ana_st_phase_of(const char *name)
+{
+    int found = -1;
+    if (ana_st_autograd(name))
+        return ANA_PHASE_BACKWARD;
+    char w[32], prev[32] = "";
+    while (*name) {
+        size_t n = 0;
+        while (*name && !isalnum((unsigned char)*name))
+            name++;
+        while (isalnum((unsigned char)*name)) {
+            if (n + 1 < sizeof(w))
+                w[n++] = (char)tolower((unsigned char)*name);
+            name++;
+        }
+        while (n && isdigit((unsigned char)w[n - 1]))
+            n--;
+        w[n] = 0;
+        if (!n)
+            continue;
+        int p = !strcmp(w, "forward") || !strcmp(w, "fwd")    ? ANA_PHASE_FORWARD
+                : !strcmp(w, "backward") || !strcmp(w, "bwd") ? ANA_PHASE_BACKWARD
+                : !strcmp(w, "optimizer") || !strcmp(w, "optim") || !strcmp(w, "zerograd") ||
+                        (!strcmp(w, "grad") && !strcmp(prev, "zero"))
+                    ? ANA_PHASE_OPTIMIZER
+                    : -1;
+        if (p >= 0 && found >= 0 && p != found)
+            return -1;
+        if (p >= 0)
+            found = p;
+        memcpy(prev, w, n + 1);
+    }
+    return found;
+}
+
+/* ------------------------------------------------------------------ calls */
+
+static uint8_t ana_st_hint_of(const ana_trace *t, uint8_t *cache, const ana_api_call *c)
+{
+    uint64_t k;
+    if (c->kind != ANA_K_LAUNCH ||
+        !ana_u64map_get(&t->kernel_idx, ana_trace_wide(t, c->arg_w), &k))
+        return ST_NONE;
+    if (!cache[k]) {
+        static const uint8_t st_of[ANA_PHASE_COUNT] = {
+            [ANA_PHASE_FORWARD] = ST_FWD, [ANA_PHASE_BACKWARD] = ST_BWD,
+            [ANA_PHASE_OPTIMIZER] = ST_OPT, [ANA_PHASE_UNDECIDED] = ST_NONE };
+        int ph = ana_phase_of_hints(ana_classify(t->kernels[k].name, ANA_CTX_NONE).hints);
+        cache[k] = (uint8_t)(1 + st_of[ph]);
+    }
+    return (uint8_t)(cache[k] - 1);
+}
+
+/* A graph launch runs the graph's kernels, which its launch record does not name: its hint
+ * is the strongest (optimizer, backward, forward) of the GPU kernels with its correlation
+ * id — a step replayed as a CUDA graph ends with the optimizer like any other. corr ->
+ * 1 + hint for every correlation id that ran a kernel, filled only for traces with graph
+ * launches. */
+static void ana_st_graph_hints(const ana_trace *t, uint8_t *cache, ana_u64map *out)
+{
+    ana_u64map_init(out);
+    if (!t->graph_launches)
+        return;
+    for (size_t i = 0; i < t->n_gpu; i++) {
+        const ana_gpu_act *g = &t->gpu[i];
+        uint64_t corr = ana_trace_wide(t, g->corr_w), v = 0;
+        if (g->type != ANA_GPU_KERNEL || !corr)
+            continue;
+        ana_api_call probe = { .kind = ANA_K_LAUNCH, .arg_w = g->arg_w };
+        uint8_t h = ana_st_hint_of(t, cache, &probe);
+        if (!ana_u64map_get(out, corr, &v) || 1u + h > v)
+            ana_u64map_put(out, corr, 1u + h);
+    }
+}
+
+static void ana_st_init(ana_st *st, const ana_trace *t)
+{
+    memset(st, 0, sizeof(*st));
+    st->t = t;
+    st->n = t->n_calls;
+    st->hint = ana_xcalloc(st->n + 1, 1);
+    st->key = ana_xcalloc(st->n + 1, sizeof(uint64_t));
+    st->nv_phase = ana_xmalloc(st->n + 1);
+    memset(st->nv_phase, ANA_PHASE_COUNT, st->n + 1);
+    uint8_t *cache = ana_xcalloc(t->n_kernels + 1, 1);
+    ana_u64map graph;
+    ana_st_graph_hints(t, cache, &graph);
+    for (size_t i = 0; i < st->n; i++) {
+        const ana_api_call *c = &t->calls[i];
+        uint64_t k[3] = { c->kind, c->kind == ANA_K_LAUNCH ? 0 : c->api,
+                          ana_trace_wide(t, c->arg_w) }, h;
+        st->key[i] = ana_fnv1a(k, sizeof(k), ANA_FNV1A_SEED);
+        st->hint[i] = ana_st_hint_of(t, cache, c);
+        if (!t->graph_launches || !t->n_gpu)
+            continue;
+        if (!st->find_hint)
+            st->find_hint = ana_xcalloc(st->n + 1, 1);
+        st->find_hint[i] = st->hint[i];
+        if (c->kind != ANA_K_LAUNCH)
+            continue;
+        if (!ana_u64map_get(&graph, ana_trace_wide(t, c->corr_w), &h))
+            /* no kernel ran for it: captured into a graph, not run — no step of its own
+             * (its hint still places its phase, as the graph's kernels run it) */
+            st->find_hint[i] = ST_NONE;
+        else if (ana_api_is_graph_launch(c->api))
+            st->find_hint[i] = (uint8_t)(h - 1); /* its kernels' hint */
+    }
+    ana_u64map_free(&graph);
+    free(cache);
+}
+
+static void ana_st_free(ana_st *st)
+{
+    free(st->hint);
+    free(st->find_hint);
+    free(st->key);
+    free(st->nv_phase);
+    free(st->ranges);
+    free(st->steps);
+}
+
+/* The calls a range [t0, t1] holds, of every thread: calls [*lo, *hi). */
+static void ana_st_window(const ana_st *st, uint64_t t0, uint64_t t1, size_t *lo, size_t *hi)
+{
+    *lo = ana_trace_call_bound(st->t, t0, 0);
+    *hi = ana_trace_call_bound(st->t, t1, 1);
+}
+
+/* ------------------------------------------------------------------ NVTX */
+
+/* Keeps each range nvtx.c's pairing closes. */
+static void ana_st_add_range(void *arg, const ana_range_span *r)
+{
+    ana_st *st = arg;
+    ANA_GROW(st->ranges, st->cap_ranges, st->n_ranges + 1);
+    st->ranges[st->n_ranges++] = (ana_st_range){ .t0 = r->t0, .t1 = r->t1, .tid = r->tid,
+                                                 .name = r->name, .depth = r->depth,
+                                                 .domain = r->domain, .kind = r->kind };
+}
+
+/* Ranges of one (kind, domain, depth, stem). */
+typedef struct ana_st_group {
+    uint64_t count, calls;
+    uint32_t name, depth; /* name: the first range's */
+    int step_like, phase;
+} ana_st_group;
+
+static size_t ana_st_groups(ana_st *st, ana_st_group **out)
+{
+    const ana_libs *l = &st->t->libs;
+    ana_st_group *g = NULL;
+    size_t n = 0, cap = 0;
+    ana_u64map idx;
+    uint64_t k;
+    char stem[256];
+    ana_u64map_init(&idx);
+    for (size_t i = 0; i < st->n_ranges; i++) {
+        ana_st_range *r = &st->ranges[i];
+        size_t len = ana_st_stem(ana_libs_str(l, r->name), stem, sizeof(stem));
+        /* push/pop ranges group per thread: the steps come from one thread's ranges
+         * (two threads' overlapping steps would share their calls) */
+        uint64_t h[4] = { r->kind, r->domain, r->depth, r->kind == ANA_RANGE_PUSH ? r->tid : 0 };
+        uint64_t key = ana_fnv1a(stem, len, ana_fnv1a(h, sizeof(h), ANA_FNV1A_SEED));
+        if (!ana_u64map_get(&idx, key, &k)) {
+            ANA_GROW(g, cap, n + 1);
+            g[n] = (ana_st_group){ .name = r->name, .depth = r->depth,
+                                   .step_like = ana_st_step_like(stem),
+                                   .phase = ana_st_phase_of(ana_libs_str(l, r->name)) };
+            ana_u64map_put(&idx, key, k = n++);
+        }
+        size_t lo, hi;
+        ana_st_window(st, r->t0, r->t1, &lo, &hi);
+        r->group = (uint32_t)k;
+        g[k].count++;
+        g[k].calls += hi - lo;
+    }
+    ana_u64map_free(&idx);
+    *out = g;
+    return n;
+}
+
+/* 1 when step-like group x is a better step than y: repeated before single, then the
+ * smaller depth, then the more calls. */
+static int ana_st_better(const ana_st_group *x, const ana_st_group *y)
+{
+    if ((x->count >= 2) != (y->count >= 2))
+        return x->count >= 2;
+    return x->depth < y->depth || (x->depth == y->depth && x->calls > y->calls);
+}
+
+/* The step group, or -1: named like a step (repeated, or a single range holding calls;
+ * ana_st_better), else the outermost repeated range that is no phase and holds most of
+ * the calls. */
+static long ana_st_pick_group(const ana_st *st, const ana_st_group *g, size_t n)
+{
+    long best = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!g[i].step_like || (g[i].count < 2 && !g[i].calls))
+            continue;
+        if (best < 0 || ana_st_better(&g[i], &g[best]))
+            best = (long)i;
+    }
+    if (best >= 0)
+        return best;
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].count < 2 || g[i].depth || g[i].phase >= 0 || 2 * g[i].calls <= st->n)
+            continue;
+        if (best < 0 || g[i].calls > g[best].calls)
+            best = (long)i;
+    }
+    return best;
+}
+
+static int ana_st_nvtx(ana_st *st, char *why, size_t cap)
+{
+    ana_st_group *g;
+    size_t n = ana_st_groups(st, &g);
+    long best = ana_st_pick_group(st, g, n);
+    if (best < 0) {
+        snprintf(why, cap, st->n_ranges ? "no NVTX range is named like a step or repeats"
+                                         : "no NVTX ranges");
+        free(g);
+        return 0;
+    }
+    for (size_t i = 0; i < st->n_ranges; i++) {
+        const ana_st_range *r = &st->ranges[i];
+        if (r->group == (uint32_t)best)
+            ana_st_add_step(st, (ana_st_step){ r->t0, r->t1, 0, 0, r->kind });
+    }
+    ana_st_stem(ana_libs_str(&st->t->libs, g[best].name), st->name, sizeof(st->name));
+    free(g);
+    return 1;
+}
+
+/* Phases from ranges named forward/backward/optimizer: outer ranges first, so the
+ * innermost one decides (start/end ranges count as outermost). */
+static int ana_st_range_depth_cmp(const void *a, const void *b)
+{
+    const ana_st_range *x = *(const ana_st_range *const *)a, *y = *(const ana_st_range *const *)b;
+    long dx = x->kind == ANA_RANGE_START ? -1 : (long)x->depth;
+    long dy = y->kind == ANA_RANGE_START ? -1 : (long)y->depth;
+    if (dx != dy)
+        return dx < dy ? -1 : 1;
+    return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
+static void ana_st_nvtx_phases(ana_st *st)
+{
+    const ana_libs *l = &st->t->libs;
+    const ana_st_range **v = ana_xcalloc(st->n_ranges + 1, sizeof(*v));
+    int8_t *phase_of = ana_xmalloc(l->n_strs + 1);
+    size_t n = 0;
+    memset(phase_of, -2, l->n_strs + 1);
+    for (size_t i = 0; i < st->n_ranges; i++) {
+        uint32_t name = st->ranges[i].name;
+        if (name < l->n_strs && phase_of[name] == -2)
+            phase_of[name] = (int8_t)ana_st_phase_of(ana_libs_str(l, name));
+        if (name < l->n_strs && phase_of[name] >= 0)
+            v[n++] = &st->ranges[i];
+    }
+    ana_sort(v, n, sizeof(*v), ana_st_range_depth_cmp);
+    for (size_t i = 0; i < n; i++) {
+        size_t lo, hi;
+        ana_st_window(st, v[i]->t0, v[i]->t1, &lo, &hi);
+        for (size_t c = lo; c < hi; c++)
+            st->nv_phase[c] = (uint8_t)phase_of[v[i]->name];
+    }
+    free(phase_of);
+    free(v);
+}
+
+/* ------------------------------------------------------------------ calls to steps */
+
+static int ana_st_step_cmp(const void *a, const void *b)
+{
+    const ana_st_step *x = a, *y = b;
+    if (x->t0 != y->t0)
+        return x->t0 < y->t0 ? -1 : 1;
+    return x->a < y->a ? -1 : x->a > y->a;
+}
+
+/* When each call's GPU work ended (0: none recorded). */
+static uint64_t *ana_st_done(const ana_trace *t)
+{
+    uint64_t *done = ana_xcalloc(t->n_calls + 1, sizeof(uint64_t));
+    for (size_t i = 0; i < t->n_gpu; i++) {
+        const ana_api_call *c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w));
+        uint64_t end = t->gpu[i].start_ns + ana_trace_wide(t, t->gpu[i].dur_w);
+        if (c && end > done[c - t->calls])
+            done[c - t->calls] = end;
+    }
+    return done;
+}
+
+/* A step of consecutive calls ends where the next one begins; the last (or one before a
+ * gap) when its last call or the GPU work of its calls ended. */
+static uint64_t ana_st_span_end(const ana_st *st, size_t i, const uint64_t *done)
+{
+    const ana_st_step *s = &st->steps[i];
+    if (i + 1 < st->n_steps && st->steps[i + 1].kind == ST_SPAN && st->steps[i + 1].a == s->b + 1)
+        return st->t->calls[s->b + 1].time_ns;
+    uint64_t end = st->t->calls[s->b].time_ns;
+    for (size_t c = s->a; c <= s->b; c++)
+        end = done[c] > end ? done[c] : end;
+    return end;
+}
+
+static void ana_st_assign(ana_st *st, ana_steps *out)
+{
+    ana_sort(st->steps, st->n_steps, sizeof(*st->steps), ana_st_step_cmp);
+    out->steps = ana_xcalloc(st->n_steps + 1, sizeof(*out->steps));
+    out->n_steps = st->n_steps;
+    uint64_t *done = st->method == ANA_STEPS_NVTX ? NULL : ana_st_done(st->t);
+    for (size_t i = 0; i < st->n_steps; i++) {
+        const ana_st_step *s = &st->steps[i];
+        ana_step *o = &out->steps[i];
+        size_t lo = s->a, hi = s->b + 1;
+        if (s->kind == ST_SPAN) {
+            *o = (ana_step){ .start_ns = s->t0, .end_ns = ana_st_span_end(st, i, done) };
+        } else {
+            *o = (ana_step){ .start_ns = s->t0, .end_ns = s->t1 };
+            ana_st_window(st, s->t0, s->t1, &lo, &hi);
+        }
+        for (size_t c = lo; c < hi; c++) {
+            if (out->call_step[c] < 0) { /* overlapping ranges: the earlier step keeps it */
+                out->call_step[c] = (int32_t)i;
+                o->calls++;
+            }
+        }
+    }
+    free(done);
+}
+
+/* ------------------------------------------------------------------ phases */
+
+/* Phases of one step's calls L[0..n) from the ranges: a call in no phase range is
+ * undecided, but for a step with backward and no forward ranges, whose calls before the
+ * first backward one are forward (PyTorch: everything before autograd starts). */
+static void ana_st_range_phases(const ana_st *st, const size_t *L, size_t n, uint8_t *phase)
+{
+    size_t fb = n;
+    int fwd = 0;
+    for (size_t j = 0; j < n; j++) {
+        fwd |= st->nv_phase[L[j]] == ANA_PHASE_FORWARD;
+        if (fb == n && st->nv_phase[L[j]] == ANA_PHASE_BACKWARD)
+            fb = j;
+    }
+    for (size_t j = 0; j < n; j++)
+        phase[L[j]] = st->nv_phase[L[j]] < ANA_PHASE_COUNT ? st->nv_phase[L[j]]
+                      : !fwd && j < fb                     ? ANA_PHASE_FORWARD
+                                                           : ANA_PHASE_UNDECIDED;
+}
+
+/* Each step's calls in order (a counting sort by step), then its phases. Returns the
+ * steps that have no phases. */
+static size_t ana_st_phases(ana_st *st, ana_steps *out)
+{
+    size_t *off = ana_xcalloc(out->n_steps + 2, sizeof(size_t)), *L = ana_xcalloc(st->n + 1, sizeof(size_t));
+    size_t none = 0;
+    for (size_t i = 0; i < st->n; i++)
+        if (out->call_step[i] >= 0)
+            off[out->call_step[i] + 1]++;
+    for (size_t s = 0; s < out->n_steps; s++)
+        off[s + 1] += off[s];
+    size_t *fill = ana_xcalloc(out->n_steps + 1, sizeof(size_t));
+    for (size_t i = 0; i < st->n; i++)
+        if (out->call_step[i] >= 0) {
+            size_t s = (size_t)out->call_step[i];
+            L[off[s] + fill[s]++] = i;
+        }
+    for (size_t s = 0; s < out->n_steps; s++) {
+        const size_t *l = L + off[s];
+        size_t n = off[s + 1] - off[s], nv = 0;
+        for (size_t j = 0; j < n; j++)
+            nv += st->nv_phase[l[j]] < ANA_PHASE_COUNT;
+        if (nv) {
+            ana_st_range_phases(st, l, n, out->call_phase);
+            out->steps[s].phases = ANA_PHASES_NVTX;
+        } else if (ana_st_name_phases(st, l, n, out->call_phase)) {
+            out->steps[s].phases = ANA_PHASES_NAMES;
+        } else {
+            none++;
+        }
+        int p = out->steps[s].phases;
+        if (p == ANA_PHASES_NVTX || (p == ANA_PHASES_NAMES && out->phases == ANA_PHASES_NONE))
+            out->phases = p;
+    }
+    free(fill);
+    free(L);
+    free(off);
+    return none;
+}
+
+static int ana_st_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t ana_st_median(const ana_steps *s)
+{
+    if (!s->n_steps)
+        return 0;
+    uint64_t *d = ana_xcalloc(s->n_steps, sizeof(uint64_t));
+    for (size_t i = 0; i < s->n_steps; i++)
+        d[i] = s->steps[i].end_ns - s->steps[i].start_ns;
+    ana_sort(d, s->n_steps, sizeof(uint64_t), ana_st_u64_cmp);
+    uint64_t m = d[(s->n_steps - 1) / 2];
+    free(d);
+    return m;
+}
+
+/* ------------------------------------------------------------------ API */
+
+static int ana_st_find(ana_st *st, char *why, size_t cap)
+{
+    char nv[48], opt[64], per[68]; /* each fits its longest message; together, why */
+    if (ana_st_nvtx(st, nv, sizeof(nv)))
+        return st->method = ANA_STEPS_NVTX;
+    if (ana_st_optimizer(st, opt, sizeof(opt)))
+        return st->method = ANA_STEPS_OPTIMIZER;
+    if (ana_st_period(st, per, sizeof(per)))
+        return st->method = ANA_STEPS_PERIOD;
+    snprintf(why, cap, "no steps: %s; %s; %s", nv, opt, per);
+    return 0;
+}
+
+void ana_steps_find(const ana_trace *t, ana_steps *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->call_step = ana_xcalloc(t->n_calls + 1, sizeof(*out->call_step));
+    out->call_phase = ana_xcalloc(t->n_calls + 1, sizeof(*out->call_phase));
+    for (size_t i = 0; i < t->n_calls; i++) {
+        out->call_step[i] = -1;
+        out->call_phase[i] = ANA_PHASE_UNDECIDED;
+    }
+    if (!t->n_calls) {
+        snprintf(out->why, sizeof(out->why), "no steps: no kernel launches or copies");
+        return;
+    }
+    ana_st st;
+    ana_st_init(&st, t);
+    ana_nvtx_pair(t, ana_st_add_range, &st, NULL); /* unmatched ones are no ranges */
+    /* steps are found with find_hint where it exists (graph launches); phases with the
+     * calls' own hints */
+    uint8_t *own = st.hint;
+    if (st.find_hint)
+        st.hint = st.find_hint;
+    int found = ana_st_find(&st, out->why, sizeof(out->why));
+    st.hint = own;
+    if (found) {
+        out->method = st.method;
+        memcpy(out->name, st.name, sizeof(out->name));
+        ana_st_assign(&st, out);
+        ana_st_nvtx_phases(&st);
+        size_t none = ana_st_phases(&st, out);
+        out->median_ns = ana_st_median(out);
+        if (none)
+            snprintf(out->why, sizeof(out->why),
+                     "phases undecided in %zu of %zu steps: no NVTX phase range and no "
+                     "backward-hinted kernel", none, out->n_steps);
+    }
+    ana_st_free(&st);
+}
+
+void ana_steps_free(ana_steps *s)
+{
+    free(s->steps);
+    free(s->call_step);
+    free(s->call_phase);
+    memset(s, 0, sizeof(*s));
+}
+
+const char *ana_steps_method_name(int m)
+{
+    static const char *const n[] = { "none", "nvtx", "optimizer", "period" };
+    return m >= 0 && m < 4 ? n[m] : "none";
+}
+
+int ana_phase_of_hints(uint8_t h)
+{
+    return (h & ANA_HINT_OPTIMIZER)  ? ANA_PHASE_OPTIMIZER
+         : (h & ANA_HINT_BACKWARD) ? ANA_PHASE_BACKWARD
+         : (h & ANA_HINT_FORWARD)  ? ANA_PHASE_FORWARD
+                                   : ANA_PHASE_UNDECIDED;
+}
+
+int ana_steps_launch_phase(const ana_trace *t, const ana_api_call *c)
+{
+    if (c->kind != ANA_K_LAUNCH)
+        return ANA_PHASE_UNDECIDED;
+    const ana_trace_kernel *k = ana_trace_kernel_by_id(t, ana_trace_wide(t, c->arg_w));
+    return ana_phase_of_hints(k && k->name ? ana_classify(k->name, ANA_CTX_NONE).hints : 0);
+}
+
+const char *ana_phase_name(int p)
+{
+    static const char *const n[] = { "forward", "backward", "optimizer", "undecided" };
+    return p >= 0 && p < ANA_PHASE_COUNT ? n[p] : "undecided";
+}
+
+const char *ana_phases_method_name(int m)
+{
+    static const char *const n[] = { "none", "nvtx", "kernel names" };
+    return m >= 0 && m < 3 ? n[m] : "none";
+}

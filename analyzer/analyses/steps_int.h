@@ -1,0 +1,69 @@
+/* steps_int.h — the state shared by steps.c and steps_seq.c; private to analyses/steps*.c
+ * (no other file includes it: the module's contract is steps.h).
+ *
+ * steps.c prepares a per-call key and hint, pairs the NVTX ranges, finds NVTX steps,
+ * assigns calls to steps and places phases from ranges; steps_seq.c finds steps in the
+ * sequence of calls when there are no NVTX steps (the optimizer method, then the period
+ * method) and places the phases of a step without phase ranges by kernel names.
+ * Both add steps through ana_st_add_step; the state is owned by ana_steps_find. */
+#ifndef ANA_STEPS_INT_H
+#define ANA_STEPS_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/trace.h"
+#include "model/util.h"
+
+enum { ST_NONE = 0, ST_FWD = 1, ST_BWD = 2, ST_OPT = 3 }; /* a call's effective hint */
+enum { ST_SPAN = 0 };                                      /* a step of consecutive calls */
+
+/* A closed NVTX range. */
+typedef struct ana_st_range {
+    uint64_t t0, t1, tid; /* tid: the thread of the push (start) */
+    uint32_t name, depth, group;
+    uint16_t domain;
+    uint8_t kind; /* ANA_RANGE_PUSH or ANA_RANGE_START */
+} ana_st_range;
+
+/* A step before sorting: a range (kind PUSH/START; [t0, t1]) or calls [a, b] (ST_SPAN;
+ * t0: the time of call a). */
+typedef struct ana_st_step {
+    uint64_t t0, t1;
+    size_t a, b;
+    uint8_t kind;
+} ana_st_step;
+
+typedef struct ana_st {
+    const ana_trace *t;
+    size_t n;          /* t->n_calls */
+    uint8_t *hint;     /* per call: ST_* */
+    uint8_t *find_hint; /* per call, traces with graph launches and GPU activity: the hint
+                         * steps are found with — a graph launch's kernels' hint, none for a
+                         * launch captured into a graph (it ran nothing); else NULL */
+    uint64_t *key;     /* per call: what repeats (a launch's kernel; a copy's API and size) */
+    uint8_t *nv_phase; /* per call: phase from an NVTX range, or ANA_PHASE_COUNT */
+    ana_st_range *ranges;
+    size_t n_ranges, cap_ranges;
+    ana_st_step *steps;
+    size_t n_steps, cap_steps;
+    char name[64];
+    int method;
+} ana_st;
+
+/* Appends a step (both files find steps). */
+static inline void ana_st_add_step(ana_st *st, ana_st_step s)
+{
+    ANA_GROW(st->steps, st->cap_steps, st->n_steps + 1);
+    st->steps[st->n_steps++] = s;
+}
+
+/* steps_seq.c: each adds the steps it finds and returns 1, or writes what it missed to
+ * why and returns 0. */
+int ana_st_optimizer(ana_st *st, char *why, size_t cap);
+int ana_st_period(ana_st *st, char *why, size_t cap);
+/* steps_seq.c: the phases (enum ana_phase, into phase[call]) of one step's calls L[0..n)
+ * from kernel-name hints; 0 when it has no backward-hinted launch (nothing written). */
+int ana_st_name_phases(const ana_st *st, const size_t *L, size_t n, uint8_t *phase);
+
+#endif

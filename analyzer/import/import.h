@@ -1,0 +1,32 @@
+/* import.h — files into the model (model/trace.h). The commands call ana_import_load,
+ * which picks the importer by the file's first bytes; each importer of a trace builds the
+ * model with ana_trace_new/add/finish and never reaches an analysis.
+ *
+ * Importers: .anat traces (anat.c, through format/reader.h) and PyTorch profiler /
+ * Kineto JSON (kineto.h); and a rank's summary from a `report --json` document
+ * (ranks_read.c). A new format: a file here with its ana_<format>_load, and a
+ * test of its first bytes in ana_import_load. Single-threaded. */
+#ifndef ANA_IMPORT_H
+#define ANA_IMPORT_H
+
+#include "model/trace.h"
+
+/* Reads path to its end. Returns 0 and a model in *out, or -1 with err filled (bad
+ * header, corrupt chunk, I/O error). flags: enum ana_load_flags. A file that starts like
+ * JSON or gzip (a PyTorch profiler / Kineto trace) is imported by kineto.h, any other as
+ * an .anat trace. */
+int ana_import_load(const char *path, unsigned flags, ana_trace **out, ana_error *err);
+
+/* The same for an .anat trace, whatever its first bytes. */
+int ana_anat_load(const char *path, unsigned flags, ana_trace **out, ana_error *err);
+
+/* A rank's summary (analyses/ranks.h) back from a report (ranks_read.c). Reads the "rank"
+ * member of a `report --json` document at path into out (source set to
+ * path). 0, or -1 with why in err (not JSON, no "rank" member, a bad value). */
+struct ana_rank;
+int ana_rank_read_json(const char *path, struct ana_rank *out, char *err, size_t cap);
+/* 1 when path is a `report --json` document (its first member is "schema":
+ * "anatomist.report/..."); a PyTorch profiler trace, also JSON, is not. */
+int ana_rank_json_is_report(const char *path);
+
+#endif

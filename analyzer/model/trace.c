@@ -1,0 +1,148 @@
+/* trace.c — the model's life (trace.h): a new trace, finishing it once every record is in
+ * (stacks resolved, arrays sorted, indexes built) and freeing it. Records go in through
+ * trace_records.c. Part of model/: called by the importers (import/) and by tests; calls
+ * only model/ and format/. */
+#include "model/capture.h"
+#include "model/trace.h"
+#include "model/trace_int.h"
+#include "model/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The trace whose arrays ana_trace_finish sorts: the comparators read its wide values. */
+static const ana_trace *ana_trace_sorting;
+
+static int ana_gpu_act_cmp(const void *a, const void *b)
+{
+    const ana_gpu_act *x = a, *y = b;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    if (x->start_ns != y->start_ns)
+        return x->start_ns < y->start_ns ? -1 : 1;
+    uint64_t cx = ana_trace_wide(ana_trace_sorting, x->corr_w);
+    uint64_t cy = ana_trace_wide(ana_trace_sorting, y->corr_w);
+    return cx < cy ? -1 : cx > cy;
+}
+
+static int ana_api_call_cmp(const void *a, const void *b)
+{
+    const ana_api_call *x = a, *y = b;
+    const ana_trace *t = ana_trace_sorting;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? -1 : 1;
+    if (x->tid_w != y->tid_w) {
+        uint64_t tx = ana_trace_wide(t, x->tid_w), ty = ana_trace_wide(t, y->tid_w);
+        return tx < ty ? -1 : 1;
+    }
+    uint64_t cx = ana_trace_wide(t, x->corr_w), cy = ana_trace_wide(t, y->corr_w);
+    return cx < cy ? -1 : cx > cy;
+}
+
+/* 1 when ip lies in one of CUDA's own libraries (ana_trace_module.cuda_lib). A call
+ * recorded by CUPTI's callback (not by a hook) was captured from inside libcupti, called
+ * from the runtime or driver: those frames are CUDA's, not the program's. */
+static int ana_trace_in_cuda_lib(uint64_t ip, void *arg)
+{
+    const ana_trace_module *m = ana_trace_module_at(arg, ip - 1);
+    return m && m->cuda_lib;
+}
+
+/* Stack ids are resolved only now: a segment may use an id that a later segment of
+ * another thread defines (docs/trace-format.md, "Interning"). */
+void ana_trace_finish(ana_trace *t)
+{
+    ana_trace_index_modules(t);
+    ana_py_merge(t);
+    ana_stacks_trim_leading(&t->stacks, ana_trace_in_cuda_lib, t);
+    ana_stacks_resolve(&t->stacks);
+    for (size_t i = 0; i < t->n_mev; i++)
+        t->mev[i].stack = ana_stacks_canon(&t->stacks, t->mev[i].stack);
+    ana_mem_sort(t->mev, t->n_mev);
+    ana_trace_sorting = t;
+    ana_sort(t->gpu, t->n_gpu, sizeof(*t->gpu), ana_gpu_act_cmp);
+    ana_sort(t->calls, t->n_calls, sizeof(*t->calls), ana_api_call_cmp);
+    ana_trace_sorting = NULL;
+    for (size_t i = 0; i < t->n_calls; i++)
+        t->calls[i].stack_w = ana_trace_narrow(
+            t, ana_stacks_canon(&t->stacks, ana_trace_wide(t, t->calls[i].stack_w)));
+    ana_trace_index_calls(t);
+    ana_trace_name_launches(t);
+    ana_libs_finish(&t->libs);
+    ana_trace_uses_finish(t);
+}
+
+ana_trace *ana_trace_new(const char *path, unsigned flags)
+{
+    ana_trace *t = ana_xcalloc(1, sizeof(*t));
+    t->path = ana_name_dup(path, strlen(path)); /* a job directory's entries are anyone's names */
+    t->flags = flags;
+    t->source = "anatomist";
+    ana_u64map_init(&t->kernel_idx);
+    ana_u64map_init(&t->module_idx);
+    ana_u64map_init(&t->device_idx);
+    ana_u64map_init(&t->corr_map);
+    ana_u64map_init(&t->call_ctx);
+    ana_u64map_init(&t->wide_idx);
+    ana_u64map_init(&t->table_dsts);
+    ana_stacks_init(&t->stacks);
+    ana_py_init(&t->py);
+    ana_libs_init(&t->libs);
+    return t;
+}
+
+static void ana_trace_free_process(ana_trace_process *p)
+{
+    free(p->host);
+    free(p->exe);
+    for (size_t i = 0; i < p->argc; i++)
+        free(p->argv[i]);
+    free(p->argv);
+}
+
+void ana_trace_free(ana_trace *t)
+{
+    if (!t)
+        return;
+    ana_trace_free_process(&t->process);
+    for (size_t i = 0; i < t->n_devices; i++)
+        free(t->devices[i].name);
+    for (size_t i = 0; i < t->n_modules; i++) {
+        free(t->modules[i].path);
+        free(t->modules[i].shown);
+        free(t->modules[i].build_id);
+    }
+    for (size_t i = 0; i < t->n_kernels; i++)
+        free(t->kernels[i].name);
+    for (size_t i = 0; i < t->n_info; i++) {
+        free(t->info[i].key);
+        free(t->info[i].value);
+    }
+    free(t->devices);
+    free(t->modules);
+    free(t->kernels);
+    free(t->info);
+    ana_capture_free(t);
+    free(t->mev);
+    free(t->gpu);
+    free(t->calls);
+    free(t->uses);
+    free(t->tables);
+    free(t->table_ptrs);
+    ana_u64map_free(&t->table_dsts);
+    ana_u64map_free(&t->corr_map);
+    free(t->corr_idx);
+    ana_u64map_free(&t->call_ctx);
+    free(t->wide);
+    ana_u64map_free(&t->wide_idx);
+    free(t->end_detail);
+    free(t->path);
+    ana_u64map_free(&t->kernel_idx);
+    ana_u64map_free(&t->module_idx);
+    ana_u64map_free(&t->device_idx);
+    free(t->spans);
+    ana_stacks_free(&t->stacks);
+    ana_py_free(&t->py);
+    ana_libs_free(&t->libs);
+    free(t);
+}

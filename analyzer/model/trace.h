@@ -1,0 +1,282 @@
+/* trace.h — the analyzer's in-memory model of one trace, whatever file it came from
+ * (import/: .anat through format/reader.h, Kineto JSON).
+ *
+ * Keeps counts and aggregates for every record, the interned tables (stacks, kernels,
+ * modules, devices), one compact ana_mev per ALLOC/FREE/MEMINFO/VMM map-unmap/GPU_MEMORY
+ * record for the memory replay (memevents.h; sorted by time, stacks canonical), one
+ * ana_gpu_act per GPU_KERNEL/GPU_MEMCPY/GPU_MEMSET record (sorted by device, then start)
+ * and one ana_api_call per LAUNCH/MEMCPY/MEMSET record (sorted by time, indexed by
+ * correlation id) for the GPU analysis (analyses/gpu.h), and the library and NVTX
+ * records (libs.h). Built by trace.c, trace_records.c and trace_uses.c; looked up
+ * through trace_index.c and trace_modules.c.
+ * Strings are copied; the model owns everything and ana_trace_free releases it. */
+#ifndef ANA_TRACE_H
+#define ANA_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/reader.h"
+#include "model/libs.h"
+#include "model/memevents.h"
+#include "model/pyframes.h"
+#include "model/stacks.h"
+#include "model/u64map.h"
+
+typedef struct ana_trace_module {
+    uint64_t bias, lo, hi;
+    char *path;  /* exact, to open */
+    char *shown; /* as printed (util.h ana_name_dup) */
+    uint8_t *build_id;
+    size_t build_id_len;
+    int cuda_lib; /* libcupti, libcuda or libcudart: CUDA's own frames (trace_records.c) */
+} ana_trace_module;
+
+/* Addresses [lo, hi) whose module is modules[module] (the latest announcement covering
+ * them): disjoint and sorted, built by ana_trace_finish for ana_trace_module_at. */
+typedef struct ana_trace_span {
+    uint64_t lo, hi;
+    size_t module;
+} ana_trace_span;
+
+typedef struct ana_trace_device {
+    int64_t ordinal;
+    char *name;
+    uint64_t total_mem, sm_count, cc_major, cc_minor;
+} ana_trace_device;
+
+typedef struct ana_trace_kernel {
+    uint64_t id, host_fn; /* id 0: launches whose function the profiler did not know */
+    char *name;           /* mangled as registered; NULL when never defined */
+    uint64_t launches, failed;
+    uint64_t gpu_count, gpu_ns, gpu_min_ns, gpu_max_ns; /* GPU_KERNEL records of this id */
+} ana_trace_kernel;
+
+/* Ids, sizes and durations that are nearly always small are kept in 32 bits (fields named
+ * *_w): a value below 2^31 is itself, a larger one is 2^31 + its index in the model's
+ * table of wide values (ana_trace_wide reads either; equal values share one entry).
+ * ana_ptr_use's arg is kept in 28 bits the same way, above 2^27. A trace with more than
+ * 2^27 distinct wide values is refused (exit status 2). */
+#define ANA_TRACE_WIDE_BIT 0x80000000u
+#define ANA_TRACE_WIDE28_BIT 0x08000000u
+
+/* What the GPU ran (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET): 32 bytes each, as a trace may
+ * hold millions. */
+enum ana_gpu_type { ANA_GPU_KERNEL = 0, ANA_GPU_MEMCPY = 1, ANA_GPU_MEMSET = 2 };
+typedef struct ana_gpu_act {
+    uint64_t start_ns;         /* absolute, the clock of every record */
+    uint32_t dur_w;            /* duration (ns) */
+    uint32_t corr_w;           /* CUPTI correlation id, 0 = none */
+    uint32_t arg_w;            /* GPU_KERNEL: KERNEL id; GPU_MEMCPY/GPU_MEMSET: bytes */
+    uint32_t stream;           /* CUPTI stream id */
+    int32_t device;
+    uint8_t type;              /* enum ana_gpu_type */
+    uint8_t copy_kind;         /* GPU_MEMCPY: enum ana_copy_kind (0 when above 255) */
+    uint8_t src_kind, dst_kind; /* GPU_MEMCPY: enum ana_mem_kind; GPU_MEMSET: mem_kind in dst */
+} ana_gpu_act;
+_Static_assert(sizeof(ana_gpu_act) == 32, "ana_gpu_act is 32 bytes");
+
+/* An API call that makes the GPU work (LAUNCH, MEMCPY, MEMSET records): 40 bytes. */
+typedef struct ana_api_call {
+    uint64_t time_ns;
+    uint32_t corr_w, tid_w;
+    uint32_t stack_w; /* canonical */
+    uint32_t arg_w;   /* LAUNCH: KERNEL id; MEMCPY/MEMSET: bytes */
+    uint32_t call_w;  /* the library call it was made in (1.2), 0 = none */
+    int32_t ret;      /* clamped to int32 */
+    uint16_t api;
+    uint8_t kind;   /* ANA_K_LAUNCH, ANA_K_MEMCPY or ANA_K_MEMSET */
+    uint8_t via;
+    uint8_t lib;    /* enum ana_lib of the library call or caller module (1.2), 0 = none */
+} ana_api_call;
+_Static_assert(sizeof(ana_api_call) == 40, "ana_api_call is 40 bytes");
+
+/* A device pointer an API call handed to the GPU (memcat.h): the evidence of which calls
+ * touch an allocation. Only successful calls give uses. */
+enum ana_use_kind {
+    ANA_USE_KERNEL = 1,    /* a kernel parameter word (1.3): read or written, unknown */
+    ANA_USE_GEMM_IN = 2,   /* GEMM A or B (1.3): read */
+    ANA_USE_GEMM_OUT = 3,  /* GEMM C or D (1.3): written (C also read) */
+    ANA_USE_WORKSPACE = 4, /* a library's workspace: cublasSetWorkspace, cublasLtMatmul's */
+    ANA_USE_COPY_DST = 5,  /* memcpy destination; arg = the cudaMemcpyKind */
+    ANA_USE_COPY_SRC = 6,  /* memcpy source; arg = the cudaMemcpyKind */
+    ANA_USE_SET = 7,       /* memset target */
+    ANA_USE_COLL = 8,      /* an NCCL send or receive buffer */
+};
+typedef struct ana_ptr_use { /* 24 bytes: a trace holds about one per record */
+    uint64_t time_ns, ptr;
+    uint32_t seq;  /* order of addition, breaks ties in time */
+    /* kind (enum ana_use_kind) in the low 4 bits; above them arg in 28 bits (wide values:
+     * ANA_TRACE_WIDE28_BIT): KERNEL: KERNEL id; GEMM_IN: the operand's cudaDataType in the
+     * low 8 bits, its elements (m·k for A, k·n for B, times the batch) above; GEMM_OUT: the
+     * result's cudaDataType;
+     * COPY: kind. Read with ana_trace_use_kind and ana_trace_use_arg. */
+    uint32_t kind_arg;
+} ana_ptr_use;
+_Static_assert(sizeof(ana_ptr_use) == 24, "ana_ptr_use is 24 bytes");
+
+typedef struct ana_ptr_table {
+    uint64_t time_ns, dst, bytes;
+    size_t first, n; /* its pointers: table_ptrs[first .. first + n) */
+    size_t order;    /* in the order the records came, for equal times */
+} ana_ptr_table;
+
+/* The most pointer words a LAUNCH records (the preload's ANA_KARGS_MAX since 2.1): a
+ * launch that recorded as many may have had more. */
+#define ANA_TRACE_PTRS_CAP 512
+
+typedef struct ana_api_stats {
+    uint64_t calls, ok, failed, bytes; /* bytes: requested by successful calls */
+} ana_api_stats;
+
+typedef struct ana_copy_stats {
+    uint64_t calls, failed, bytes; /* bytes: of successful calls */
+} ana_copy_stats;
+
+typedef struct ana_trace_process {
+    int present;
+    uint64_t pid, ppid, realtime_ns, time_ns;
+    int64_t rank, local_rank, world_size;
+    char *host, *exe;
+    char **argv;
+    size_t argc;
+} ana_trace_process;
+
+typedef struct ana_kv {
+    char *key, *value;
+} ana_kv;
+
+#define ANA_TRACE_MAX_INFO 256
+#define ANA_MEMCPY_DIRS 6 /* cudaMemcpyKind 0..4, then "other" */
+
+typedef struct ana_trace {
+    char *path;
+    unsigned flags;
+    ana_reader_stats stats;
+    uint64_t counts[ANA_K_COUNT]; /* records per known kind (SEGMENT is not returned) */
+    uint64_t dropped_records, dropped_bytes;
+    int has_time;
+    uint64_t first_ns, last_ns;
+    ana_trace_process process;
+    int has_end;
+    uint64_t end_reason;
+    char *end_detail;
+    ana_trace_device *devices;
+    size_t n_devices, cap_devices;
+    ana_trace_module *modules;
+    size_t n_modules, cap_modules;
+    ana_trace_kernel *kernels;
+    size_t n_kernels, cap_kernels;
+    ana_u64map kernel_idx; /* kernel id -> index */
+    ana_u64map module_idx; /* hash of a module's range and path -> index (re-announcements) */
+    ana_u64map device_idx; /* device ordinal -> index */
+    ana_trace_span *spans; /* see ana_trace_span */
+    size_t n_spans, cap_spans, spans_for; /* spans_for: n_modules when they were built */
+    ana_stacks stacks;
+    ana_pycodes py; /* Python code objects (2.2 PYCODE) that stacks' Python frames name */
+    ana_mev *mev;
+    size_t n_mev, cap_mev;
+    ana_api_stats alloc_by_api[ANA_API_COUNT]; /* api >= ANA_API_COUNT counts in [0] */
+    ana_api_stats free_by_api[ANA_API_COUNT];
+    uint64_t launches, failed_launches;
+    uint64_t graph_launches, failed_graph_launches; /* LAUNCH records of graph launches */
+    ana_copy_stats memcpy_total, memcpy_by_dir[ANA_MEMCPY_DIRS], memset_total;
+    ana_kv *info;
+    size_t n_info, cap_info;
+    struct ana_capture_win *capture; /* capture windows, in file order (capture.h) */
+    size_t n_capture, cap_capture;
+    ana_gpu_act *gpu;         /* sorted by device, start, corr */
+    size_t n_gpu, cap_gpu;
+    ana_api_call *calls;      /* sorted by time */
+    size_t n_calls, cap_calls;
+    /* corr (≠ 0) -> index into calls (ana_trace_call_by_corr): correlation ids count up
+     * in a process, so a dense array corr_idx[corr - corr_lo] (UINT32_MAX = none) of
+     * corr_n entries holds them; ids too sparse for it go in corr_map instead. */
+    uint32_t *corr_idx;
+    uint64_t corr_lo, corr_n;
+    ana_u64map corr_map;
+    uint64_t gpu_dropped_records, gpu_dropped_by_reason[3]; /* GPU_DROPPED: [0] other reasons */
+    ana_libs libs; /* library calls and NVTX (empty in summary mode) */
+    const char *source; /* "anatomist" (a .anat trace) or "kineto" (imported, kineto.h) */
+    ana_u64map call_ctx; /* imported traces: library call id -> enum ana_ctx (classify.h) */
+    ana_ptr_use *uses;   /* sorted by time (then file order) */
+    size_t n_uses, cap_uses;
+    uint64_t launch_ptrs; /* LAUNCH records that carried pointer words (1.3) */
+    uint64_t launch_ptrs_cut; /* LAUNCH records at the cap of pointer words (more may have been) */
+    /* Pointer tables (2.1 PTR_TABLE): host-to-device copies whose bytes held device pointers; a
+     * kernel that is handed an address inside one reads them (ana_trace_finish adds its
+     * uses of the table's pointers). An entry with n == 0 is a later write that replaced
+     * a table's contents. */
+    struct ana_ptr_table *tables;
+    size_t n_tables, cap_tables;
+    uint64_t *table_ptrs; /* the tables' pointers, each table's a run */
+    size_t n_table_ptrs, cap_table_ptrs;
+    ana_u64map table_dsts; /* addresses a table ever started at (a write there ends it) */
+    uint64_t table_launches; /* launches that were handed a table (their uses added) */
+    uint64_t *wide;       /* values of the *_w fields at or above 2^31 (ana_trace_wide) */
+    size_t n_wide, cap_wide;
+    ana_u64map wide_idx;  /* value -> index into wide */
+} ana_trace;
+
+/* The value of a *_w field (see ANA_TRACE_WIDE_BIT). */
+static inline uint64_t ana_trace_wide(const ana_trace *t, uint32_t w)
+{
+    return (w & ANA_TRACE_WIDE_BIT) ? t->wide[w & ~ANA_TRACE_WIDE_BIT] : w;
+}
+/* The *_w form of v (interning v in t->wide when it is 2^31 or more). */
+uint32_t ana_trace_narrow(ana_trace *t, uint64_t v);
+
+/* The kind_arg of an ana_ptr_use. */
+uint32_t ana_trace_use_pack(ana_trace *t, unsigned kind, uint64_t arg);
+static inline unsigned ana_trace_use_kind(const ana_ptr_use *u) { return u->kind_arg & 15; }
+static inline uint64_t ana_trace_use_arg(const ana_trace *t, const ana_ptr_use *u)
+{
+    uint32_t a = u->kind_arg >> 4;
+    return (a & ANA_TRACE_WIDE28_BIT) ? t->wide[a & ~ANA_TRACE_WIDE28_BIT] : a;
+}
+
+enum ana_load_flags {
+    ANA_LOAD_ALL = 0,
+    ANA_LOAD_SUMMARY = 1, /* counts and tables only: no events, no stacks (for `info`) */
+};
+
+/* Building a model record by record (the loader, and importers of other formats):
+ * new, then add each record (counted, timed, kept as the loader keeps it), then finish
+ * (sorts, resolves stacks, links launches). Records need not come in time order. */
+ana_trace *ana_trace_new(const char *path, unsigned flags);
+void ana_trace_add(ana_trace *t, const ana_record *r);
+void ana_trace_finish(ana_trace *t);
+void ana_trace_free(ana_trace *t);
+
+/* Time relative to the first record of the trace (0 for times before it). */
+uint64_t ana_trace_rel_ns(const ana_trace *t, uint64_t time_ns);
+
+/* The kernel table's entry for a KERNEL id, or NULL when the trace has none. */
+const ana_trace_kernel *ana_trace_kernel_by_id(const ana_trace *t, uint64_t id);
+
+/* Module whose [lo, hi) holds addr, or NULL. */
+const ana_trace_module *ana_trace_module_at(const ana_trace *t, uint64_t addr);
+/* Builds t->spans from t->modules (trace_modules.c; ana_trace_finish calls it). */
+void ana_trace_index_modules(ana_trace *t);
+/* Builds the corr -> call index of t->calls, sorted (trace_index.c; ana_trace_finish). */
+void ana_trace_index_calls(ana_trace *t);
+
+/* Memory class of an allocation api (device / pinned host / other). */
+int ana_trace_alloc_class(uint64_t api);
+
+/* A string of a record as a name the program chose (util.h ana_name_dup), NUL-terminated. */
+char *ana_str_name(ana_str s);
+/* Value of the last INFO record with this key (the latest state), or NULL. */
+const char *ana_trace_info(const ana_trace *t, const char *key);
+/* 0 when the trace cannot tell device memory (an imported profiler trace without memory
+ * events: INFO import.device_memory), 1 otherwise. */
+int ana_trace_memory_recorded(const ana_trace *t);
+
+/* The first index of t->calls (in time order) whose time is at or after time_ns (after:
+ * strictly after); n_calls when none. */
+size_t ana_trace_call_bound(const ana_trace *t, uint64_t time_ns, int after);
+
+/* The API call with this correlation id, or NULL (corr 0 matches nothing). */
+const ana_api_call *ana_trace_call_by_corr(const ana_trace *t, uint64_t corr);
+
+#endif

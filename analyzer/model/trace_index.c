@@ -1,0 +1,160 @@
+/* trace_index.c — the model's lookups (trace.h): wide values, correlation ids, calls by
+ * time, kernels, INFO values.
+ * Part of model/ (README.md): any layer may call it; it calls only model/ and format/. */
+#include "model/trace.h"
+
+#include "model/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Index of v in t->wide (added when new). */
+static uint32_t ana_trace_intern(ana_trace *t, uint64_t v)
+{
+    uint64_t k;
+    if (!ana_u64map_get(&t->wide_idx, v, &k)) {
+        if (t->n_wide >= ANA_TRACE_WIDE28_BIT) { /* 2^27 distinct wide values */
+            fprintf(stderr, "anatomist: %s: too many distinct ids of 2^27 and up to "
+                            "analyze\n", t->path);
+            exit(ANA_EXIT_BAD);
+        }
+        ANA_GROW(t->wide, t->cap_wide, t->n_wide + 1);
+        t->wide[t->n_wide] = v;
+        ana_u64map_put(&t->wide_idx, v, k = t->n_wide++);
+    }
+    return (uint32_t)k;
+}
+
+uint32_t ana_trace_narrow(ana_trace *t, uint64_t v)
+{
+    return v < ANA_TRACE_WIDE_BIT ? (uint32_t)v : ANA_TRACE_WIDE_BIT | ana_trace_intern(t, v);
+}
+
+uint32_t ana_trace_use_pack(ana_trace *t, unsigned kind, uint64_t arg)
+{
+    uint32_t a = arg < ANA_TRACE_WIDE28_BIT ? (uint32_t)arg
+                                            : ANA_TRACE_WIDE28_BIT | ana_trace_intern(t, arg);
+    return a << 4 | (kind & 15);
+}
+
+/* Builds the corr -> call index; the first call (in time order) with an id keeps it. */
+void ana_trace_index_calls(ana_trace *t)
+{
+    uint64_t lo = UINT64_MAX, hi = 0, n = 0;
+    for (size_t i = 0; i < t->n_calls; i++) {
+        uint64_t c = ana_trace_wide(t, t->calls[i].corr_w);
+        if (!c)
+            continue;
+        lo = c < lo ? c : lo;
+        hi = c > hi ? c : hi;
+        n++;
+    }
+    int dense = n && t->n_calls < UINT32_MAX && hi - lo < n * 4 + 4096;
+    if (dense) {
+        t->corr_lo = lo;
+        t->corr_n = hi - lo + 1;
+        t->corr_idx = ana_xmalloc(t->corr_n * sizeof(*t->corr_idx));
+        memset(t->corr_idx, 0xff, t->corr_n * sizeof(*t->corr_idx));
+    }
+    for (size_t i = 0; i < t->n_calls && n; i++) {
+        uint64_t c = ana_trace_wide(t, t->calls[i].corr_w);
+        if (!c)
+            continue;
+        if (dense) {
+            if (t->corr_idx[c - lo] == UINT32_MAX)
+                t->corr_idx[c - lo] = (uint32_t)i;
+        } else if (!ana_u64map_get(&t->corr_map, c, &(uint64_t){ 0 })) {
+            ana_u64map_put(&t->corr_map, c, i);
+        }
+    }
+}
+
+uint64_t ana_trace_rel_ns(const ana_trace *t, uint64_t time_ns)
+{
+    return t->has_time && time_ns > t->first_ns ? time_ns - t->first_ns : 0;
+}
+
+const ana_trace_kernel *ana_trace_kernel_by_id(const ana_trace *t, uint64_t id)
+{
+    uint64_t k;
+    return ana_u64map_get(&t->kernel_idx, id, &k) ? &t->kernels[k] : NULL;
+}
+
+int ana_trace_memory_recorded(const ana_trace *t) { return !ana_trace_info(t, "import.device_memory"); }
+
+/* A string of the trace as it is shown (util.h ana_name_dup: escaped for text outputs). */
+char *ana_str_name(ana_str s) { return ana_name_dup(s.s ? s.s : "", s.s ? s.len : 0); }
+
+const char *ana_trace_info(const ana_trace *t, const char *key)
+{
+    for (size_t i = t->n_info; i-- > 0;)
+        if (strcmp(t->info[i].key, key) == 0)
+            return t->info[i].value;
+    return NULL;
+}
+
+/* Where the last search of this thread ended: callers mostly ask about times in order, so
+ * a search gallops from there (any start gives the right answer; only the cost varies). */
+static _Thread_local struct {
+    const ana_trace *t;
+    size_t at;
+} ana_call_hint;
+
+static int ana_call_below(const ana_trace *t, size_t i, uint64_t time_ns, int after)
+{
+    uint64_t x = t->calls[i].time_ns;
+    return after ? x <= time_ns : x < time_ns;
+}
+
+size_t ana_trace_call_bound(const ana_trace *t, uint64_t time_ns, int after)
+{
+    size_t lo = 0, hi = t->n_calls, h = ana_call_hint.at;
+    if (ana_call_hint.t == t && h < t->n_calls) {
+        if (ana_call_below(t, h, time_ns, after)) { /* the answer is past h */
+            lo = h + 1;
+            for (size_t step = 1; lo < hi; step *= 2) {
+                size_t probe = h + step < hi ? h + step : hi - 1;
+                if (!ana_call_below(t, probe, time_ns, after)) {
+                    hi = probe;
+                    break;
+                }
+                lo = probe + 1;
+            }
+        } else { /* at or before h */
+            hi = h;
+            for (size_t step = 1; lo < hi; step *= 2) {
+                size_t probe = step <= h ? h - step : 0;
+                if (ana_call_below(t, probe, time_ns, after)) {
+                    lo = probe + 1;
+                    break;
+                }
+                hi = probe;
+            }
+        }
+    }
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ana_call_below(t, mid, time_ns, after))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    ana_call_hint.t = t;
+    ana_call_hint.at = lo;
+    return lo;
+}
+
+const ana_api_call *ana_trace_call_by_corr(const ana_trace *t, uint64_t corr)
+{
+    uint64_t i;
+    if (!corr)
+        return NULL;
+    if (t->corr_idx) {
+        if (corr < t->corr_lo || corr - t->corr_lo >= t->corr_n)
+            return NULL;
+        i = t->corr_idx[corr - t->corr_lo];
+        return i == UINT32_MAX ? NULL : &t->calls[i];
+    }
+    return ana_u64map_get(&t->corr_map, corr, &i) ? &t->calls[i] : NULL;
+}

@@ -1,0 +1,169 @@
+/* trace_uses.c — which device pointers each successful call used (trace.h ana_ptr_use):
+ * kernel parameters, GEMM operands, copies, sets, collectives, workspaces, and the
+ * pointer tables a kernel reads (PTR_TABLE). The memory anatomy reads them
+ * (analyses/memcat.h). Part of model/: called by trace_records.c and trace.c only. */
+#include "model/trace.h"
+#include "model/trace_int.h"
+#include "model/util.h"
+
+#include <stdlib.h>
+
+static void ana_trace_use(ana_trace *t, const ana_record *r, uint8_t kind, uint64_t ptr, uint64_t arg)
+{
+    if ((t->flags & ANA_LOAD_SUMMARY) || ptr == 0)
+        return;
+    ANA_GROW(t->uses, t->cap_uses, t->n_uses + 1);
+    t->uses[t->n_uses] = (ana_ptr_use){ .time_ns = r->time_ns, .ptr = ptr,
+                                        .seq = (uint32_t)t->n_uses,
+                                        .kind_arg = ana_trace_use_pack(t, kind, arg) };
+    t->n_uses++;
+}
+
+/* A PTR_TABLE (the device pointers a host-to-device copy's bytes held) starts a table at
+ * dst; a later write to the start of a table (a copy — the MEMCPY before its own PTR_TABLE
+ * too —, a set) ends it. */
+static void ana_trace_table(ana_trace *t, const ana_record *r, uint64_t dst, uint64_t bytes,
+                            const ana_frames *ptrs)
+{
+    if (t->flags & ANA_LOAD_SUMMARY)
+        return;
+    size_t n = ptrs ? ptrs->n : 0;
+    uint64_t v;
+    if (!n && !ana_u64map_get(&t->table_dsts, dst, &v))
+        return; /* no table ever started there */
+    if (n)
+        ana_u64map_put(&t->table_dsts, dst, 1);
+    ANA_GROW(t->tables, t->cap_tables, t->n_tables + 1);
+    ANA_GROW(t->table_ptrs, t->cap_table_ptrs, t->n_table_ptrs + n + 1);
+    t->tables[t->n_tables] = (ana_ptr_table){ r->time_ns, dst, bytes, t->n_table_ptrs, n, t->n_tables };
+    t->n_tables++;
+    for (size_t i = 0; i < n; i++)
+        t->table_ptrs[t->n_table_ptrs++] = ptrs->ip[i];
+}
+
+static int ana_ptr_use_cmp(const void *a, const void *b)
+{
+    const ana_ptr_use *x = a, *y = b;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int ana_table_cmp(const void *a, const void *b)
+{
+    const ana_ptr_table *x = a, *y = b; /* a copy's own end of a table, then its new table */
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Each kernel use that falls inside a table in force at its time (the latest write at
+ * that table's address before it) reads the table's pointers: they become uses of that
+ * launch (same time, same kernel). Uses are re-sorted after. */
+static void ana_trace_expand_tables(ana_trace *t)
+{
+    if (!t->n_tables)
+        return;
+    ana_sort(t->tables, t->n_tables, sizeof(*t->tables), ana_table_cmp);
+    size_t *live = ana_xcalloc(t->n_tables + 1, sizeof(size_t)), n_live = 0, next = 0;
+    size_t n0 = t->n_uses;
+    uint64_t last_time = UINT64_MAX, last_kernel = 0;
+    for (size_t i = 0; i < n0; i++) {
+        const ana_ptr_use u = t->uses[i];
+        for (; next < t->n_tables && t->tables[next].time_ns <= u.time_ns; next++) {
+            size_t k = 0; /* the new write replaces a table at the same address */
+            while (k < n_live && t->tables[live[k]].dst != t->tables[next].dst)
+                k++;
+            if (k == n_live)
+                n_live++;
+            live[k] = next;
+        }
+        if (ana_trace_use_kind(&u) != ANA_USE_KERNEL)
+            continue;
+        for (size_t k = 0; k < n_live; k++) {
+            const ana_ptr_table *tb = &t->tables[live[k]];
+            if (!tb->n || u.ptr < tb->dst || u.ptr - tb->dst >= tb->bytes)
+                continue;
+            uint64_t kernel = ana_trace_use_arg(t, &u);
+            if (u.time_ns != last_time || kernel != last_kernel)
+                t->table_launches++;
+            last_time = u.time_ns, last_kernel = kernel;
+            for (size_t j = 0; j < tb->n; j++) {
+                ANA_GROW(t->uses, t->cap_uses, t->n_uses + 1);
+                t->uses[t->n_uses] = (ana_ptr_use){ .time_ns = u.time_ns, .ptr = t->table_ptrs[tb->first + j],
+                                                    .seq = (uint32_t)t->n_uses, .kind_arg = u.kind_arg };
+                t->n_uses++;
+            }
+        }
+    }
+    free(live);
+    if (t->n_uses != n0)
+        ana_sort(t->uses, t->n_uses, sizeof(*t->uses), ana_ptr_use_cmp);
+}
+
+/* The pointers of successful calls (1.3 LAUNCH words and GEMM operands; copies, sets,
+ * collectives and workspaces since 1.0-1.2). */
+void ana_trace_uses_of(ana_trace *t, const ana_record *r)
+{
+    switch (r->kind) {
+    case ANA_K_LAUNCH: {
+        const ana_rec_launch *l = &r->u.launch;
+        if (l->ret != 0)
+            return;
+        t->launch_ptrs += l->ptrs.n > 0;
+        t->launch_ptrs_cut += l->ptrs.n >= ANA_TRACE_PTRS_CAP;
+        for (uint32_t i = 0; i < l->ptrs.n; i++)
+            ana_trace_use(t, r, ANA_USE_KERNEL, l->ptrs.ip[i], l->kernel);
+        return;
+    }
+    case ANA_K_MEMCPY:
+        if (r->u.memcpy.ret == 0) {
+            ana_trace_use(t, r, ANA_USE_COPY_DST, r->u.memcpy.dst, r->u.memcpy.dir);
+            ana_trace_use(t, r, ANA_USE_COPY_SRC, r->u.memcpy.src, r->u.memcpy.dir);
+            ana_trace_table(t, r, r->u.memcpy.dst, r->u.memcpy.bytes, NULL);
+        }
+        return;
+    case ANA_K_MEMSET:
+        if (r->u.memset.ret == 0) {
+            ana_trace_use(t, r, ANA_USE_SET, r->u.memset.ptr, 0);
+            ana_trace_table(t, r, r->u.memset.ptr, r->u.memset.bytes, NULL);
+        }
+        return;
+    case ANA_K_GEMM: {
+        const ana_rec_gemm *g = &r->u.gemm;
+        if (g->ret != 0)
+            return;
+        /* A holds m·k elements and B k·n, whatever the transposition (times the batch) */
+        uint64_t bt = g->batch ? g->batch : 1;
+        ana_trace_use(t, r, ANA_USE_GEMM_IN, g->a, (g->a_type & 255) | (g->m * g->k * bt) << 8);
+        ana_trace_use(t, r, ANA_USE_GEMM_IN, g->b, (g->b_type & 255) | (g->k * g->n * bt) << 8);
+        ana_trace_use(t, r, ANA_USE_GEMM_OUT, g->c, g->c_type);
+        if (g->d != g->c)
+            ana_trace_use(t, r, ANA_USE_GEMM_OUT, g->d, g->c_type);
+        ana_trace_use(t, r, ANA_USE_WORKSPACE, g->ws, 0);
+        return;
+    }
+    case ANA_K_PTR_TABLE:
+        ana_trace_table(t, r, r->u.ptr_table.dst, r->u.ptr_table.bytes, &r->u.ptr_table.ptrs);
+        return;
+    case ANA_K_COLL:
+        if (r->u.coll.ret == 0) {
+            ana_trace_use(t, r, ANA_USE_COLL, r->u.coll.sendbuff, r->u.coll.dtype);
+            if (r->u.coll.recvbuff != r->u.coll.sendbuff)
+                ana_trace_use(t, r, ANA_USE_COLL, r->u.coll.recvbuff, r->u.coll.dtype);
+        }
+        return;
+    case ANA_K_LIBCALL:
+        if (r->u.libcall.ret == 0 && r->u.libcall.api == ANA_API_CUBLAS_SET_WORKSPACE)
+            ana_trace_use(t, r, ANA_USE_WORKSPACE, r->u.libcall.arg, 0);
+        return;
+    default: return;
+    }
+}
+
+/* Once every record is in: uses in time order, then the pointers of tables added. */
+void ana_trace_uses_finish(ana_trace *t)
+{
+    ana_sort(t->uses, t->n_uses, sizeof(*t->uses), ana_ptr_use_cmp);
+    ana_trace_expand_tables(t);
+}
