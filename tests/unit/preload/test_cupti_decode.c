@@ -1,4 +1,4 @@
-/* CUPTI activity records -> GPU_* records (preload/cupti_decode.c), and the kernel-name
+/* CUPTI activity records -> GPU_* records (cupti/decode.c), and the kernel-name
  * interning it relies on (kernels.c). Records are built here field by field, as CUPTI would
  * write them; the expected values are the ones written in. */
 #include <criterion/criterion.h>
