@@ -1,36 +1,18 @@
-/* cupti_calls.c — the CUPTI subscriber callback: correlation ids for the calls the hooks
- * record, and API records for the calls no hook saw (docs/trace-format.md, "GPU activity
- * and correlation").
- *
- * At API entry, on the calling thread:
- *   - a hook is recording this call (ana_in_hook): the outermost enabled API's correlation
- *     id goes to ana_tls_corr, where the hook's record builder finds it; nothing else.
- *   - no hook is active (a library with the CUDA runtime linked in statically, a driver
- *     call made through a pointer no hook wrapped): the callback opens the bracket
- *     (ana_enter, via = ANA_VIA_CUPTI), stores the call's id in ana_tls_corr as a hook's
- *     call would, and keeps the bracket in TLS; at the matching exit it reads the call's
- *     parameters (generated_cuda_*_meta.h) and result and ends the bracket with the record
- *     builder a hook of that call uses (hooks.h): the same record, the same MEMINFO and
- *     flush after a failed device allocation, the same DEVICE after the first success.
- *     Calls nested in it find the bracket busy and are not recorded twice; CUDA calls the
- *     builders make (cudaMemGetInfo, cudaGetDeviceProperties) likewise.
- * The common path (a hook is active) is one TLS test and one store.
- *
- * CALLS is the one list of what we subscribe to: each entry names a callback id, the api
- * number its record gets and the function that reads its parameters. */
+/* calls.c — the API calls cupti/ subscribes to (CALLS, the one list) and, for each, how its
+ * record is made from the parameters CUPTI hands the callback (generated_cuda_*_meta.h),
+ * with the record builders a hook of that call uses (calls.h), so one call gives the same
+ * record whichever saw it (docs/trace-format.md, "GPU activity and correlation").
+ * Called by cupti.c (ana_cupti_calls_enable, at start) and callback.c (ana_cupti_call_of
+ * and each entry's rec, at a call's exit); calls the preload's calls/ and core (kernel ids)
+ * and library.c. Each entry names a callback id, the api number its record gets and the
+ * function that reads its parameters. */
 #define _GNU_SOURCE
 #include "cupti_int.h"
-
-#include <errno.h>
 
 /* cupti.h (through cupti_int.h) brings the *_params structs of generated_cuda_meta.h and
  * generated_cuda_runtime_api_meta.h. */
 
-#include "hooks.h"
-
-/* Ends the bracket c with the record of a call that returned r, from its parameters;
- * returns 0, leaving the bracket open, when they give no record. */
-typedef int (*rec_fn)(ana_call *c, uint32_t api, int r, const void *params);
+#include "calls.h"
 
 #define REC(name) static int name(ana_call *c, uint32_t api, int r, const void *params)
 #define P(type) const type *p = (const type *)params
@@ -335,7 +317,7 @@ REC(cu_memset_d32_async)
     return 1;
 }
 
-/* ---- driver memory and virtual memory (as hooks_driver.c records them) ---- */
+/* ---- driver memory and virtual memory (as preload/hooks/driver.c records them) ---- */
 
 REC(cu_alloc) { P(cuMemAlloc_v2_params); ALLOC(p->dptr, p->bytesize, 0, 0); return 1; }
 REC(cu_alloc_async) { P(cuMemAllocAsync_params); ALLOC(p->dptr, p->bytesize, U(p->hStream), 0); return 1; }
@@ -396,20 +378,13 @@ REC(cu_set_access)
 
 /* ---- what we subscribe to ---- */
 
-typedef struct {
-    CUpti_CallbackDomain domain;
-    CUpti_CallbackId cbid;
-    uint32_t api;
-    rec_fn rec;
-} call_entry;
-
 #define RT(name, api, rec) { CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##name, api, rec }
 #define DRV(name, api, rec) { CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##name, api, rec }
 
 /* Every call we correlate (when a hook records it) or record (when none does). 3D peer
  * copies (cudaMemcpy3DPeer*) have no api number: they are neither. The *SymbolAsync copies
  * record the api number of their synchronous form. */
-static const call_entry CALLS[] = {
+static const ana_cupti_call CALLS[] = {
     /* runtime launches */
     RT(cudaLaunchKernel_v7000, ANA_API_LAUNCH_KERNEL, rt_launch),
     RT(cudaLaunchKernel_ptsz_v7000, ANA_API_LAUNCH_KERNEL_PTSZ, rt_launch),
@@ -533,7 +508,7 @@ _Static_assert(N_CALLS < 255, "entry numbers are kept in uint8_t");
  * ana_cupti_calls_enable before any callback is enabled; read-only after. */
 static uint8_t rt_entry[CUPTI_RUNTIME_TRACE_CBID_SIZE], drv_entry[CUPTI_DRIVER_TRACE_CBID_SIZE];
 
-static const call_entry *entry_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+const ana_cupti_call *ana_cupti_call_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
 {
     unsigned i = 0;
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
@@ -552,59 +527,4 @@ void ana_cupti_calls_enable(CUpti_SubscriberHandle s)
     }
     for (size_t i = 0; i < N_CALLS; i++)
         ana_cupti_fn.enable_callback(1, s, CALLS[i].domain, CALLS[i].cbid);
-}
-
-/* ---- the callback ---- */
-
-/* The call recorded through CUPTI on this thread, between its entry and its exit. Its
- * correlation id is ana_tls_corr, which nothing changes while the bracket is open: calls
- * nested in it store theirs only over a 0, and CUPTI's correlation ids are never 0. */
-static __thread struct {
-    ana_call c;
-    const call_entry *e;
-} tls_open __attribute__((tls_model("initial-exec")));
-
-static void open_call(const call_entry *e, const CUpti_CallbackData *d)
-{
-    if (!e || !ana_enter(&tls_open.c))
-        return;
-    tls_open.c.via = ANA_VIA_CUPTI;
-    ana_tls_corr = d->correlationId; /* the record's corr; nested calls see it and stay quiet */
-    tls_open.e = e;
-}
-
-static void close_call(const call_entry *e, const CUpti_CallbackData *d)
-{
-    ana_call *c = &tls_open.c;
-    tls_open.e = NULL;
-    const void *params = d->functionParams, *ret = d->functionReturnValue;
-    if (params && ret) {
-        int r = e->domain == CUPTI_CB_DOMAIN_RUNTIME_API ? (int)*(const cudaError_t *)ret
-                                                          : (int)*(const CUresult *)ret;
-        if (e->rec(c, e->api, r, params))
-            return;
-    }
-    c->saved_errno = errno;
-    ana_leave(c);
-}
-
-void CUPTIAPI ana_cupti_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                                 const void *data)
-{
-    (void)userdata;
-    const CUpti_CallbackData *d = data;
-    if (d->callbackSite == CUPTI_API_ENTER) {
-        if (!ana_cupti_on())
-            return; /* not yet, handed over, or a forked child */
-        if (ANA_UNLIKELY(!ana_capture_all))
-            ana_capture_note_corr(d->correlationId); /* entered inside a capture window */
-        if (!ana_in_hook())
-            open_call(entry_of(domain, cbid), d);
-        else if (!ana_tls_corr)
-            ana_tls_corr = d->correlationId;
-        return;
-    }
-    const call_entry *e = tls_open.e;
-    if (e && e->cbid == cbid && e->domain == domain && ana_tls_corr == d->correlationId)
-        close_call(e, d);
 }

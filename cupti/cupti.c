@@ -1,8 +1,12 @@
-/* cupti.c — GPU activity through CUPTI: loading, start, the buffer pool, collection,
- * handing CUPTI over to the program, fork (preload.h "cupti"; docs/trace-format.md,
- * "GPU activity and correlation").
+/* cupti.c — GPU activity through CUPTI: start, the buffer pool, collection, handing
+ * CUPTI over to the program, fork (activity.h; docs/trace-format.md, "GPU activity and
+ * correlation"). Called by lifecycle.c (start, fork) and, each pass, by the preload's
+ * writer through the source lifecycle.c installed (ana_cupti_collect); the program's own
+ * cupti* calls are interposed here. Calls library.c, calls.c (enabling the callbacks),
+ * callback.c (the subscriber), decode.c, and the core (configuration, clock, warnings,
+ * the writer's wake-up and forced flush, the real-symbol lookup).
  *
- * States (cupti_int.h, the one source of truth the callback reads too): OFF (not started,
+ * States (cupti_int.h, library.c: the one source of truth the callback reads too): OFF (not started,
  * unavailable, taken, or a forked child) -> ON -> HANDOVER (the program subscribed, or the
  * process exits: our last forced flush) -> GONE (ours is off).
  *
@@ -15,7 +19,6 @@
 #define _GNU_SOURCE
 #include "cupti_int.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,9 +26,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-ana_cupti_fns ana_cupti_fn;
-_Atomic int ana_cupti_state = ANA_CUPTI_OFF;
 
 static void *lib;
 static _Atomic int collector_in;
@@ -67,15 +67,6 @@ static void set_status(const char *fmt, ...)
     pthread_mutex_unlock(&status_lock);
     va_end(ap);
     atomic_fetch_add(&status_gen, 1);
-}
-
-const char *ana_cupti_err_name(CUptiResult r)
-{
-    const char *s = NULL;
-    if (ana_cupti_fn.result_string && ana_cupti_fn.result_string(r, &s) == CUPTI_SUCCESS && s)
-        return s;
-    return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
-                                                               : "CUPTI_ERROR_UNKNOWN";
 }
 
 /* ---- buffers (CUPTI's threads) ---- */
@@ -126,7 +117,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     /* A full buffer is worth writing now: the pool is capped, and a pool with no free
      * buffer makes CUPTI drop records. (Buffers are large, so this is rare.) */
     if (kick)
-        ana_collector_kick();
+        ana_wake_kick();
 }
 
 static int pool_init(void)
@@ -143,48 +134,6 @@ static int pool_init(void)
 }
 
 /* ---- loading and start ---- */
-
-static void *open_lib(char *why, size_t cap)
-{
-    void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
-    if (h)
-        return h;
-    const char *err = dlerror();
-    snprintf(why, cap, "%s", err ? err : "libcupti.so.13 could not be loaded");
-    const char *home = getenv("CUDA_HOME");
-    if (!home || !*home)
-        return NULL;
-    const char *rel[] = { "extras/CUPTI/lib64/libcupti.so.13", "lib64/libcupti.so.13" };
-    for (size_t i = 0; i < 2 && !h; i++) {
-        char path[1100];
-        snprintf(path, sizeof(path), "%s/%s", home, rel[i]);
-        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    }
-    return h;
-}
-
-#define RESOLVE(field, name)                                  \
-    if (!(*(void **)&ana_cupti_fn.field = dlsym(lib, name))) \
-        return name;
-
-/* The name of the first entry point missing, or NULL when all were found. */
-static const char *resolve_all(void)
-{
-    RESOLVE(subscribe, "cuptiSubscribe");
-    RESOLVE(unsubscribe, "cuptiUnsubscribe");
-    RESOLVE(enable_callback, "cuptiEnableCallback");
-    RESOLVE(enable, "cuptiActivityEnable");
-    RESOLVE(disable, "cuptiActivityDisable");
-    RESOLVE(register_callbacks, "cuptiActivityRegisterCallbacks");
-    RESOLVE(register_timestamp, "cuptiActivityRegisterTimestampCallback");
-    RESOLVE(flush_all, "cuptiActivityFlushAll");
-    RESOLVE(next_record, "cuptiActivityGetNextRecord");
-    RESOLVE(dropped, "cuptiActivityGetNumDroppedRecords");
-    RESOLVE(get_timestamp, "cuptiGetTimestamp");
-    RESOLVE(result_string, "cuptiGetResultString");
-    *(void **)&ana_cupti_fn.subscribe_v2 = dlsym(lib, "cuptiSubscribe_v2"); /* optional */
-    return NULL;
-}
 
 static uint64_t CUPTIAPI our_clock(void) { return ana_now_ns(); }
 
@@ -242,9 +191,9 @@ void ana_cupti_start(void)
     if (atomic_load(&ana_cupti_state) != ANA_CUPTI_OFF || lib)
         return; /* a forked child: see ana_cupti_atfork_child */
     char why[600];
-    if (!(lib = open_lib(why, sizeof(why))))
+    if (!(lib = ana_cupti_lib_open(why, sizeof(why))))
         return unavailable(why);
-    const char *missing = resolve_all();
+    const char *missing = ana_cupti_lib_resolve(lib);
     if (missing) {
         snprintf(why, sizeof(why), "libcupti.so.13 has no %s", missing);
         return unavailable(why);
@@ -277,7 +226,7 @@ void ana_cupti_start(void)
 
 /* ---- collection (collector thread) ---- */
 
-static void write_status(ana_cupti_put put, void *arg)
+static void write_status(ana_gpu_put put, void *arg)
 {
     unsigned gen = atomic_load(&status_gen);
     if (gen == status_written)
@@ -291,7 +240,7 @@ static void write_status(ana_cupti_put put, void *arg)
     status_written = gen;
 }
 
-static void note_dropped(uint64_t n, uint64_t reason, ana_cupti_put put, void *arg)
+static void note_dropped(uint64_t n, uint64_t reason, ana_gpu_put put, void *arg)
 {
     ana_record r = { .kind = ANA_K_GPU_DROPPED, .time_ns = ana_now_ns() };
     r.u.gpu_dropped = (ana_rec_gpu_dropped){ n, reason };
@@ -311,7 +260,7 @@ static int take_done(filled *f)
     return any;
 }
 
-static void decode_buffer(const filled *f, ana_cupti_put put, void *arg)
+static void decode_buffer(const filled *f, ana_gpu_put put, void *arg)
 {
     CUpti_Activity *a = NULL;
     while (ana_cupti_fn.next_record(f->buf, f->valid, &a) == CUPTI_SUCCESS)
@@ -321,7 +270,7 @@ static void decode_buffer(const filled *f, ana_cupti_put put, void *arg)
     pthread_mutex_unlock(&pool_lock);
 }
 
-void ana_cupti_collect(int forced, ana_cupti_put put, void *arg)
+void ana_cupti_collect(int forced, ana_gpu_put put, void *arg)
 {
     write_status(put, arg);
     if (!done_bufs)

@@ -1,16 +1,29 @@
-/* cupti_int.h — shared by the preload's CUPTI files (cupti.c, cupti_decode.c,
- * cupti_calls.c); the only preload header that includes <cupti.h>.
+/* cupti_int.h — shared by the files of cupti/; the only header of the preload that
+ * includes <cupti.h>.
  *
- * cupti.c owns the loaded library, its entry points (ana_cupti_fn) and the state;
- * cupti_decode.c turns activity records into our GPU_* records (pure: no CUPTI call, so
- * unit tests feed it records they build); cupti_calls.c is the subscriber callback
- * (correlation ids, and API records for calls no hook saw). */
+ * library.c owns the loaded library, its entry points (ana_cupti_fn) and the state;
+ * cupti.c starts, collects and hands over; decode.c turns activity records into our GPU_*
+ * records (pure: no CUPTI call, so unit tests feed it records they build); calls.c is the
+ * list of API calls we subscribe to and what each records; callback.c is the subscriber
+ * callback (correlation ids, and API records for calls no hook saw). */
 #ifndef ANA_CUPTI_INT_H
 #define ANA_CUPTI_INT_H
 
 #include <cupti.h>
 
-#include "preload.h"
+#include "activity.h"
+/* What cupti/ uses of the preload's core (each header is one module of preload/core/):
+ * the writer's sink and forced flush (collector.h, through activity.h) and wake-up, the
+ * clock, the configuration, warnings, kernel names, the real-symbol lookup, the bracket
+ * (session.h); callback.c and calls.c add the record builders of preload/calls/calls.h. */
+#include "clock.h"
+#include "config.h"
+#include "dl_real.h"
+#include "kernels.h"
+#include "records.h"
+#include "session.h"
+#include "state.h"
+#include "wake.h"
 
 /* The CUPTI entry points the preload calls, resolved from the library it loaded. */
 typedef struct ana_cupti_fns {
@@ -45,19 +58,38 @@ static inline int ana_cupti_on(void)
     return s == ANA_CUPTI_ON || s == ANA_CUPTI_HANDOVER;
 }
 
+/* ---- library.c ---- */
 /* "CUPTI_ERROR_..." for r (the library's own name when it can give one). */
 const char *ana_cupti_err_name(CUptiResult r);
+/* dlopen of libcupti.so.13 (RTLD_LOCAL), else under $CUDA_HOME; NULL with `why` said. */
+void *ana_cupti_lib_open(char *why, size_t cap);
+/* Fills ana_cupti_fn from the library; the name of the first entry point missing, or NULL
+ * when all were found. */
+const char *ana_cupti_lib_resolve(void *lib);
 
-/* ---- cupti_decode.c ---- */
+/* ---- decode.c ---- */
 /* Converts one activity record into our record kinds and hands each to put. `offset_ns`
  * is added to every CUPTI timestamp (0 when CUPTI uses our clock). Kernel names are
  * interned (ana_kernel_intern_name). Returns 1 when the record was kept, 0 for kinds we
  * do not keep. Collector thread only. */
-int ana_cupti_decode(const CUpti_Activity *a, int64_t offset_ns, ana_cupti_put put, void *arg);
+int ana_cupti_decode(const CUpti_Activity *a, int64_t offset_ns, ana_gpu_put put, void *arg);
 
-/* ---- cupti_calls.c ---- */
+/* ---- calls.c: the API calls we subscribe to ---- */
+/* Ends the bracket c with the record of a call that returned r, from its parameters;
+ * returns 0, leaving the bracket open, when they give no record. */
+typedef int (*ana_cupti_rec_fn)(ana_call *c, uint32_t api, int r, const void *params);
+typedef struct ana_cupti_call {
+    CUpti_CallbackDomain domain;
+    CUpti_CallbackId cbid;
+    uint32_t api;
+    ana_cupti_rec_fn rec;
+} ana_cupti_call;
 /* Enables, for subscriber s, the callbacks of every API we correlate or record. */
 void ana_cupti_calls_enable(CUpti_SubscriberHandle s);
+/* The entry of a subscribed call, NULL for any other. Any thread, after enable. */
+const ana_cupti_call *ana_cupti_call_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+
+/* ---- callback.c ---- */
 /* The subscriber callback. */
 void CUPTIAPI ana_cupti_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void *data);

@@ -1,17 +1,20 @@
-/* cupti_decode.c — CUPTI activity records -> GPU_KERNEL / GPU_MEMCPY / GPU_MEMSET /
+/* decode.c — CUPTI activity records -> GPU_KERNEL / GPU_MEMCPY / GPU_MEMSET /
  * GPU_MEMORY / GPU_POOL records (docs/trace-format.md, "GPU activity and correlation").
  *
  * Collector thread only. Calls no CUPTI function. The record structs are those of the
  * CUDA 13 headers for the kinds cupti.c enables: CONCURRENT_KERNEL -> Kernel10, MEMCPY ->
  * Memcpy6, MEMCPY2 -> MemcpyPtoP4, MEMSET -> Memset4, MEMORY2 -> Memory4, MEMORY_POOL ->
  * MemoryPool3. A kernel's name pointer is CUPTI's and only valid while the buffer is
- * being read: it is interned (copied) at once. Timestamps 0 mean "unknown" and stay 0. */
+ * being read: it is interned (copied) at once. Timestamps 0 mean "unknown" and stay 0.
+ *
+ * Called by cupti.c (each buffer, on the writer thread) and the unit tests; calls only the
+ * core's kernel names (ana_kernel_intern_name). */
 #include "cupti_int.h"
 
 static uint64_t at(uint64_t t, int64_t offset_ns) { return t ? t + (uint64_t)offset_ns : 0; }
 static uint64_t span(uint64_t start, uint64_t end) { return start && end > start ? end - start : 0; }
 
-static void kernel(const CUpti_ActivityKernel10 *k, int64_t off, ana_cupti_put put, void *arg)
+static void kernel(const CUpti_ActivityKernel10 *k, int64_t off, ana_gpu_put put, void *arg)
 {
     ana_record r = { .kind = ANA_K_GPU_KERNEL, .time_ns = at(k->start, off) };
     r.u.gpu_kernel = (ana_rec_gpu_kernel){
@@ -26,7 +29,7 @@ static void kernel(const CUpti_ActivityKernel10 *k, int64_t off, ana_cupti_put p
     put(&r, arg);
 }
 
-static void memcpy_rec(const CUpti_ActivityMemcpy6 *m, int64_t off, ana_cupti_put put, void *arg)
+static void memcpy_rec(const CUpti_ActivityMemcpy6 *m, int64_t off, ana_gpu_put put, void *arg)
 {
     ana_record r = { .kind = ANA_K_GPU_MEMCPY, .time_ns = at(m->start, off) };
     r.u.gpu_memcpy = (ana_rec_gpu_memcpy){
@@ -38,7 +41,7 @@ static void memcpy_rec(const CUpti_ActivityMemcpy6 *m, int64_t off, ana_cupti_pu
     put(&r, arg);
 }
 
-static void peer(const CUpti_ActivityMemcpyPtoP4 *m, int64_t off, ana_cupti_put put, void *arg)
+static void peer(const CUpti_ActivityMemcpyPtoP4 *m, int64_t off, ana_gpu_put put, void *arg)
 {
     ana_record r = { .kind = ANA_K_GPU_MEMCPY, .time_ns = at(m->start, off) };
     r.u.gpu_memcpy = (ana_rec_gpu_memcpy){
@@ -51,7 +54,7 @@ static void peer(const CUpti_ActivityMemcpyPtoP4 *m, int64_t off, ana_cupti_put 
     put(&r, arg);
 }
 
-static void memset_rec(const CUpti_ActivityMemset4 *m, int64_t off, ana_cupti_put put, void *arg)
+static void memset_rec(const CUpti_ActivityMemset4 *m, int64_t off, ana_gpu_put put, void *arg)
 {
     ana_record r = { .kind = ANA_K_GPU_MEMSET, .time_ns = at(m->start, off) };
     r.u.gpu_memset = (ana_rec_gpu_memset){
@@ -63,7 +66,7 @@ static void memset_rec(const CUpti_ActivityMemset4 *m, int64_t off, ana_cupti_pu
     put(&r, arg);
 }
 
-static void memory(const CUpti_ActivityMemory4 *m, int64_t off, ana_cupti_put put, void *arg)
+static void memory(const CUpti_ActivityMemory4 *m, int64_t off, ana_gpu_put put, void *arg)
 {
     ana_record r = { .kind = ANA_K_GPU_MEMORY, .time_ns = at(m->timestamp, off) };
     r.u.gpu_memory = (ana_rec_gpu_memory){
@@ -75,7 +78,7 @@ static void memory(const CUpti_ActivityMemory4 *m, int64_t off, ana_cupti_put pu
     put(&r, arg);
 }
 
-static void pool(const CUpti_ActivityMemoryPool3 *p, int64_t off, ana_cupti_put put, void *arg)
+static void pool(const CUpti_ActivityMemoryPool3 *p, int64_t off, ana_gpu_put put, void *arg)
 {
     ana_record r = { .kind = ANA_K_GPU_POOL, .time_ns = at(p->timestamp, off) };
     r.u.gpu_pool = (ana_rec_gpu_pool){
@@ -86,7 +89,7 @@ static void pool(const CUpti_ActivityMemoryPool3 *p, int64_t off, ana_cupti_put 
     put(&r, arg);
 }
 
-int ana_cupti_decode(const CUpti_Activity *a, int64_t offset_ns, ana_cupti_put put, void *arg)
+int ana_cupti_decode(const CUpti_Activity *a, int64_t offset_ns, ana_gpu_put put, void *arg)
 {
     switch (a->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:

@@ -1,6 +1,10 @@
-/* hooks_common.c — the record builders of hooks.h, shared by the hooks and the CUPTI
- * callback, and the per-thread device. */
-#include "hooks.h"
+/* calls.c — the record builders of calls.h and the per-thread device: what a recorded
+ * CUDA call becomes, the same whether a hook (preload/hooks/) or CUPTI's callback
+ * (cupti/calls.c) saw the call; both call it. It calls the core (the bracket, the rings,
+ * stacks, capture windows, the writer's forced flush after a failed allocation), kargs.c
+ * and libctx.c, and the CUDA runtime's cudaMemGetInfo and cudaGetDeviceProperties. */
+#include "calls.h"
+#include "preload.h"
 
 #include <errno.h>
 #include <string.h>
@@ -12,12 +16,6 @@ static uint64_t dev_bit(int d) { return 1ull << ((unsigned)d & 63); }
 
 int ana_current_device(void) { return tls_device; }
 void ana_set_current_device(int dev) { tls_device = dev; }
-
-cudaError_t ana_missing(const char *name)
-{
-    ana_disable("cannot find the CUDA runtime's %s; returning an error to the caller", name);
-    return cudaErrorSharedObjectSymbolNotFound;
-}
 
 /* Ends the timed part of a call (before the stack walk, which is ours, not the call's) and
  * captures the stack; saves the errno the real call left. */

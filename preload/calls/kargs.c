@@ -19,9 +19,13 @@
  * parameter (which is how the count is found). A layout is therefore read only when no
  * error is pending (cudaPeekAtLastError), and the error our query left is then cleared
  * (cudaGetLastError): the program's own last error is never lost or invented. The
- * driver's query leaves the runtime's last error alone. */
+ * driver's query leaves the runtime's last error alone.
+ *
+ * Called by calls.c (the builders of LAUNCH and MEMCPY); calls the CUDA runtime and driver
+ * (parameter layouts, through dl_real.c) and the core's configuration and ana_reserve. */
 #define _GNU_SOURCE
-#include "hooks.h"
+#include "calls.h"
+#include "preload.h"
 
 #include <string.h>
 #include <sys/mman.h>

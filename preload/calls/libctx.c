@@ -1,6 +1,6 @@
 /* libctx.c — library calls: the thread's library context and the library of a code address.
  *
- * A hook of a library entry point (cuBLAS, cuBLASLt, NCCL: hooks_cublas.c, hooks_nccl.c)
+ * A hook of a library entry point (cuBLAS, cuBLASLt, NCCL: hooks/cublas.c, hooks/nccl.c)
  * brackets the real call in ana_lib_enter()/ana_lib_leave(). The outermost library call of
  * a thread gets the next call id (1, 2, ... per process) and becomes the thread's library
  * context until it returns: every API record made meanwhile (the workspace cuMemAlloc_v2,
@@ -13,8 +13,12 @@
  * An allocation outside any hooked library call is attributed by its caller instead: when
  * the code that called the allocation entry point lies in a library's module (libcudnn*,
  * libcublas*, libnccl*: they link the CUDA runtime statically), the record gets that
- * library and call 0. Addresses are classified once, by dladdr, and cached. */
+ * library and call 0. Addresses are classified once, by dladdr, and cached.
+ *
+ * Called by hooks/cublas.c and hooks/nccl.c (the bracket), calls.c (the context) and
+ * lifecycle.c (fork); calls the core (session, rings, stacks, capture windows, clock). */
 #define _GNU_SOURCE
+#include "libctx.h"
 #include "preload.h"
 
 #include <dlfcn.h>
@@ -149,4 +153,10 @@ static uint32_t lib_of_pc_shared(uintptr_t pc)
         }
     }
     return lib;
+}
+
+void ana_lib_missing(const char *soname, const char *name, int *said)
+{
+    if (!__atomic_exchange_n(said, 1, __ATOMIC_RELAXED))
+        ana_warn("cannot find %s in %s; returning the library's error to the caller", name, soname);
 }

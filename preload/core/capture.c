@@ -17,7 +17,11 @@
  *
  * Threads: a window opens or closes under `lock` (never held across a call into CUDA);
  * the hooks read `ana_capture_all` (never changes after start-up) and, in capture mode
- * only, the window table; the writer alone writes the windows as INFO records. */
+ * only, the window table; the writer alone writes the windows as INFO records.
+ *
+ * Called by the hooks (NVTX ranges, cudaProfilerStart/Stop), calls/ (whether a call is
+ * kept), cupti/callback.c (correlation ids at entry), the writer (GPU records, INFO) and
+ * lifecycle.c (start, exit, fork); calls the clock, the configuration and warnings. */
 #define _GNU_SOURCE
 #include "preload.h"
 

@@ -20,7 +20,10 @@
  * A thread that finds the line expired and a refresh under way (whose thread may be
  * preempted for milliseconds) reads the clock itself, never below the old line's end, and
  * raises a shared maximum that the new line is made to start above. Elsewhere, or
- * without an invariant TSC, every reading is a clock_gettime call. */
+ * without an invariant TSC, every reading is a clock_gettime call.
+ *
+ * Called by every part of the preload (ana_now_ns inline; the writer refreshes,
+ * lifecycle.c starts and forks); calls only the configuration. */
 #define _GNU_SOURCE
 #include "preload.h"
 

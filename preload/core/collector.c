@@ -1,4 +1,8 @@
-/* collector.c — the background writer thread (preload.h).
+/* collector.c — the background writer thread (preload.h, "collector.c"). Started and
+ * stopped by core/session.c and lifecycle.c; flushed at once after a failed allocation
+ * (calls/) and by cupti/. It calls only the core; GPU records come from the source
+ * lifecycle.c installs (ana_collector_set_gpu: cupti/'s collection), never from cupti/ by
+ * name.
  *
  * Each pass: (1) note every thread's state and head; (2) write definitions that those
  * records may use: modules, kernels, stacks, thread names, drop counts; (3) copy each
@@ -10,7 +14,7 @@
  * as soon as it is staged, so rings never wait for CUPTI, compression or the disk, and the
  * trace gets few, large chunks (zstd compresses them better) without risking a record.
  * Without a live file the chunk is in memory and is written every pass.
- * Between (3) and (4) GPU activity is collected (cupti.c): its records carry their own
+ * Between (3) and (4) GPU activity is collected (the installed source): its records carry their own
  * (GPU) times and go to the process segment, each GPU_KERNEL after its KERNEL definition.
  * A pass asked for by ana_collector_flush_now, and the last pass, force CUPTI to hand
  * over every buffer it holds. */
@@ -20,7 +24,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +43,6 @@ static ana_tw *tw;
 static ana_ofile trace_of; /* tw's descriptor, checked before each write (ofile.c) */
 static char trace_path[1024];
 static pthread_t thr;
-static sem_t wake;
 static _Atomic int stop_req;
 static _Atomic int force_req; /* the next pass forces a CUPTI flush */
 static _Atomic uint64_t passes_started, passes_done;
@@ -52,6 +54,9 @@ static uint64_t defs_snap; /* the live definitions ring's head when the pass beg
 static uint64_t wseg_prev;
 static uint64_t end_reason = ANA_END_EXIT;
 static const char *end_detail = "exit";
+static ana_gpu_collect gpu_collect; /* cupti/'s, installed by lifecycle.c; NULL: none */
+
+void ana_collector_set_gpu(ana_gpu_collect collect) { gpu_collect = collect; }
 
 /* The pending range of t's slot is staged: its space goes back to the thread. */
 static void commit(ana_thread *t)
@@ -319,7 +324,8 @@ static void pass(int forced)
     }
     forced |= atomic_exchange(&force_req, 0);
     ana_capture_collect(on_gpu, NULL);
-    ana_cupti_collect(forced, on_gpu, NULL);
+    if (gpu_collect)
+        gpu_collect(forced, on_gpu, NULL);
     ana_live_stage_publish(chunk_len);
     if (forced || !staged || chunk_len >= CHUNK_TARGET || ana_now_ns() - chunk_born >= STAGE_MAX_NS)
         flush_chunk();
@@ -350,6 +356,7 @@ static void finish(void)
     else if (write_failed)
         ana_tw_close(tw);
     tw = NULL;
+    ana_wake_stop();
 }
 
 static void *run(void *arg)
@@ -360,7 +367,7 @@ static void *run(void *arg)
         ts.tv_nsec += (long)ana_cfg.flush_ms * 1000000L;
         ts.tv_sec += ts.tv_nsec / 1000000000L;
         ts.tv_nsec %= 1000000000L;
-        while (sem_clockwait(&wake, CLOCK_MONOTONIC, &ts) < 0 && errno == EINTR)
+        while (ana_wake_wait(&ts) < 0 && errno == EINTR)
             ;
         if (atomic_load(&stop_req) || write_failed)
             break;
@@ -478,7 +485,7 @@ int ana_collector_start(const char *path, char *why, size_t cap)
     }
     if (open_files(path, why, cap) < 0)
         return -1;
-    sem_init(&wake, 0, 0);
+    ana_wake_start();
     sigset_t all, old;
     sigfillset(&all);
     /* The app's signals are not for our thread; faults stay deliverable (a blocked SIGBUS
@@ -506,17 +513,11 @@ void ana_collector_flush_now(int timeout_ms)
         return;
     uint64_t target = atomic_load(&passes_started) + 1;
     atomic_store(&force_req, 1);
-    sem_post(&wake);
+    ana_wake_post();
     for (int i = 0; i < timeout_ms && atomic_load(&passes_done) < target; i++) {
         struct timespec d = { 0, 1000000 };
         nanosleep(&d, NULL);
     }
-}
-
-void ana_collector_kick(void)
-{
-    if (tw)
-        sem_post(&wake);
 }
 
 void ana_collector_stop(uint64_t reason, const char *detail)
@@ -526,7 +527,7 @@ void ana_collector_stop(uint64_t reason, const char *detail)
     end_reason = reason;
     end_detail = detail;
     atomic_store(&stop_req, 1);
-    sem_post(&wake);
+    ana_wake_post();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 5;
@@ -542,6 +543,7 @@ void ana_collector_atfork_child(void)
     if (tw)
         ana_ofile_close(&trace_of);
     tw = NULL;
+    ana_wake_stop();
     chunk = NULL;
     chunk_len = chunk_cap = 0;
     staged = in_wseg = write_failed = 0;

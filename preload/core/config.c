@@ -1,4 +1,6 @@
-/* config.c — the configuration table (config.h, docs/configuration.md). */
+/* config.c — the configuration table (config.h, docs/configuration.md) and ana_cfg, the
+ * preload's configuration, loaded once by lifecycle.c's constructor and read by every part
+ * of the preload. Calls nothing of the preload. */
 #include "config.h"
 
 #include <errno.h>
@@ -10,6 +12,8 @@
 
 #include "naming.h"
 #include "records.h"
+
+ana_config ana_cfg;
 
 #define OFF(m) offsetof(ana_config, m)
 

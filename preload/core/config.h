@@ -56,6 +56,10 @@ const char *ana_config_choices(const ana_config_var *v);
 /* The word with this index among v's choices, into out ("" when there is none). */
 void ana_config_choice_text(const ana_config_var *v, int index, char *out, size_t cap);
 
+/* The preload's configuration (config.c): loaded by the constructor (lifecycle.c), read
+ * everywhere after. */
+extern ana_config ana_cfg;
+
 /* Fills cfg from getenv-like lookup `get` (NULL = getenv). Each bad value is reported
  * through warn (if not NULL) and replaced by its default. Returns the number of bad values. */
 int ana_config_load(ana_config *cfg, const char *(*get)(const char *name),

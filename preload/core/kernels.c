@@ -8,7 +8,10 @@
  * Names that arrive only with GPU activity (CUPTI kernel records) are interned by the
  * collector thread alone (ana_kernel_intern_name): a registered kernel of the same name
  * keeps its id, any other name becomes a new entry with host_fn 0. The name index that
- * serves this is the collector's own; it catches up with registrations on each call. */
+ * serves this is the collector's own; it catches up with registrations on each call.
+ *
+ * Called by hooks/launch.c (registration, ids), cupti/ (ids, names of GPU records), the
+ * writer (KERNEL records) and lifecycle.c (fork); calls live.c and stacks.c (ana_reserve). */
 #define _GNU_SOURCE
 #include "preload.h"
 

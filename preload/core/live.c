@@ -13,7 +13,11 @@
  * it puts anonymous memory over every mapping (the store then goes through), and the writer
  * stops with one line. Any other SIGBUS goes on to the program's handler or the default
  * action, as without us. The writer also compares the file's size with what it mapped at
- * each pass, to stop before any thread faults. */
+ * each pass, to stop before any thread faults.
+ *
+ * Called by the writer (collector.c), tbuf.c (slots), stacks.c, pyframes.c and kernels.c
+ * (definitions) and lifecycle.c (fork); calls ofile.c, the clock, the configuration and
+ * warnings. */
 #define _GNU_SOURCE
 #include "preload.h"
 

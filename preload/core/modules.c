@@ -1,6 +1,7 @@
 /* modules.c — the module map: every loaded ELF object with its load bias, address range,
- * build-id and path, so the analyzer can symbolize addresses offline (MODULE records).
- * Runs on the collector thread (and once at start-up for ana_modules_find_self). */
+ * build-id and path, so the analyzer can symbolize addresses offline (MODULE records);
+ * and the preload's own text range. Runs on the collector thread (and at start-up for
+ * ana_modules_find_self: lifecycle.c, unwind.c). Calls nothing of the preload. */
 #define _GNU_SOURCE
 #include "preload.h"
 
@@ -9,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+uintptr_t ana_self_lo, ana_self_hi;
 
 struct seen {
     uintptr_t bias, lo;

@@ -8,7 +8,10 @@
  * and before each use we check that the number still names the file we opened (device and
  * inode). When it does not, the file is opened again by its path, checked to be the same
  * file, and moved high again; if that fails, the caller stops with one line on stderr.
- * Never closes a number that is no longer ours. */
+ * Never closes a number that is no longer ours.
+ *
+ * Called by the writer, live.c and hooks/unwind_pipe.c (ana_fd_raise); calls nothing of
+ * the preload. */
 #define _GNU_SOURCE
 #include "preload.h"
 

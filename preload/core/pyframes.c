@@ -16,7 +16,10 @@
  * and on stderr). Every code, str and bytes object is checked to be of its exact type
  * before anything else is read from it; a frame whose code is not a code object ends
  * nothing, it is skipped. Not async-signal-safe only in the way stacks are (the tables are
- * lock-free; the live mirror takes its lock). */
+ * lock-free; the live mirror takes its lock).
+ *
+ * Called by unwind.c (a capture, the start-up), the writer (PYCODE, INFO) and lifecycle.c
+ * (fork); calls stacks.c, live.c, dl_real.c, the configuration and warnings. */
 #define _GNU_SOURCE
 #include "preload.h"
 #include "pylayouts.h"
@@ -83,12 +86,12 @@ static inline const void *type_of(const void *o) { return rdp(o, 8); } /* ob_typ
 /* The running interpreter's version, "3.11.7", from Py_Version (3.11+) or Py_GetVersion. */
 static int find_version(unsigned *major, unsigned *minor)
 {
-    const unsigned long *hex = dlsym(RTLD_DEFAULT, "Py_Version");
+    const unsigned long *hex = ana_real_dlsym(RTLD_DEFAULT, "Py_Version");
     if (hex) {
         unsigned long v = *hex;
         snprintf(version, sizeof(version), "%lu.%lu.%lu", v >> 24, (v >> 16) & 0xff, (v >> 8) & 0xff);
     } else {
-        const char *(*gv)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+        const char *(*gv)(void) = (const char *(*)(void))ana_real_dlsym(RTLD_DEFAULT, "Py_GetVersion");
         if (!gv)
             return -1;
         const char *s = gv();
@@ -105,7 +108,7 @@ static int find_version(unsigned *major, unsigned *minor)
  * interpreter_frame at 224, code_object at 272. */
 static int check_debug_offsets(void)
 {
-    const uint8_t *rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    const uint8_t *rt = ana_real_dlsym(RTLD_DEFAULT, "_PyRuntime");
     if (!rt || memcmp(rt, "xdebugpy", 8) != 0)
         return 0; /* nothing published: the row stands alone */
     if (rd64(rt, 16)) {
@@ -129,7 +132,7 @@ static int check_debug_offsets(void)
 
 static void init(void)
 {
-    get_ts = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+    get_ts = (void *(*)(void))ana_real_dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
     if (!get_ts)
         return; /* not a Python process (or one whose libpython is not global): nothing to say */
     unsigned major = 0, minor = 0;
@@ -155,10 +158,10 @@ static void init(void)
         snprintf(status, sizeof(status), "off: ANATOMIST_PYTHON=0");
         return;
     }
-    code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
-    str_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
-    bytes_type = dlsym(RTLD_DEFAULT, "PyBytes_Type");
-    void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    code_type = ana_real_dlsym(RTLD_DEFAULT, "PyCode_Type");
+    str_type = ana_real_dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+    bytes_type = ana_real_dlsym(RTLD_DEFAULT, "PyBytes_Type");
+    void *eval = ana_real_dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
     Dl_info di;
     const ElfW(Sym) *sym = NULL;
     if (eval && dladdr1(eval, &di, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {

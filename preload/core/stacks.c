@@ -1,9 +1,8 @@
-/* stacks.c — process-wide interning of call stacks (preload.h); capture is unwind.c's.
+/* stacks.c — process-wide interning of call stacks (preload.h); capture is unwind.c's,
+ * which calls it, as do pyframes.c, kernels.c, calls/kargs.c (ana_reserve) and the writer.
  *
- * libunwind is loaded with dlopen(RTLD_LOCAL) so that its own exported backtrace() never
- * replaces glibc's for the traced program. Interning is a
- * lock-free open-addressing table: a slot is claimed by CAS (0 -> BUSY), its entry is
- * filled, then the slot's key is published with a release store. Readers that meet a BUSY
+ * Interning is a lock-free open-addressing table: a slot is claimed by CAS (0 -> BUSY),
+ * its entry is filled, then the slot's key is published with a release store. Readers that meet a BUSY
  * slot probe on; at worst two ids get identical frames, which the format allows. Entries
  * are written out by the collector (ana_stacks_emit_new) before the records that use them
  * are drained, so a STACK record always precedes its uses in the file. Each new entry is
@@ -11,9 +10,7 @@
  * records of a killed process find their stacks there. */
 #define _GNU_SOURCE
 #include "preload.h"
-#include "unwind.h"
 
-#include <dlfcn.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -50,11 +47,6 @@ void *ana_reserve(size_t bytes)
 
 int ana_stacks_init(void)
 {
-    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        ana_warn("call stacks are off: libunwind.so.8 could not be loaded (install libunwind8)");
-        return -1;
-    }
     slots = ana_reserve(sizeof(struct slot) * SLOTS);
     entries = ana_reserve(sizeof(struct entry) * MAX_IDS);
     frames = ana_reserve(sizeof(uint64_t) * MAX_FRAMES_TOTAL);
@@ -65,11 +57,6 @@ int ana_stacks_init(void)
                  MAX_IDS + sizeof(uint64_t) * MAX_FRAMES_TOTAL + MAX_IDS) >> 20);
         return -1;
     }
-    if (ana_unwind_init(h) < 0) {
-        ana_warn("call stacks are off: this libunwind.so.8 lacks unw_backtrace");
-        return -1;
-    }
-    ana_py_init();
     return 0;
 }
 
@@ -181,13 +168,12 @@ void ana_stacks_emit_new(void (*fn)(uint64_t id, const uint64_t *ips, uint32_t n
     ana_defs_emit(&emit_cursor, end > MAX_IDS ? MAX_IDS : end, emitted, stack_ready, stack_emit, &e);
 }
 
-void ana_stacks_atfork_child(void)
+int ana_stacks_atfork_child(void)
 {
-    ana_unwind_atfork_child();
     if (!emitted)
-        return;
+        return 0;
     uint32_t end = atomic_load(&next_id);
     memset(emitted, 0, end < MAX_IDS ? end : MAX_IDS);
     emit_cursor = 1;
-    ana_py_atfork_child();
+    return 1;
 }

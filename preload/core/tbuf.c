@@ -6,7 +6,11 @@
  * `tail`. Ring and counters are a slot of the live file (live.c), so a record is safe from
  * the moment `head` covers it. No locks, no malloc after a thread's first record. Thread
  * structs are never freed: a thread that exits is marked DEAD, drained by the collector,
- * then FREE for the next new thread to claim. */
+ * then FREE for the next new thread to claim.
+ *
+ * Called by calls/, the hooks and the writer (thread list), session.c (a thread's first
+ * ring) and lifecycle.c (fork); calls the live file, the writer's wake-up (wake.c) and the
+ * configuration. */
 #define _GNU_SOURCE
 #include "preload.h"
 
@@ -147,7 +151,7 @@ void ana_emit(ana_thread *t, const ana_record *rec)
     if (ANA_UNLIKELY(head + n - tail > t->size / 2) &&
         !atomic_load_explicit(&t->kicked, memory_order_relaxed)) {
         atomic_store_explicit(&t->kicked, 1, memory_order_relaxed);
-        ana_collector_kick();
+        ana_wake_kick();
     }
 }
 

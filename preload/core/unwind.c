@@ -24,7 +24,11 @@
  * Safety. Words are read only inside [capture frame, top of the thread's stack): the
  * capture runs on that stack below them, so all of it is mapped. The top comes from
  * /proc/self/maps once per thread (open/read, no malloc: a signal handler may be the
- * first to capture). A capture on any other stack uses unw_backtrace, uncached. */
+ * first to capture). A capture on any other stack uses unw_backtrace, uncached.
+ *
+ * Called by calls/calls.c and calls/libctx.c (captures), lifecycle.c (ana_unwind_start, fork) and
+ * hooks/unwind_pipe.c (ana_unwind_owns); calls stacks.c, pyframes.c, modules.c, dl_real.c,
+ * the configuration and warnings. */
 #define _GNU_SOURCE
 #include "unwind.h"
 
@@ -120,15 +124,16 @@ static void st_free(void *p)
     munmap(p, sizeof(struct tstate));
 }
 
-int ana_unwind_init(void *h)
+/* Resolves the libunwind entry points from its handle; 0, or -1 (no unw_backtrace). */
+static int load_unwinder(void *h)
 {
-    u_backtrace = (int (*)(void **, int))dlsym(h, "unw_backtrace");
-    u_getcontext = (int (*)(ucontext_t *))dlsym(h, "_Ux86_64_getcontext");
-    u_init_local = (int (*)(unw_cursor *, ucontext_t *))dlsym(h, "_ULx86_64_init_local");
-    u_step = (int (*)(unw_cursor *))dlsym(h, "_ULx86_64_step");
-    u_get_reg = (int (*)(unw_cursor *, int, uint64_t *))dlsym(h, "_ULx86_64_get_reg");
-    u_get_save_loc = (int (*)(unw_cursor *, int, unw_save_loc *))dlsym(h, "_ULx86_64_get_save_loc");
-    u_is_signal_frame = (int (*)(unw_cursor *))dlsym(h, "_ULx86_64_is_signal_frame");
+    u_backtrace = (int (*)(void **, int))ana_real_dlsym(h, "unw_backtrace");
+    u_getcontext = (int (*)(ucontext_t *))ana_real_dlsym(h, "_Ux86_64_getcontext");
+    u_init_local = (int (*)(unw_cursor *, ucontext_t *))ana_real_dlsym(h, "_ULx86_64_init_local");
+    u_step = (int (*)(unw_cursor *))ana_real_dlsym(h, "_ULx86_64_step");
+    u_get_reg = (int (*)(unw_cursor *, int, uint64_t *))ana_real_dlsym(h, "_ULx86_64_get_reg");
+    u_get_save_loc = (int (*)(unw_cursor *, int, unw_save_loc *))ana_real_dlsym(h, "_ULx86_64_get_save_loc");
+    u_is_signal_frame = (int (*)(unw_cursor *))ana_real_dlsym(h, "_ULx86_64_is_signal_frame");
     if (!u_backtrace)
         return -1;
     ana_modules_find_self((const void *)u_backtrace, &unw_lo, &unw_hi);
@@ -136,6 +141,23 @@ int ana_unwind_init(void *h)
     if (!stepping && ana_cfg.unwind == ANA_UNWIND_AUTO)
         ana_cfg.unwind = ANA_UNWIND_DWARF; /* an older libunwind: no cache */
     have_key = pthread_key_create(&st_key, st_free) == 0;
+    return 0;
+}
+
+int ana_unwind_start(void)
+{
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        ana_warn("call stacks are off: libunwind.so.8 could not be loaded (install libunwind8)");
+        return -1;
+    }
+    if (ana_stacks_init() < 0)
+        return -1;
+    if (load_unwinder(h) < 0) {
+        ana_warn("call stacks are off: this libunwind.so.8 lacks unw_backtrace");
+        return -1;
+    }
+    ana_py_init();
     return 0;
 }
 

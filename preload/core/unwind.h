@@ -21,8 +21,10 @@
 
 enum ana_unwind_mode { ANA_UNWIND_AUTO = 0, ANA_UNWIND_FP = 1, ANA_UNWIND_DWARF = 2 };
 
-/* Resolves the libunwind entry points from its handle; 0, or -1 (stacks then stay off). */
-int ana_unwind_init(void *libunwind_handle);
+/* Loads libunwind (RTLD_LOCAL, so that its own exported backtrace() never replaces
+ * glibc's for the traced program), the stack tables (ana_stacks_init) and the Python frame
+ * reader (ana_py_init); 0, or -1 saying once why stacks are off. The constructor's. */
+int ana_unwind_start(void);
 /* The caller's frames, innermost first, without the preload's and libunwind's, at most
  * max: libunwind's unw_backtrace. Returns the count. */
 int ana_unwind_backtrace(uint64_t *ips, int max);

@@ -1,4 +1,4 @@
-/* hooks_cublas.c — interposed entry points of cuBLAS (libcublas.so.13) and cuBLASLt
+/* cublas.c — interposed entry points of cuBLAS (libcublas.so.13) and cuBLASLt
  * (libcublasLt.so.13): handles and settings become LIBCALL records, matrix multiplications
  * GEMM records (docs/trace-format.md, "Library calls").
  *
@@ -18,7 +18,10 @@
  *
  * Thread-safety: the workspace table is lock-free (one slot per handle, claimed by CAS);
  * cuBLAS handles are not shared between threads mid-configuration, so two threads never
- * race on one handle's slot. */
+ * race on one handle's slot.
+ *
+ * Called by the program only; calls calls/libctx.c (the library-call bracket) and the core
+ * (rings, real symbols, warnings). */
 #include "hooks_lib.h"
 
 #include <cublasLt.h>
@@ -26,12 +29,6 @@
 
 #define CUBLAS_SO "libcublas.so.13"
 #define CUBLASLT_SO "libcublasLt.so.13"
-
-void ana_lib_missing(const char *soname, const char *name, int *said)
-{
-    if (!__atomic_exchange_n(said, 1, __ATOMIC_RELAXED))
-        ana_warn("cannot find %s in %s; returning the library's error to the caller", name, soname);
-}
 
 /* ---- workspace bytes per handle ---- */
 

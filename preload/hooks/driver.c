@@ -1,12 +1,16 @@
-/* hooks_driver.c — the CUDA driver's memory entry points: allocations and frees (ALLOC,
- * FREE with driver api numbers) and the virtual-memory calls (VMM records).
+/* driver.c — the CUDA driver's entry points the preload wraps: the memory ones, allocations
+ * and frees (ALLOC, FREE with driver api numbers) and the virtual-memory calls (VMM
+ * records); their slots (hooks.h, "driver entry points"); and cuGetProcAddress[_v2],
+ * which hands out the wrappers. The slot table names each wrapper and each wrapper reads
+ * its slot, so they live in one file. Called by the program, and by lookup.c
+ * (ana_drv_wrap, ana_drv_hooks_on); calls calls/ (the builders) and the core.
  *
  * Programs reach these wrappers two ways. Linked against libcuda (-lcuda), they bind to the
  * preload's exports by name; the real function is then found by name on the first call.
  * Obtaining entry points at run time (dlsym of libcuda, cuGetProcAddress,
  * cudaGetDriverEntryPoint — what the CUDA runtime, PyTorch and NCCL do), they get a wrapper
- * from hooks_dl.c, which has set its slot's real function. Either way a wrapper is the
- * usual bracket: ana_enter, the real call, a record, the result unchanged, errno preserved.
+ * from a lookup (lookup.c, cuGetProcAddress below), which has set its slot's real
+ * function. Either way a wrapper is the usual bracket: ana_enter, the real call, a record, the result unchanged, errno preserved.
  * A driver call made inside another hook's bracket (the runtime's cudaMalloc calling
  * cuMemAlloc_v2) passes straight through unrecorded: one call of the program, one record.
  *
@@ -16,12 +20,17 @@
  * wrappers only forward. */
 #include "hooks.h"
 
+#include <errno.h>
+#include <string.h>
+
+#undef cuGetProcAddress /* cuda.h maps it to _v2; the legacy export is defined below */
+
 /* Declared by cuda.h only when a program is compiled for per-thread default streams. */
 CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
 CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                               CUstream hStream);
-/* hooks_dl.c: the legacy four-argument cuGetProcAddress, defined under its exported name. */
+/* The legacy four-argument cuGetProcAddress (below), defined under its exported name. */
 CUresult ana_cu_get_proc_address_legacy(const char *symbol, void **pfn, int version, cuuint64_t flags)
     __asm__("cuGetProcAddress");
 
@@ -133,3 +142,135 @@ ana_drv_fn ana_drv_fns[ANA_DFN_COUNT] = {
                                    (void *)ana_cu_get_proc_address_legacy, NULL },
     [ANA_DFN_GET_PROC_ADDRESS_V2] = SLOT(cuGetProcAddress_v2, "cuGetProcAddress", 12000, 0),
 };
+
+/* ---- slots ----------------------------------------------------------------------------- */
+
+int ana_drv_hooks_on(void)
+{
+    static _Atomic int on = -1;
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (ANA_UNLIKELY(v < 0)) {
+        ana_config cfg; /* the constructor may not have run yet: read the settings here */
+        ana_config_load(&cfg, NULL, NULL);
+        v = cfg.driver_hooks && !cfg.disable;
+        atomic_store_explicit(&on, v, memory_order_relaxed);
+    }
+    return v;
+}
+
+void *ana_drv_real(int i)
+{
+    ana_drv_fn *f = &ana_drv_fns[i];
+    void *p = atomic_load_explicit(&f->real, memory_order_acquire);
+    if (ANA_LIKELY(p))
+        return p;
+    int e = errno;
+    /* A program linked against libcuda: the next definition after the preload, or a
+     * libcuda loaded in a local scope (invisible to RTLD_NEXT). */
+    p = ana_dl_real_sym("libcuda.so.1", NULL, f->name);
+    errno = e;
+    if (!p || p == f->wrapper)
+        return NULL;
+    void *expect = NULL;
+    if (!atomic_compare_exchange_strong(&f->real, &expect, p))
+        p = expect;
+    return p;
+}
+
+int ana_drv_missing(int i)
+{
+    ana_warn("cannot find the CUDA driver's %s; returning an error to the caller", ana_drv_fns[i].name);
+    return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+}
+
+/* -2: fn is one of our wrappers; a slot whose real function is fn; -1: none. */
+static int slot_of_fn(const void *fn)
+{
+    for (int i = 0; i < ANA_DFN_COUNT; i++) {
+        if (ana_drv_fns[i].wrapper == fn)
+            return -2;
+        if (atomic_load_explicit(&ana_drv_fns[i].real, memory_order_acquire) == fn)
+            return i;
+    }
+    return -1;
+}
+
+static int slot_of_name(const char *name)
+{
+    if (name[0] != 'c' || name[1] != 'u')
+        return -1;
+    for (int i = 0; i < ANA_DFN_COUNT; i++)
+        if (strcmp(ana_drv_fns[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* The newest slot of `base` that `version` asks for; a per-thread-stream variant only when
+ * the flags ask for one (functions without one answer both ways). */
+static int slot_of_base(const char *base, int version, uint64_t flags)
+{
+    int want_ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    int best = -1;
+    long best_score = -1;
+    for (int i = 0; i < ANA_DFN_COUNT; i++) {
+        const ana_drv_fn *f = &ana_drv_fns[i];
+        if (strcmp(f->base, base) != 0 || version < f->min_version || (f->ptsz && !want_ptsz))
+            continue;
+        long score = 2L * f->min_version + (f->ptsz == want_ptsz);
+        if (score > best_score) {
+            best_score = score;
+            best = i;
+        }
+    }
+    return best;
+}
+
+void *ana_drv_wrap(const char *symbol, void *fn, int by_base, int version, uint64_t flags)
+{
+    if (!fn || !symbol || !ana_drv_hooks_on())
+        return fn;
+    int e = errno;
+    void *out = fn;
+    int i = slot_of_fn(fn);
+    if (i == -1)
+        i = by_base ? slot_of_base(symbol, version, flags) : slot_of_name(symbol);
+    if (i >= 0 && ana_dl_in_libcuda(fn)) {
+        void *expect = NULL;
+        if (atomic_compare_exchange_strong(&ana_drv_fns[i].real, &expect, fn) || expect == fn)
+            out = ana_drv_fns[i].wrapper;
+    }
+    errno = e;
+    return out;
+}
+
+/* ---- cuGetProcAddress ----------------------------------------------------------------- */
+
+ANA_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                                CUdriverProcAddressQueryResult *status)
+{
+    CUresult(CUDAAPI * real)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
+        (CUresult(CUDAAPI *)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))
+            ana_drv_real(ANA_DFN_GET_PROC_ADDRESS_V2);
+    if (ANA_UNLIKELY(!real))
+        return (CUresult)ana_drv_missing(ANA_DFN_GET_PROC_ADDRESS_V2);
+    CUresult r = real(symbol, pfn, version, flags, status);
+    if (r == CUDA_SUCCESS && pfn)
+        *pfn = ana_drv_wrap(symbol, *pfn, 1, version, flags);
+    return r;
+}
+
+/* The legacy four-argument cuGetProcAddress (CUDA 11.3–11.8), libcuda's unsuffixed export. */
+ANA_EXPORT CUresult ana_cu_get_proc_address_legacy(const char *symbol, void **pfn, int version,
+                                                   cuuint64_t flags) __asm__("cuGetProcAddress");
+ANA_EXPORT CUresult ana_cu_get_proc_address_legacy(const char *symbol, void **pfn, int version,
+                                                   cuuint64_t flags)
+{
+    CUresult(CUDAAPI * real)(const char *, void **, int, cuuint64_t) =
+        (CUresult(CUDAAPI *)(const char *, void **, int, cuuint64_t))ana_drv_real(ANA_DFN_GET_PROC_ADDRESS);
+    if (ANA_UNLIKELY(!real))
+        return (CUresult)ana_drv_missing(ANA_DFN_GET_PROC_ADDRESS);
+    CUresult r = real(symbol, pfn, version, flags);
+    if (r == CUDA_SUCCESS && pfn)
+        *pfn = ana_drv_wrap(symbol, *pfn, 1, version, flags);
+    return r;
+}

@@ -1,4 +1,4 @@
-/* hooks_lib.h — what the hooks of the libraries (hooks_cublas.c, hooks_nccl.c) share: how a
+/* hooks_lib.h — what the hooks of the libraries (cublas.c, nccl.c) share: how a
  * wrapper finds the library's real function, what it does when there is none, and the
  * hash the communicator ids are made of.
  *
@@ -11,10 +11,6 @@
 #define ANA_HOOKS_LIB_H
 
 #include "hooks.h"
-
-/* Says once per entry point (`said` is its flag) that `name` cannot be found in `soname`;
- * the wrapper then returns the library's own error code. */
-void ana_lib_missing(const char *soname, const char *name, int *said);
 
 /* Declares `real`, the real function `name` (returning ret_t) of the library `soname`
  * (symbol version `version`, NULL when the library's symbols are unversioned); returns

@@ -1,4 +1,6 @@
-/* hooks_launch.c — kernel registration (names) and every kernel-launch entry point. */
+/* launch.c — kernel registration (names) and every kernel-launch entry point of the CUDA
+ * runtime. Called by the program only; calls calls/ (the LAUNCH builder), runtime.c
+ * (ana_missing) and the core (the bracket, kernel names). */
 #include "hooks.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* hooks_nccl.c — interposed entry points of NCCL (libnccl.so.2, unversioned symbols):
+/* nccl.c — interposed entry points of NCCL (libnccl.so.2, unversioned symbols):
  * communicators become COMM records, collectives and point-to-point operations COLL
  * records, ncclGroupStart/ncclGroupEnd LIBCALL records (docs/trace-format.md, "Library
  * calls").
@@ -20,7 +20,10 @@
  * the call id (8 bytes each, least significant first). ncclCommSplit: FNV-1a 64 of the
  * parent's comm_id (8 bytes), the index of this split among the parent's splits in this
  * process (0, 1, ...; 4 bytes) and the color (4 bytes), all least significant first: equal
- * within a color on every rank, since ranks split a communicator in the same order. */
+ * within a color on every rank, since ranks split a communicator in the same order.
+ *
+ * Called by the program only; calls calls/libctx.c (the library-call bracket) and the core
+ * (rings, real symbols). */
 #include "hooks_lib.h"
 
 #include <nccl.h>

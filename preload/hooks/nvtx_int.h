@@ -1,5 +1,5 @@
-/* nvtx_int.h — shared by nvtx.c (core NVTX: ranges, marks, names, injection) and
- * nvtx_mem.c (the memory extension, nvToolsExtMem.h). The only preload files that see
+/* nvtx_int.h — shared by nvtx.c (core NVTX: ranges, marks, names, injection),
+ * nvtx_mem.c (the memory extension, nvToolsExtMem.h) and nvtx_text.c (texts, labels). The only preload files that see
  * NVTX's types; NVTX_NO_IMPL keeps NVTX's own implementation out of the preload. All of
  * it may run on the hot path of the program's threads: no lock, no malloc. */
 #ifndef ANA_NVTX_INT_H
@@ -28,6 +28,9 @@ typedef struct ana_nvtx_text {
 void ana_nvtx_text_ascii(ana_nvtx_text *t, const char *s);
 void ana_nvtx_text_wide(ana_nvtx_text *t, const wchar_t *w);
 void ana_nvtx_text_of(ana_nvtx_text *t, int32_t type, nvtxMessageValue_t v);
+/* A registered string: a copy of t in the preload's arena (its handle); the arena's ""
+ * when it is full. */
+nvtxStringHandle_t ana_nvtx_string_register(const ana_nvtx_text *t);
 
 /* Opens the bracket of a recorded NVTX call (ana_enter; starts the session); 0 when
  * nothing is to be recorded. ana_leave(c) ends it. */

@@ -1,5 +1,7 @@
 /* nvtx_mem.c — NVTX memory regions (nvToolsExtMem.h) as LABEL records (what 8), for
- * the memory extension of the preload's NVTX injection (nvtx_int.h).
+ * the memory extension of the preload's NVTX injection (nvtx_int.h). Called by the
+ * program's NVTX (the slots nvtx.c has it fill, ana_nvtx_mem_fill); calls nvtx_text.c and
+ * the core.
  *
  * Heaps are kept in a table (a handle points at its slot); regions of address-based heaps
  * (NVTX_MEM_TYPE_VIRTUAL_ADDRESS) in a lock-free open-addressing table keyed by start

@@ -1,8 +1,17 @@
-/* hooks_mem.c — interposed allocation, copy, set and device entry points of the CUDA
- * runtime. Per-thread-default-stream variants (_ptds, _ptsz) record the base api number. */
+/* runtime.c — interposed allocation, copy, set and device entry points of the CUDA
+ * runtime. Per-thread-default-stream variants (_ptds, _ptsz) record the base api number.
+ * Also what every runtime wrapper does when the runtime lacks its function (ana_missing).
+ * Called by the program, and by launch.c and lookup.c (ana_missing); calls calls/ (the
+ * record builders) and the core (the bracket, capture windows). */
 #include "hooks.h"
 
 #include <errno.h>
+
+cudaError_t ana_missing(const char *name)
+{
+    ana_disable("cannot find the CUDA runtime's %s; returning an error to the caller", name);
+    return cudaErrorSharedObjectSymbolNotFound;
+}
 
 #define ALLOC_HOOK(name, api, params, args, ptrp, size, stream, flags)                              \
     ANA_HOOK(name, params, args,                                                                 \

@@ -8,9 +8,12 @@
  * its own files, libunwind reads from and writes into the program's files and, when that
  * fails, closes them. So the pipe2 calls that come from libunwind are given numbers at
  * ANA_UNWIND_FD_FLOOR or above (below the preload's own, ofile.c), where a program that
- * reuses low numbers never meets them. Every other caller's pipe2 is only passed on. */
+ * reuses low numbers never meets them. Every other caller's pipe2 is only passed on.
+ *
+ * Called by libunwind (and any caller of pipe2) only; calls the core (ofile.c, unwind.c,
+ * dl_real.c). */
 #define _GNU_SOURCE
-#include "hooks.h"
+#include "preload.h"
 #include "unwind.h"
 
 #include <dlfcn.h>
