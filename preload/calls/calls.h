@@ -3,8 +3,8 @@
  * call's parameters say, shared by the hooks (preload/hooks/) and CUPTI's callback
  * (cupti/callback.c, cupti/calls.c), so that one call gives the same record either way.
  * Only files that must see CUDA types include it. The bracket the builders end (ana_call,
- * ana_enter, ana_leave) is the core's (preload.h, "session.c"); the library-call context
- * they read is libctx.h's. */
+ * ana_enter, ana_leave) is the core's (session.h); the library-call context they read
+ * is libctx.h's. */
 #ifndef ANA_CALLS_H
 #define ANA_CALLS_H
 

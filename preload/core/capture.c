@@ -1,5 +1,5 @@
 /* capture.c — capture windows: what nsys users ask with --capture-range, --delay and
- * --duration (preload.h "capture"; docs/configuration.md, docs/trace-format.md "Capture
+ * --duration (capture.h; docs/configuration.md, docs/trace-format.md "Capture
  * windows").
  *
  * A window is open while the range is (cudaProfilerStart .. cudaProfilerStop, or the NVTX

@@ -1,4 +1,4 @@
-/* clock.c — the preload's time source (preload.h, ana_now_ns).
+/* clock.c — the preload's time source (clock.h, ana_now_ns).
  *
  * Records carry CLOCK_MONOTONIC nanoseconds. On x86-64 with an invariant TSC (constant_tsc
  * and nonstop_tsc in /proc/cpuinfo) the hot path reads the TSC instead of calling

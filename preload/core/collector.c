@@ -1,4 +1,4 @@
-/* collector.c — the background writer thread (preload.h, "collector.c"). Started and
+/* collector.c — the background writer thread (collector.h). Started and
  * stopped by core/session.c and lifecycle.c; flushed at once after a failed allocation
  * (calls/) and by cupti/. It calls only the core; GPU records come from the source
  * lifecycle.c installs (ana_collector_set_gpu: cupti/'s collection), never from cupti/ by

@@ -1,4 +1,4 @@
-/* dl_real.c — functions found without the preload's own dlsym (preload.h, "dl_real.c"):
+/* dl_real.c — functions found without the preload's own dlsym (dl_real.h):
  * glibc's dlsym and dlvsym, the real function of a CUDA library (ana_dl_real_sym), whether
  * an address lies in libcuda, and the preload's own exports by name. Called by the hooks
  * (hooks/dl_entry.c's entry points jump through ana_dl_glibc_dlsym), calls/, cupti/ and the

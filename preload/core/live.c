@@ -1,4 +1,4 @@
-/* live.c — the live file beside the trace (format/live.h; preload.h).
+/* live.c — the live file beside the trace (format/live.h; live_file.h).
  *
  * The header, the definitions ring and each thread's slot are pages of `T.live` mapped
  * MAP_SHARED, so what threads append outlives the process. Every byte of the file is

@@ -1,4 +1,4 @@
-/* ofile.c — the preload's own file descriptors, kept out of the program's way (preload.h).
+/* ofile.c — the preload's own file descriptors, kept out of the program's way (ofile.h).
  *
  * A program may close every descriptor it did not open (closefrom(3), a daemon's loop over
  * 3..N) or dup2 its own files over numbers it believes free. A descriptor of ours whose

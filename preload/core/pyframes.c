@@ -1,4 +1,4 @@
-/* pyframes.c — the Python frames of a stack (preload.h, docs/trace-format.md "Python frames").
+/* pyframes.c — the Python frames of a stack (pyframes.h, docs/trace-format.md "Python frames").
  *
  * At each capture the calling thread's CPython frame chain is read directly: the thread's
  * own state comes from PyGILState_GetThisThreadState (a thread-specific-data read that

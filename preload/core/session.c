@@ -1,6 +1,6 @@
 /* session.c — the session (the trace file and its writer, then GPU activity) and the
- * bracket every hook and CUPTI's callback put around a recorded call (preload.h,
- * "session.c"). Called by the hooks, calls/, cupti/ (the bracket) and lifecycle.c; what
+ * bracket every hook and CUPTI's callback put around a recorded call (session.h).
+ * Called by the hooks, calls/, cupti/ (the bracket) and lifecycle.c; what
  * the session starts above the core (NVTX's first records, CUPTI) it reaches only through
  * the steps lifecycle.c installs (ana_session_set_steps), so the core calls neither.
  *

@@ -1,4 +1,4 @@
-/* stacks.c — process-wide interning of call stacks (preload.h); capture is unwind.c's,
+/* stacks.c — process-wide interning of call stacks (stacks.h); capture is unwind.c's,
  * which calls it, as do pyframes.c, kernels.c, calls/kargs.c (ana_reserve) and the writer.
  *
  * Interning is a lock-free open-addressing table: a slot is claimed by CAS (0 -> BUSY),

@@ -2,7 +2,7 @@
  * being collected (ana_active), and the two ways the preload speaks to the user: a warning
  * (ana_warn) and stopping with one line (ana_disable), after which the program runs on.
  * May be called by every part of the preload (core, calls, hooks, cupti, lifecycle.c);
- * calls nothing of it. The phases and who moves them: preload.h, "state.c". */
+ * calls nothing of it. The phases and who moves them: state.h. */
 #define _GNU_SOURCE
 #include "preload.h"
 

@@ -1,4 +1,4 @@
-/* tbuf.c — per-thread record rings (preload.h).
+/* tbuf.c — per-thread record rings (tbuf.h).
  *
  * Each ring has one producer (its thread) and one consumer (the collector): the producer
  * writes bytes and publishes them by a release store of `head`; the collector copies

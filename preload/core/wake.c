@@ -1,4 +1,4 @@
-/* wake.c — the writer's wake-up (preload.h, "wake.c"): a semaphore the writer thread
+/* wake.c — the writer's wake-up (wake.h): a semaphore the writer thread
  * (collector.c) sleeps on between passes. Posted by tbuf.c when a ring is half full, by
  * cupti/ when a CUPTI buffer completes, and by the writer's own flush and stop; kept apart
  * from the writer so that the rings, below it, can wake it without calling it. Any thread;
