@@ -1,5 +1,5 @@
 """Scenario: call stacks stay exact under the stack cache and the frame-pointer walk
-(ANATOMIST_UNWIND, preload/unwind.c).
+(ANATOMIST_UNWIND, preload/core/unwind.c).
 
 tests/scenario/stack_probe.c allocates through four call chains that reach cudaMalloc at
 the same stack position with the same innermost frames, from four threads, by recursion,

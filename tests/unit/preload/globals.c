@@ -1,11 +1,15 @@
-/* The globals lifecycle.c owns in the real preload, for unit tests of the core parts. */
+/* What the unit tests of the core's static library (ana_preload_core) need from the parts
+ * of the preload it leaves out (state.c's warnings and ana_active), and the configuration
+ * the tests start from. */
 #include <stdarg.h>
 #include "preload.h"
 
-ana_config ana_cfg = { .stacks = 1, .stack_depth = 64, .flush_ms = 200, .buffer_kb = 64, .zstd_level = 1 };
 _Atomic int ana_active = 1;
-uintptr_t ana_self_lo, ana_self_hi;
 
 void ana_warn(const char *fmt, ...) { (void)fmt; }
 void ana_disable(const char *fmt, ...) { (void)fmt; }
-void ana_collector_kick(void) {}
+
+__attribute__((constructor)) static void test_config(void)
+{
+    ana_cfg = (ana_config){ .stacks = 1, .stack_depth = 64, .flush_ms = 200, .buffer_kb = 64, .zstd_level = 1 };
+}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "preload.h"
+#include "unwind.h"
 
 /* What ana_stacks_emit_new hands over, by id. */
 #define MAXID 20000
@@ -29,7 +30,7 @@ static void setup(void)
 {
     static int done;
     if (!done) {
-        cr_assert_eq(ana_stacks_init(), 0, "libunwind.so.8 must load for this test");
+        cr_assert_eq(ana_unwind_start(), 0, "libunwind.so.8 must load for this test");
         done = 1;
     }
     ana_stacks_emit_new(collect, NULL); /* drain anything earlier tests left */
