@@ -90,7 +90,7 @@ enum { ANA_OPT_SIM = 256, ANA_OPT_SIM_MEMORY, ANA_OPT_NO_STACKS, ANA_OPT_DEPTH, 
        ANA_OPT_NO_CUPTI, ANA_OPT_NO_NVTX, ANA_OPT_TORCH_PER_TENSOR, ANA_OPT_CAPTURE_RANGE,
        ANA_OPT_DELAY, ANA_OPT_DURATION };
 
-/* SECONDS (a decimal number) as milliseconds for the preload (preload/config.c bounds). */
+/* SECONDS (a decimal number) as milliseconds for the preload (preload/core/config.c bounds). */
 static int ana_run_seconds(const char *opt, const char *val, char *ms, size_t cap)
 {
     char *end;
@@ -152,7 +152,7 @@ static int ana_run_parse_opt(ana_run_opts *o, int c, char **argv)
         o->sim = 1;
         return 0;
     case ANA_OPT_DEPTH: o->stack_depth = optarg; return ana_run_check_uint("--stack-depth", optarg, 1, 256);
-    /* the preload's ranges (preload/config.c): a value outside is ignored there */
+    /* the preload's ranges (preload/core/config.c): a value outside is ignored there */
     case ANA_OPT_FLUSH: o->flush_ms = optarg; return ana_run_check_uint("--flush-ms", optarg, 10, 10000);
     default: return ana_cli_bad_option("run", argv, c);
     }
