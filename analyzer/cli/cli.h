@@ -3,7 +3,7 @@
  * Each ana_cmd_* gets its own argv (argv[0] is the subcommand's name) and returns the
  * process exit status (util.h: ANA_EXIT_*; `run` returns the program's status). main.c
  * calls the commands; the commands call the helpers (common.c: usage messages, options,
- * loading; cli_output.c; tty.c; run_traces.c; ranks_load.c), never main.c or each other.
+ * loading; cli_output.c; tty.c; progress.c; run_traces.c; ranks_load.c), never main.c or each other.
  * The top layer of the analyzer (README.md): nothing below includes this header. */
 #ifndef ANA_CLI_H
 #define ANA_CLI_H
@@ -22,6 +22,8 @@ int ana_cmd_recover(int argc, char **argv);
 /* When standard output is a terminal: control bytes in what is printed are shown as \xNN,
  * never sent to the terminal (tty.c). */
 void ana_cli_tty_guard(void);
+/* When standard error is a terminal: a progress line while a trace loads (progress.c). */
+void ana_cli_progress_init(void);
 /* After `anatomist run`'s program ended (run_traces.c): finds the traces its process tree
  * wrote under the pattern (those whose INFO ANATOMIST_RUN_ID is run_id), recovers the live
  * files of those whose process ended, and lists them on stderr with pid, how each ended

@@ -100,6 +100,7 @@ int main(int argc, char **argv)
     if (cmd[0] == '-')
         return ana_cli_usage_error(NULL, "unknown option '%s' (a command comes first)", cmd);
     ana_cli_tty_guard();
+    ana_cli_progress_init();
     int rc = ana_main_dispatch(cmd, argc - 1, argv + 1);
     if (rc < 0)
         return ana_cli_usage_error(NULL, "unknown command '%s' (commands: run, info, report, oom, recover, flame, html, diff, export, classify)",

@@ -1,8 +1,28 @@
 /* anat.c — imports an .anat trace (docs/trace-format.md), read through format/reader.h,
  * into the model (model/trace.h): every record through ana_trace_add, then
- * ana_trace_finish. Part of import/: called by import.c (and tests); calls model/ and
+ * ana_trace_finish; tells the progress function (ana_import_set_progress), when one is set,
+ * how far it got. Part of import/: called by import.c (and tests); calls model/ and
  * format/. */
 #include "import/import.h"
+
+static ana_import_progress_fn progress;
+static void *progress_ctx;
+
+void ana_import_set_progress(ana_import_progress_fn fn, void *ctx)
+{
+    progress = fn;
+    progress_ctx = ctx;
+}
+
+/* Every 2^16 records: the reader's offset past its last whole chunk, of the file's size. */
+static void tell(const char *path, const ana_reader *rd, uint64_t records, int done)
+{
+    ana_reader_stats st;
+    ana_reader_get_stats(rd, &st);
+    progress(progress_ctx, &(ana_import_progress){ .path = path, .records = records,
+                                                   .bytes_read = ana_reader_good_end(rd),
+                                                   .bytes_total = st.file_bytes, .done = done });
+}
 
 int ana_anat_load(const char *path, unsigned flags, ana_trace **out, ana_error *err)
 {
@@ -13,8 +33,16 @@ int ana_anat_load(const char *path, unsigned flags, ana_trace **out, ana_error *
     if (ana_reader_open(path, &rd, err) != 0)
         return -1;
     ana_trace *t = ana_trace_new(path, flags);
-    while ((rc = ana_reader_next(rd, &rec, err)) == 1)
+    uint64_t n = 0;
+    if (progress)
+        tell(path, rd, 0, 0);
+    while ((rc = ana_reader_next(rd, &rec, err)) == 1) {
         ana_trace_add(t, &rec);
+        if (progress && (++n & 0xFFFF) == 0)
+            tell(path, rd, n, 0);
+    }
+    if (progress)
+        tell(path, rd, n, 1);
     ana_reader_get_stats(rd, &t->stats);
     ana_reader_close(rd);
     if (rc < 0) {

@@ -20,6 +20,19 @@ int ana_import_load(const char *path, unsigned flags, ana_trace **out, ana_error
 /* The same for an .anat trace, whatever its first bytes. */
 int ana_anat_load(const char *path, unsigned flags, ana_trace **out, ana_error *err);
 
+/* How far a load got, for a progress line (the command decides whether to show one). An
+ * .anat load calls the function set here once at its start (records 0), every 65,536
+ * records, and once at its end (done 1, also after an error). bytes_read: the file offset
+ * past the last whole chunk read, of bytes_total (the file's size; the live file's records,
+ * read last, add none). NULL (the default) calls nothing. */
+typedef struct ana_import_progress {
+    const char *path;
+    uint64_t records, bytes_read, bytes_total;
+    int done;
+} ana_import_progress;
+typedef void (*ana_import_progress_fn)(void *ctx, const ana_import_progress *p);
+void ana_import_set_progress(ana_import_progress_fn fn, void *ctx);
+
 /* A rank's summary (analyses/ranks.h) back from a report (ranks_read.c). Reads the "rank"
  * member of a `report --json` document at path into out (source set to
  * path). 0, or -1 with why in err (not JSON, no "rank" member, a bad value). */

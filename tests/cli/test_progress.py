@@ -1,0 +1,84 @@
+"""The progress line of a long load: on a terminal, `anatomist report` on a trace of 1e7
+records (bench/gen_trace, which says how many it wrote) redraws "reading NAME: N M records,
+P%, R M records/s" with N growing up to at most the trace's records and P up to 100, then
+wipes it; on a pipe nothing at all is written to stderr, and standard output is the same
+bytes either way."""
+import os
+import pty
+import re
+import subprocess
+import tempfile
+import unittest
+
+from anacli import ANATOMIST, BUILD
+
+GEN = os.path.join(BUILD, "bench", "gen_trace")
+LINE = re.compile(rb"\ranatomist: reading big\.anat: ([0-9.]+) M records, ([0-9]+)%, "
+                  rb"([0-9.]+) M records/s(?:, ([0-9.]+) s left)? *")
+
+
+def on_terminal(argv):
+    """Runs argv with stderr a pseudo-terminal; (returncode, stdout, what the terminal got)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        got += chunk
+    out = p.stdout.read()
+    p.wait(timeout=300)
+    os.close(master)
+    return p.returncode, out, got
+
+
+@unittest.skipUnless(os.path.exists(GEN), "bench/gen_trace is not built")
+class Progress(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="ana-progress-")
+        cls.trace = os.path.join(cls.tmp.name, "big.anat")
+        r = subprocess.run([GEN, "--records", "1e7", "--out", cls.trace], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        facts = dict(l.split("=", 1) for l in r.stdout.split() if "=" in l)
+        cls.records = int(facts["records"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_a_terminal_sees_the_line_grow_and_then_wiped(self):
+        rc, out, tty = on_terminal([ANATOMIST, "report", self.trace])
+        self.assertEqual(rc, 0, tty)
+        lines = LINE.findall(tty)
+        self.assertGreaterEqual(len(lines), 1, tty[:500])
+        counts = [float(n) * 1e6 for n, _, _, _ in lines]
+        shares = [int(p) for _, p, _, _ in lines]
+        self.assertEqual(counts, sorted(counts))
+        self.assertLessEqual(counts[-1], self.records + 0.05e6)
+        self.assertTrue(all(0 <= s <= 100 for s in shares), shares)
+        self.assertEqual(shares, sorted(shares))
+        # Every rate is records over a positive time: finite and above zero.
+        self.assertTrue(all(float(r) > 0 for _, _, r, _ in lines))
+        # The last thing on the terminal wipes the line: a carriage return, blanks, another.
+        self.assertRegex(tty, rb"\r +\r$")
+        # Nothing else: every byte on the terminal is a progress line or the wipe.
+        self.assertEqual(re.sub(rb"\r +\r$", b"", LINE.sub(b"", tty)), b"")
+        pipe = subprocess.run([ANATOMIST, "report", self.trace], capture_output=True, timeout=300)
+        self.assertEqual(pipe.stdout, out)
+
+    def test_a_pipe_gets_no_progress(self):
+        r = subprocess.run([ANATOMIST, "report", "--json", self.trace], capture_output=True,
+                           timeout=300)
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(r.stderr, b"")
+
+
+if __name__ == "__main__":
+    unittest.main()
