@@ -7,7 +7,7 @@ merge code: 64 ranks of world size 64, none missing, the eight hosts the generat
 launches, collective calls, the sum and the largest of the memory peaks as gen_trace
 counted them; busy time the sum of the summaries'; every step's all-reduce matched across
 all 64 ranks; and the merge of the summaries equals the report of the directory of traces.
-About 5 s on 2 cores."""
+About 2 s on 2 cores."""
 import json
 import os
 import subprocess
