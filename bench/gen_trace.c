@@ -4,7 +4,13 @@
  * format/writer.h, so its numbers do not depend on the analyzer.
  *
  *   gen_trace [--records N] [--threads T] [--out FILE] [--seed S] [--level L] [--time-shift S]
+ *             [--rank R --world W]
  *
+ * --rank/--world make the trace one rank of a job (bench/ranks_merge.py): its PROCESS record
+ * says rank R of W, local rank R % 8, pid 4242 + R, host gen-node<R / 8> (eight GPUs a node),
+ * and a COMM record (ncclCommInitRank, rank R of W) gives its all-reduces a communicator id
+ * that is the same on every rank, so that the job report matches them across ranks.
+ * Without them the trace is rank 0 of 1 on gen-host, pid 4242, with no COMM record.
  * N defaults to 1e8 (the trace ends at the first step boundary at or past N records, END
  * included). Definitions first: PROCESS, DEVICE, INFO cupti=on, 32 STACKs, 40 KERNELs with
  * real-looking mangled names, and three big cudaMalloc's (weights, optimizer state, a
@@ -42,13 +48,14 @@
 #define GEN_GEMMS 8
 #define GEN_ALLOCS 4
 #define GEN_GPU_TID 7
+#define GEN_COMM 0x6601 /* the ncclComm_t of the all-reduces */
 #define GEN_STEP_MAX 640 /* records of one step, with room */
 #define GEN_CHUNK (1u << 20)
 
 typedef struct gen_opts {
     uint64_t records, seed;
     unsigned threads, shift;
-    int level;
+    int level, rank, world;
     const char *out;
 } gen_opts;
 
@@ -123,13 +130,25 @@ static const char *const GEN_NAMES[] = {
 static void gen_definitions(gen *g)
 {
     static const ana_str argv[3] = { { "python3", 7 }, { "train.py", 8 }, { "--steps=1000000", 15 } };
-    char name[256];
+    char name[256], host[32] = "gen-host";
+    int rank = g->o.world ? g->o.rank : 0;
+    if (g->o.world)
+        snprintf(host, sizeof(host), "gen-node%d", rank / 8);
     ana_record r = { .kind = ANA_K_PROCESS, .tid = 1000, .time_ns = GEN_T0 };
-    r.u.process = (ana_rec_process){ .pid = 4242, .ppid = 1, .rank = 0, .local_rank = 0,
-                                     .world_size = 1, .realtime_ns = 1700000000000000000ull,
-                                     .host = { "gen-host", 8 }, .exe = { "/usr/bin/python3", 16 },
-                                     .argv = { argv, 3 } };
+    r.u.process = (ana_rec_process){ .pid = 4242 + (uint32_t)rank, .ppid = 1, .rank = rank,
+                                     .local_rank = rank % 8,
+                                     .world_size = g->o.world ? g->o.world : 1,
+                                     .realtime_ns = 1700000000000000000ull,
+                                     .host = { host, (uint32_t)strlen(host) },
+                                     .exe = { "/usr/bin/python3", 16 }, .argv = { argv, 3 } };
     gen_put(g, &r);
+    if (g->o.world) { /* the job's one communicator: its id is the same on every rank */
+        r = (ana_record){ .kind = ANA_K_COMM, .tid = 1000, .time_ns = GEN_T0 };
+        r.u.comm = (ana_rec_comm){ .api = ANA_API_NCCL_COMM_INIT_RANK, .comm = GEN_COMM,
+                                   .comm_id = 0x5eed0c0111d5ull, .rank = rank,
+                                   .size = g->o.world, .stack = 6, .dur_ns = 50000 };
+        gen_put(g, &r);
+    }
     r = (ana_record){ .kind = ANA_K_DEVICE, .tid = 1000, .time_ns = GEN_T0 };
     r.u.device = (ana_rec_device){ 0, { "NVIDIA H100 80GB HBM3", 21 }, 80ull << 30, 132, 9, 0 };
     gen_put(g, &r);
@@ -246,7 +265,7 @@ static void gen_coll(gen *g, uint64_t tid, const uint64_t *act)
     uint64_t begin = g->now - 500;
     ana_record *r = gen_host(g, ANA_K_COLL, tid);
     r->time_ns = begin;
-    r->u.coll = (ana_rec_coll){ .api = ANA_API_NCCL_ALL_REDUCE, .call = call, .comm = 0x6601,
+    r->u.coll = (ana_rec_coll){ .api = ANA_API_NCCL_ALL_REDUCE, .call = call, .comm = GEN_COMM,
                                 .stream = 7, .count = 1 << 20, .dtype = 9, .bytes = 2 << 20,
                                 .sendbuff = act[0], .recvbuff = act[0], .seq = g->steps,
                                 .stack = 6, .dur_ns = 12000 };
@@ -313,7 +332,7 @@ static void gen_step(gen *g)
 static void gen_usage(void)
 {
     fprintf(stderr, "usage: gen_trace [--records N] [--threads T] [--out FILE] [--seed S] "
-                    "[--level L] [--time-shift S]\n");
+                    "[--level L] [--time-shift S] [--rank R --world W]\n");
     exit(2);
 }
 
@@ -337,11 +356,16 @@ static void gen_parse(int argc, char **argv, gen_opts *o)
             o->level = atoi(v);
         else if (strcmp(a, "--time-shift") == 0)
             o->shift = (unsigned)atoi(v);
+        else if (strcmp(a, "--rank") == 0)
+            o->rank = atoi(v);
+        else if (strcmp(a, "--world") == 0)
+            o->world = atoi(v);
         else
             gen_usage();
     }
     if (o->threads == 0 || o->threads > 1024 || o->level < 1 || o->level > 19 ||
-        o->shift > ANA_TIME_SHIFT_MAX)
+        o->shift > ANA_TIME_SHIFT_MAX || o->world < 0 || o->rank < 0 ||
+        (o->world && o->rank >= o->world) || (o->rank && !o->world))
         gen_usage();
 }
 
