@@ -49,10 +49,10 @@ static void draw(const ana_import_progress *p, uint64_t now)
         snprintf(left, sizeof(left), rest < 10 ? ", %.1f s left" : ", %.0f s left", rest);
     }
     char buf[512];
-    int n = snprintf(buf, sizeof(buf), "anatomist: reading %.60s: %.1f M records, %d%%, %.1f M records/s%s",
-                     name, (double)p->records / 1e6,
-                     p->bytes_total ? (int)(100.0 * (double)p->bytes_read / (double)p->bytes_total) : 0,
-                     (double)p->records / 1e6 / s, left);
+    int share = p->bytes_total ? (int)(100.0 * (double)p->bytes_read / (double)p->bytes_total) : 0;
+    int n = snprintf(buf, sizeof(buf),
+                     "anatomist: reading %.60s: %.1f M records, %d%%, %.1f M records/s%s", name,
+                     (double)p->records / 1e6, share, (double)p->records / 1e6 / s, left);
     free(name);
     size_t w = n < 0 ? 0 : (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
     /* Pad over a longer line drawn before. */
