@@ -15,21 +15,52 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+
+/* One chunk read and decompressed: its buffers (kept between chunks) and what it held. */
+typedef struct chunk {
+    uint8_t *cbuf, *raw, *pbuf; /* compressed frame, records, a packed chunk's columns */
+    size_t ccap, rcap, pcap;
+    ZSTD_DCtx *dctx;
+    uint32_t csize, rsize, seq;
+    int packed;
+    size_t got;          /* what ZSTD_decompressDCtx returned */
+    unsigned long long fcs;
+} chunk;
+
+/* What fetch found at a chunk header's offset (load_chunk words each one). */
+enum fetch_result {
+    FETCH_OK, FETCH_END, FETCH_TORN, FETCH_MAGIC, FETCH_SIZES, FETCH_SEQ, FETCH_NOMEM,
+    FETCH_READ, FETCH_FCS, FETCH_ZSTD, FETCH_UNPACK
+};
+
+/* The read-ahead thread (ana_reader_set_read_ahead): while the caller decodes a chunk's
+ * records it reads and decompresses the next chunk into chunks of its own; load_chunk
+ * takes that chunk if it is the one it wants and fetch found it whole, and otherwise reads
+ * it itself, so that every end and every error is found and worded by load_chunk alone,
+ * in the order of the file. */
+typedef struct ahead {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int asked, done, stop; /* asked: pos/seq are wanted; done: c and result are ready */
+    uint64_t pos, seq;
+    enum fetch_result result;
+    chunk c;
+} ahead;
 
 struct ana_reader {
     int fd;
     char path[512];
     uint64_t size, pos;      /* file size, offset of the next chunk header */
     uint64_t chunk_off;      /* offset of the current chunk */
-    uint8_t *cbuf, *raw;     /* compressed frame, decompressed payload */
-    uint8_t *pbuf;           /* (2.0) a packed chunk's decompressed content */
-    size_t pcap;
-    size_t ccap, rcap, rlen, rpos;
+    chunk c;                 /* the current chunk (c.raw: the records; live: the payload) */
+    size_t rlen, rpos;
     ana_scratch scratch;
-    ZSTD_DCtx *dctx;
+    ahead *ahead;            /* NULL: no read-ahead thread */
     uint64_t seg_tid, prev_ns;
     int in_segment;
     int live_off, in_live, live_done;
@@ -123,7 +154,7 @@ int ana_reader_open(const char *path, ana_reader **out, ana_error *err)
                     major, hsize);
     }
     ana_reader *r = calloc(1, sizeof(*r));
-    if (!r || !(r->dctx = ZSTD_createDCtx())) {
+    if (!r || !(r->c.dctx = ZSTD_createDCtx())) {
         free(r);
         close(fd);
         return fail(err, NULL, path, 0, 0, UINT64_MAX, 0, "out of memory");
@@ -180,9 +211,9 @@ static int load_live(ana_reader *r)
         ana_live_result_free(&res);
         return 0;
     }
-    free(r->raw);
-    r->raw = res.payload;
-    r->rcap = r->rlen = res.len;
+    free(r->c.raw);
+    r->c.raw = res.payload;
+    r->c.rcap = r->rlen = res.len;
     res.payload = NULL;
     ana_live_result_free(&res);
     r->rpos = 0;
@@ -202,56 +233,195 @@ static int chunks_end(ana_reader *r, ana_ended how, uint64_t torn)
     return load_live(r);
 }
 
+/* Reads the chunk whose header is at pos, expected to be number seq, into c: FETCH_OK, or what
+ * is wrong with it. Touches nothing but c (the read-ahead thread runs it too). */
+static enum fetch_result fetch(int fd, uint64_t size, uint64_t pos, uint64_t seq, chunk *c)
+{
+    uint64_t left = size - pos;
+    if (left == 0)
+        return FETCH_END;
+    uint8_t h[ANA_CHUNK_HEADER_SIZE];
+    if (left < sizeof(h) || ana_pread_all(fd, h, sizeof(h), pos) < 0)
+        return FETCH_TORN;
+    c->csize = get32(h + 4), c->rsize = get32(h + 8), c->seq = get32(h + 12);
+    c->packed = memcmp(h, "ACHP", 4) == 0;
+    if (memcmp(h, "ACHK", 4) != 0 && !c->packed)
+        return FETCH_MAGIC;
+    if (c->csize == 0 || c->csize > ANA_CHUNK_MAX || c->rsize == 0 || c->rsize > ANA_CHUNK_MAX)
+        return FETCH_SIZES;
+    if (c->seq != seq)
+        return FETCH_SEQ;
+    if (left - sizeof(h) < c->csize)
+        return FETCH_TORN;
+    if (grow(&c->cbuf, &c->ccap, c->csize) < 0 || grow(&c->raw, &c->rcap, c->rsize) < 0)
+        return FETCH_NOMEM;
+    if (ana_pread_all(fd, c->cbuf, c->csize, pos + sizeof(h)) < 0)
+        return FETCH_READ;
+    c->fcs = ZSTD_getFrameContentSize(c->cbuf, c->csize);
+    if (c->packed ? c->fcs > ana_pack_bound(c->rsize) : c->fcs != c->rsize)
+        return FETCH_FCS;
+    if (c->packed && grow(&c->pbuf, &c->pcap, (size_t)c->fcs) < 0)
+        return FETCH_NOMEM;
+    c->got = ZSTD_decompressDCtx(c->dctx, c->packed ? c->pbuf : c->raw, (size_t)c->fcs,
+                                 c->cbuf, c->csize);
+    if (ZSTD_isError(c->got) || c->got != c->fcs)
+        return FETCH_ZSTD;
+    if (c->packed && ana_unpack(c->pbuf, c->got, c->raw, c->rsize) != c->rsize)
+        return FETCH_UNPACK;
+    return FETCH_OK;
+}
+
+static void *ahead_main(void *arg)
+{
+    ana_reader *r = arg;
+    ahead *a = r->ahead;
+    pthread_mutex_lock(&a->mu);
+    for (;;) {
+        while (!a->stop && (!a->asked || a->done))
+            pthread_cond_wait(&a->cv, &a->mu);
+        if (a->stop)
+            break;
+        uint64_t pos = a->pos, seq = a->seq;
+        pthread_mutex_unlock(&a->mu);
+        enum fetch_result fr = fetch(r->fd, r->size, pos, seq, &a->c);
+        pthread_mutex_lock(&a->mu);
+        a->result = fr;
+        a->done = 1;
+        pthread_cond_broadcast(&a->cv);
+    }
+    pthread_mutex_unlock(&a->mu);
+    return NULL;
+}
+
+/* Asks the read-ahead thread for the chunk at pos (number seq). */
+static void ahead_ask(ahead *a, uint64_t pos, uint64_t seq)
+{
+    pthread_mutex_lock(&a->mu);
+    a->pos = pos;
+    a->seq = seq;
+    a->asked = 1;
+    a->done = 0;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* The chunk at pos when the read-ahead thread has it whole: swapped into r->c, 1.
+ * Otherwise (another position asked, or the chunk is not whole) 0, and nothing is asked
+ * any more. Waits for a chunk being read. */
+static int ahead_take(ana_reader *r)
+{
+    ahead *a = r->ahead;
+    pthread_mutex_lock(&a->mu);
+    if (!a->asked) {
+        pthread_mutex_unlock(&a->mu);
+        return 0;
+    }
+    while (!a->done)
+        pthread_cond_wait(&a->cv, &a->mu);
+    int ok = a->pos == r->pos && a->seq == r->st.chunks && a->result == FETCH_OK;
+    a->asked = 0;
+    if (ok) {
+        chunk t = r->c;
+        r->c = a->c;
+        a->c = t;
+    }
+    pthread_mutex_unlock(&a->mu);
+    return ok;
+}
+
+int ana_reader_set_read_ahead(ana_reader *r, int on)
+{
+    if (!on || r->ahead || r->in_live)
+        return 0;
+    ahead *a = calloc(1, sizeof(*a));
+    if (!a || !(a->c.dctx = ZSTD_createDCtx())) {
+        free(a);
+        return -1;
+    }
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    r->ahead = a;
+    if (pthread_create(&a->thread, NULL, ahead_main, r) != 0) {
+        r->ahead = NULL;
+        pthread_mutex_destroy(&a->mu);
+        pthread_cond_destroy(&a->cv);
+        ZSTD_freeDCtx(a->c.dctx);
+        free(a);
+        return -1;
+    }
+    return 0;
+}
+
+static void ahead_stop(ana_reader *r)
+{
+    ahead *a = r->ahead;
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->mu);
+    a->stop = 1;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    pthread_join(a->thread, NULL);
+    pthread_mutex_destroy(&a->mu);
+    pthread_cond_destroy(&a->cv);
+    ZSTD_freeDCtx(a->c.dctx);
+    free(a->c.cbuf);
+    free(a->c.raw);
+    free(a->c.pbuf);
+    free(a);
+    r->ahead = NULL;
+}
+
 /* Loads the next chunk. 1 = loaded, 0 = end of file (ended set), -1 = error. */
 static int load_chunk(ana_reader *r, ana_error *err)
 {
     if (r->in_live)
         return 0;
-    uint64_t left = r->size - r->pos;
-    if (left == 0)
-        return chunks_end(r, ANA_ENDED_TRUNCATED, 0);
-    uint8_t h[ANA_CHUNK_HEADER_SIZE];
-    if (left < sizeof(h) || ana_pread_all(r->fd, h, sizeof(h), r->pos) < 0)
-        return chunks_end(r, ANA_ENDED_TORN, left);
-    uint32_t csize = get32(h + 4), rsize = get32(h + 8), seq = get32(h + 12);
-    int packed = memcmp(h, "ACHP", 4) == 0;
-    if (memcmp(h, "ACHK", 4) != 0 && !packed)
+    chunk *c = &r->c;
+    enum fetch_result fr = r->ahead && ahead_take(r)
+                               ? FETCH_OK
+                               : fetch(r->fd, r->size, r->pos, r->st.chunks, c);
+    uint64_t left = r->size - r->pos, h = ANA_CHUNK_HEADER_SIZE;
+    switch (fr) {
+    case FETCH_OK: break;
+    case FETCH_END: return chunks_end(r, ANA_ENDED_TRUNCATED, 0);
+    case FETCH_TORN: return chunks_end(r, ANA_ENDED_TORN, left);
+    case FETCH_MAGIC:
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "bad chunk magic");
-    if (csize == 0 || csize > ANA_CHUNK_MAX || rsize == 0 || rsize > ANA_CHUNK_MAX)
+    case FETCH_SIZES:
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0,
-                    "chunk sizes out of range (compressed %u, raw %u)", csize, rsize);
-    if (seq != r->st.chunks)
+                    "chunk sizes out of range (compressed %u, raw %u)", c->csize, c->rsize);
+    case FETCH_SEQ:
         return fail(err, r, NULL, r->pos + 12, r->pos, UINT64_MAX, 0,
-                    "chunk sequence number %u where %llu was expected", seq,
+                    "chunk sequence number %u where %llu was expected", c->seq,
                     (unsigned long long)r->st.chunks);
-    if (left - sizeof(h) < csize)
-        return chunks_end(r, ANA_ENDED_TORN, left);
-    if (grow(&r->cbuf, &r->ccap, csize) < 0 || grow(&r->raw, &r->rcap, rsize) < 0)
+    case FETCH_NOMEM:
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "out of memory");
-    if (ana_pread_all(r->fd, r->cbuf, csize, r->pos + sizeof(h)) < 0)
-        return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "read error: %s", strerror(errno));
-    unsigned long long fcs = ZSTD_getFrameContentSize(r->cbuf, csize);
-    if (packed ? fcs > ana_pack_bound(rsize) : fcs != rsize)
-        return fail(err, r, NULL, r->pos + sizeof(h), r->pos, UINT64_MAX, 0,
+    case FETCH_READ:
+        return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "read error: %s",
+                    strerror(errno));
+    case FETCH_FCS:
+        return fail(err, r, NULL, r->pos + h, r->pos, UINT64_MAX, 0,
                     "compressed frame is damaged (content size does not match the chunk header)");
-    if (packed && grow(&r->pbuf, &r->pcap, (size_t)fcs) < 0)
-        return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "out of memory");
-    size_t got = ZSTD_decompressDCtx(r->dctx, packed ? r->pbuf : r->raw, (size_t)fcs, r->cbuf, csize);
-    if (ZSTD_isError(got) || got != fcs)
-        return fail(err, r, NULL, r->pos + sizeof(h), r->pos, UINT64_MAX, 0,
+    case FETCH_ZSTD:
+        return fail(err, r, NULL, r->pos + h, r->pos, UINT64_MAX, 0,
                     "compressed frame is damaged (%s)",
-                    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short content");
-    if (packed && ana_unpack(r->pbuf, got, r->raw, rsize) != rsize)
-        return fail(err, r, NULL, r->pos + sizeof(h), r->pos, UINT64_MAX, 0,
-                    "packed chunk is damaged (its columns do not make %u bytes of records)", rsize);
+                    ZSTD_isError(c->got) ? ZSTD_getErrorName(c->got) : "short content");
+    case FETCH_UNPACK:
+        return fail(err, r, NULL, r->pos + h, r->pos, UINT64_MAX, 0,
+                    "packed chunk is damaged (its columns do not make %u bytes of records)",
+                    c->rsize);
+    }
     r->chunk_off = r->pos;
-    r->pos += sizeof(h) + csize;
-    r->rlen = rsize;
+    r->pos += h + c->csize;
+    r->rlen = c->rsize;
     r->rpos = 0;
     r->in_segment = 0;
     r->st.chunks++;
-    r->st.packed_chunks += packed;
-    r->st.raw_bytes += rsize;
+    r->st.packed_chunks += c->packed;
+    r->st.raw_bytes += c->rsize;
+    if (r->ahead)
+        ahead_ask(r->ahead, r->pos, r->st.chunks);
     return 1;
 }
 
@@ -267,11 +437,11 @@ int ana_reader_next(ana_reader *r, ana_record *rec, ana_error *err)
         uint64_t at = r->rpos;
         uint32_t kind;
         size_t plen;
-        size_t hn = ana_record_header(r->raw + at, r->rlen - at, &kind, &plen);
+        size_t hn = ana_record_header(r->c.raw + at, r->rlen - at, &kind, &plen);
         if (!hn)
             return fail(err, r, NULL, r->chunk_off, r->chunk_off, at, 0,
                         "record header runs past the end of its chunk");
-        const uint8_t *payload = r->raw + at + hn;
+        const uint8_t *payload = r->c.raw + at + hn;
         r->rpos = at + hn + plen;
         if (!r->in_segment && kind != ANA_K_SEGMENT)
             return fail(err, r, NULL, r->chunk_off, r->chunk_off, at, kind,
@@ -312,6 +482,7 @@ int ana_reader_next(ana_reader *r, ana_record *rec, ana_error *err)
 
 int ana_reader_skip_to_last_chunk(ana_reader *r, ana_error *err)
 {
+    ahead_stop(r); /* what it read ahead is not the chunk wanted next */
     r->live_off = 1;
     if (r->in_live)
         return 0;
@@ -352,11 +523,12 @@ void ana_reader_close(ana_reader *r)
 {
     if (!r)
         return;
+    ahead_stop(r);
     close(r->fd);
-    ZSTD_freeDCtx(r->dctx);
-    free(r->cbuf);
-    free(r->raw);
-    free(r->pbuf);
+    ZSTD_freeDCtx(r->c.dctx);
+    free(r->c.cbuf);
+    free(r->c.raw);
+    free(r->c.pbuf);
     free(r->scratch.buf);
     ana_live_known_free(&r->known);
     free(r);

@@ -64,6 +64,13 @@ typedef struct ana_reader_stats {
 void ana_reader_get_stats(const ana_reader *r, ana_reader_stats *st);
 const char *ana_ended_name(ana_ended e); /* "exit", "truncated", "torn", "recovered", "unknown" */
 
+/* Read-ahead (off by default): a thread of the reader's own reads and decompresses the next
+ * chunk while the caller decodes the current one's records. What ana_reader_next returns,
+ * every error and its offset, and how the trace ended are the same either way; only the
+ * time differs. Call before the first ana_reader_next. 0, or -1 (no thread: it reads alone).
+ * For the analyzer; the preload, which must not start threads in a program, leaves it off. */
+int ana_reader_set_read_ahead(ana_reader *r, int on);
+
 /* Whether, past the trace's last chunk, the reader goes on into the trace's live file (on by
  * default). Call before the first ana_reader_next. */
 void ana_reader_set_live(ana_reader *r, int on);
