@@ -81,10 +81,11 @@ void ana_kargs_note_range(uint64_t ptr, uint64_t size);
 uint32_t ana_kargs_collect(const ana_launch_args *la, uint64_t *ptrs, uint64_t *at);
 /* The same for the bytes a host-to-device copy of `bytes` (at most ANA_KARGS_TABLE_BYTES)
  * read at host address src: its 8-byte words (offsets from src) that lie in the range —
- * a pointer table the GPU will read —, and in *more how many past ANA_KARGS_MAX. direct: src is read as it is (a successful
- * cudaMemcpyHostToDevice has just read it: host memory); else with process_vm_readv, so
- * an address the process cannot read gives no words, never a fault. 0 when
- * ANATOMIST_KERNEL_ARGS=0, for a larger copy, or a source inside the device range. */
+ * a pointer table the GPU will read —, and in *more how many past ANA_KARGS_MAX. direct: src is
+ * read as it is (a successful cudaMemcpyHostToDevice has just read it: host memory) unless
+ * it lies inside the device range's span; else with process_vm_readv, so an address the
+ * process cannot read gives no words, never a fault. 0 when ANATOMIST_KERNEL_ARGS=0, for a
+ * larger copy, or a cudaMemcpyDefault source inside the device range. */
 uint32_t ana_kargs_scan_host(uint64_t src, uint64_t bytes, int direct, uint64_t *ptrs, uint64_t *at,
                              uint64_t *more);
 

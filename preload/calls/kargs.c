@@ -224,10 +224,16 @@ uint32_t ana_kargs_scan_host(uint64_t src, uint64_t bytes, int direct, uint64_t 
     *more = 0;
     uint64_t lo = atomic_load_explicit(&dev_lo, memory_order_relaxed);
     uint64_t hi = atomic_load_explicit(&dev_hi, memory_order_relaxed);
+    /* The device range is only the span from the lowest allocation to the end of the
+     * highest: host memory can lie inside it (the simulated device's allocations are host
+     * mappings among the program's; an ASan fake stack between two of them held a table
+     * that was skipped). A host-to-device source inside it is read with care, not skipped;
+     * a cudaMemcpyDefault source inside it may be device memory and is left alone. */
+    int inside = src < hi && src + bytes > lo;
     if (!ana_cfg.kernel_args || !src || bytes < 8 || bytes > ANA_KARGS_TABLE_BYTES || lo >= hi ||
-        (src < hi && src + bytes > lo))
+        (inside && !direct))
         return 0;
-    if (direct) /* host memory the copy has just read */
+    if (direct && !inside) /* host memory the copy has just read */
         return scan_param((const uint8_t *)(uintptr_t)src, 0, (uint32_t)bytes, lo, hi, ptrs, at, 0, more);
     uint8_t buf[4096];
     uint32_t n = 0;
