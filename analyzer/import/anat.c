@@ -7,9 +7,6 @@
 
 static ana_import_progress_fn progress;
 static void *progress_ctx;
-static int read_ahead = 1;
-
-void ana_import_set_read_ahead(int on) { read_ahead = on; }
 
 void ana_import_set_progress(ana_import_progress_fn fn, void *ctx)
 {
@@ -35,7 +32,7 @@ int ana_anat_load(const char *path, unsigned flags, ana_trace **out, ana_error *
     *out = NULL;
     if (ana_reader_open(path, &rd, err) != 0)
         return -1;
-    ana_reader_set_read_ahead(rd, read_ahead); /* without it, it reads alone */
+    ana_reader_set_read_ahead(rd, 1); /* if no thread can start, it reads alone */
     ana_trace *t = ana_trace_new(path, flags);
     uint64_t n = 0;
     if (progress)

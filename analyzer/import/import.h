@@ -32,9 +32,6 @@ typedef struct ana_import_progress {
 } ana_import_progress;
 typedef void (*ana_import_progress_fn)(void *ctx, const ana_import_progress *p);
 void ana_import_set_progress(ana_import_progress_fn fn, void *ctx);
-/* Whether an .anat load reads the next chunk ahead on a thread of its own (format/reader.h
- * ana_reader_set_read_ahead; on by default). */
-void ana_import_set_read_ahead(int on);
 
 /* A rank's summary (analyses/ranks.h) back from a report (ranks_read.c). Reads the "rank"
  * member of a `report --json` document at path into out (source set to
