@@ -240,16 +240,21 @@ static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training
         a->elem = e;
 }
 
-/* The allocation each use fell in (-1: none), by a sweep in time order. */
-static long *ana_mc_map_uses(const ana_trace *t, const ana_mem_result *mem, ana_memcat *m)
+/* The allocation each use fell in (-1: none), by a sweep in time order: 4 bytes a use, as
+ * a trace holds about one use per record. */
+static int32_t *ana_mc_map_uses(const ana_trace *t, const ana_mem_result *mem, ana_memcat *m)
 {
     ana_mc_sweep w;
-    long *ua = ana_xcalloc(t->n_uses + 1, sizeof(long));
+    if (m->n_allocs >= INT32_MAX) {
+        fprintf(stderr, "anatomist: %s: too many allocations (2^31) to analyze\n", t->path);
+        exit(ANA_EXIT_BAD);
+    }
+    int32_t *ua = ana_xmalloc((t->n_uses + 1) * sizeof(int32_t));
     ana_mc_sweep_init(&w, m, mem);
     for (size_t i = 0; i < t->n_uses; i++) {
         const ana_ptr_use *u = &t->uses[i];
         ana_mc_sweep_to(&w, m, mem, u->time_ns);
-        ua[i] = ana_mc_lookup(&w, u->ptr);
+        ua[i] = (int32_t)ana_mc_lookup(&w, ana_trace_use_ptr(t, u));
         if (ua[i] < 0) {
             m->uses_unmapped++;
             continue;
@@ -263,7 +268,7 @@ static long *ana_mc_map_uses(const ana_trace *t, const ana_mem_result *mem, ana_
     return ua;
 }
 
-static void ana_mc_place_uses(const ana_trace *t, const ana_steps *s, const long *ua, ana_memcat *m)
+static void ana_mc_place_uses(const ana_trace *t, const ana_steps *s, const int32_t *ua, ana_memcat *m)
 {
     int training = ana_mc_training(t, s);
     int8_t *is16 = ana_xmalloc(t->n_kernels + 1);
@@ -350,7 +355,7 @@ void ana_memcat_build(const ana_trace *t, const ana_mem_result *mem, const ana_s
 {
     memset(out, 0, sizeof(*out));
     ana_mc_collect(t, mem, s, out);
-    long *ua = ana_mc_map_uses(t, mem, out);
+    int32_t *ua = ana_mc_map_uses(t, mem, out);
     /* The steps as the names and NVTX left them, with structure filling what they did not
      * decide (memcat_struct.c): every rule below reads these phases. */
     ana_steps sp = *s;

@@ -16,7 +16,7 @@ int32_t ana_mc_step_of(const ana_steps *s, uint64_t time_ns);
  * names' in steps with micro-batches: memcat_struct.c); sets
  * m->allocs[*].sflags and m->structure. */
 void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m,
-                   const long *use_alloc, uint8_t *phase);
+                   const int32_t *use_alloc, uint8_t *phase);
 
 /* Decides m->allocs[*].cat and .why (memcat_rules.c). */
 void ana_mc_decide(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m);
@@ -28,7 +28,7 @@ void ana_mc_decide(const ana_trace *t, const ana_steps *s, const ana_mem_result 
 void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
                        ana_memcat *m);
 double ana_mc_gemm_params(const ana_trace *t, const ana_mem_result *mem, const ana_memcat *m,
-                          const long *ua);
+                          const int32_t *ua);
 void ana_mc_per_param(const ana_mem_result *mem, ana_memcat *m, double p_gemm);
 
 #endif

@@ -159,7 +159,7 @@ void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_
  * largest, where one address is read with several shapes). Biases and norms, which no
  * GEMM reads, are not in it. 0 when no GEMM read a weight. */
 double ana_mc_gemm_params(const ana_trace *t, const ana_mem_result *mem, const ana_memcat *m,
-                          const long *ua)
+                          const int32_t *ua)
 {
     ana_u64map seen; /* address -> elements */
     ana_u64map_init(&seen);
@@ -171,11 +171,11 @@ double ana_mc_gemm_params(const ana_trace *t, const ana_mem_result *mem, const a
             m->allocs[ua[i]].cat != ANA_MCAT_WEIGHTS || !ana_memcat_live_at(m, mem, (size_t)ua[i], mem->peak_idx))
             continue;
         uint64_t el = ana_trace_use_arg(t, u) >> 8;
-        if (!ana_u64map_get(&seen, u->ptr, &v)) {
-            ana_u64map_put(&seen, u->ptr, el);
+        if (!ana_u64map_get(&seen, ana_trace_use_ptr(t, u), &v)) {
+            ana_u64map_put(&seen, ana_trace_use_ptr(t, u), el);
             sum += (double)el;
         } else if (el > v) {
-            ana_u64map_put(&seen, u->ptr, el);
+            ana_u64map_put(&seen, ana_trace_use_ptr(t, u), el);
             sum += (double)(el - v);
         }
     }

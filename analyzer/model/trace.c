@@ -84,6 +84,7 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     ana_u64map_init(&t->corr_map);
     ana_u64map_init(&t->call_ctx);
     ana_u64map_init(&t->wide_idx);
+    ana_u64map_init(&t->use_ptr_idx);
     ana_u64map_init(&t->table_dsts);
     ana_stacks_init(&t->stacks);
     ana_py_init(&t->py);
@@ -135,6 +136,8 @@ void ana_trace_free(ana_trace *t)
     ana_u64map_free(&t->call_ctx);
     free(t->wide);
     ana_u64map_free(&t->wide_idx);
+    free(t->use_ptrs);
+    ana_u64map_free(&t->use_ptr_idx);
     free(t->end_detail);
     free(t->path);
     ana_u64map_free(&t->kernel_idx);

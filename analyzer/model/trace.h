@@ -103,9 +103,9 @@ enum ana_use_kind {
     ANA_USE_SET = 7,       /* memset target */
     ANA_USE_COLL = 8,      /* an NCCL send or receive buffer */
 };
-typedef struct ana_ptr_use { /* 24 bytes: a trace holds about one per record */
-    uint64_t time_ns, ptr;
-    uint32_t seq;  /* order of addition, breaks ties in time */
+typedef struct ana_ptr_use { /* 16 bytes: a trace holds about one per record */
+    uint64_t time_ns; /* uses of one time stay in the order they were added */
+    uint32_t ptr_w;   /* the address: an index into the model's use_ptrs (ana_trace_use_ptr) */
     /* kind (enum ana_use_kind) in the low 4 bits; above them arg in 28 bits (wide values:
      * ANA_TRACE_WIDE28_BIT): KERNEL: KERNEL id; GEMM_IN: the operand's cudaDataType in the
      * low 8 bits, its elements (m·k for A, k·n for B, times the batch) above; GEMM_OUT: the
@@ -113,7 +113,7 @@ typedef struct ana_ptr_use { /* 24 bytes: a trace holds about one per record */
      * COPY: kind. Read with ana_trace_use_kind and ana_trace_use_arg. */
     uint32_t kind_arg;
 } ana_ptr_use;
-_Static_assert(sizeof(ana_ptr_use) == 24, "ana_ptr_use is 24 bytes");
+_Static_assert(sizeof(ana_ptr_use) == 16, "ana_ptr_use is 16 bytes");
 
 typedef struct ana_ptr_table {
     uint64_t time_ns, dst, bytes;
@@ -216,6 +216,10 @@ typedef struct ana_trace {
     uint64_t *wide;       /* values of the *_w fields at or above 2^31 (ana_trace_wide) */
     size_t n_wide, cap_wide;
     ana_u64map wide_idx;  /* value -> index into wide */
+    uint64_t *use_ptrs;   /* the distinct addresses of uses (ana_ptr_use ptr_w) */
+    size_t n_use_ptrs, cap_use_ptrs;
+    ana_u64map use_ptr_idx; /* address -> index into use_ptrs */
+    uint64_t use_ptr_cache[2][256]; /* recent addresses and 1 + their index, by hash */
 } ana_trace;
 
 /* The value of a *_w field (see ANA_TRACE_WIDE_BIT). */
@@ -229,6 +233,12 @@ uint32_t ana_trace_narrow(ana_trace *t, uint64_t v);
 /* The kind_arg of an ana_ptr_use. */
 uint32_t ana_trace_use_pack(ana_trace *t, unsigned kind, uint64_t arg);
 static inline unsigned ana_trace_use_kind(const ana_ptr_use *u) { return u->kind_arg & 15; }
+static inline uint64_t ana_trace_use_ptr(const ana_trace *t, const ana_ptr_use *u)
+{
+    return t->use_ptrs[u->ptr_w];
+}
+/* The ptr_w of address p (interned in t->use_ptrs). */
+uint32_t ana_trace_use_ptr_w(ana_trace *t, uint64_t p);
 static inline uint64_t ana_trace_use_arg(const ana_trace *t, const ana_ptr_use *u)
 {
     uint32_t a = u->kind_arg >> 4;

@@ -31,6 +31,28 @@ uint32_t ana_trace_narrow(ana_trace *t, uint64_t v)
     return v < ANA_TRACE_WIDE_BIT ? (uint32_t)v : ANA_TRACE_WIDE_BIT | ana_trace_intern(t, v);
 }
 
+uint32_t ana_trace_use_ptr_w(ana_trace *t, uint64_t p)
+{
+    /* uses repeat a few addresses (weights, a step's buffers): a small cache before the map */
+    size_t h = (size_t)((p >> 8) * 0x9E3779B97F4A7C15ull >> 56);
+    if (t->use_ptr_cache[1][h] && t->use_ptr_cache[0][h] == p)
+        return (uint32_t)(t->use_ptr_cache[1][h] - 1);
+    uint64_t k;
+    if (!ana_u64map_get(&t->use_ptr_idx, p, &k)) {
+        if (t->n_use_ptrs >= UINT32_MAX) {
+            fprintf(stderr, "anatomist: %s: too many distinct device addresses (2^32) to "
+                            "analyze\n", t->path);
+            exit(ANA_EXIT_BAD);
+        }
+        ANA_GROW(t->use_ptrs, t->cap_use_ptrs, t->n_use_ptrs + 1);
+        t->use_ptrs[t->n_use_ptrs] = p;
+        ana_u64map_put(&t->use_ptr_idx, p, k = t->n_use_ptrs++);
+    }
+    t->use_ptr_cache[0][h] = p;
+    t->use_ptr_cache[1][h] = k + 1;
+    return (uint32_t)k;
+}
+
 uint32_t ana_trace_use_pack(ana_trace *t, unsigned kind, uint64_t arg)
 {
     uint32_t a = arg < ANA_TRACE_WIDE28_BIT ? (uint32_t)arg

@@ -13,8 +13,7 @@ static void ana_trace_use(ana_trace *t, const ana_record *r, uint8_t kind, uint6
     if ((t->flags & ANA_LOAD_SUMMARY) || ptr == 0)
         return;
     ANA_GROW(t->uses, t->cap_uses, t->n_uses + 1);
-    t->uses[t->n_uses] = (ana_ptr_use){ .time_ns = r->time_ns, .ptr = ptr,
-                                        .seq = (uint32_t)t->n_uses,
+    t->uses[t->n_uses] = (ana_ptr_use){ .time_ns = r->time_ns, .ptr_w = ana_trace_use_ptr_w(t, ptr),
                                         .kind_arg = ana_trace_use_pack(t, kind, arg) };
     t->n_uses++;
 }
@@ -41,12 +40,11 @@ static void ana_trace_table(ana_trace *t, const ana_record *r, uint64_t dst, uin
         t->table_ptrs[t->n_table_ptrs++] = ptrs->ip[i];
 }
 
+/* By time; ana_sort_stable keeps the order of addition among equal times. */
 static int ana_ptr_use_cmp(const void *a, const void *b)
 {
     const ana_ptr_use *x = a, *y = b;
-    if (x->time_ns != y->time_ns)
-        return x->time_ns < y->time_ns ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
 }
 
 static int ana_table_cmp(const void *a, const void *b)
@@ -82,7 +80,8 @@ static void ana_trace_expand_tables(ana_trace *t)
             continue;
         for (size_t k = 0; k < n_live; k++) {
             const ana_ptr_table *tb = &t->tables[live[k]];
-            if (!tb->n || u.ptr < tb->dst || u.ptr - tb->dst >= tb->bytes)
+            uint64_t ptr = ana_trace_use_ptr(t, &u);
+            if (!tb->n || ptr < tb->dst || ptr - tb->dst >= tb->bytes)
                 continue;
             uint64_t kernel = ana_trace_use_arg(t, &u);
             if (u.time_ns != last_time || kernel != last_kernel)
@@ -90,15 +89,16 @@ static void ana_trace_expand_tables(ana_trace *t)
             last_time = u.time_ns, last_kernel = kernel;
             for (size_t j = 0; j < tb->n; j++) {
                 ANA_GROW(t->uses, t->cap_uses, t->n_uses + 1);
-                t->uses[t->n_uses] = (ana_ptr_use){ .time_ns = u.time_ns, .ptr = t->table_ptrs[tb->first + j],
-                                                    .seq = (uint32_t)t->n_uses, .kind_arg = u.kind_arg };
+                t->uses[t->n_uses] = (ana_ptr_use){ .time_ns = u.time_ns,
+                                                    .ptr_w = ana_trace_use_ptr_w(t, t->table_ptrs[tb->first + j]),
+                                                    .kind_arg = u.kind_arg };
                 t->n_uses++;
             }
         }
     }
     free(live);
     if (t->n_uses != n0)
-        ana_sort(t->uses, t->n_uses, sizeof(*t->uses), ana_ptr_use_cmp);
+        ana_sort_stable(t->uses, t->n_uses, sizeof(*t->uses), ana_ptr_use_cmp);
 }
 
 /* The pointers of successful calls (1.3 LAUNCH words and GEMM operands; copies, sets,
@@ -164,6 +164,6 @@ void ana_trace_uses_of(ana_trace *t, const ana_record *r)
 /* Once every record is in: uses in time order, then the pointers of tables added. */
 void ana_trace_uses_finish(ana_trace *t)
 {
-    ana_sort(t->uses, t->n_uses, sizeof(*t->uses), ana_ptr_use_cmp);
+    ana_sort_stable(t->uses, t->n_uses, sizeof(*t->uses), ana_ptr_use_cmp);
     ana_trace_expand_tables(t);
 }

@@ -98,6 +98,41 @@ void ana_sort(void *base, size_t n, size_t elem, int (*cmp)(const void *, const 
         qsort(base, n, elem, cmp);
 }
 
+/* Merges the sorted runs [a, m) and [m, b) of src into dst, the left run first on ties. */
+static void ana_sort_merge(const char *src, char *dst, size_t a, size_t m, size_t b, size_t elem,
+                           int (*cmp)(const void *, const void *))
+{
+    size_t i = a, j = m, o = a;
+    while (i < m && j < b) {
+        if (cmp(src + j * elem, src + i * elem) < 0)
+            memcpy(dst + o++ * elem, src + j++ * elem, elem);
+        else
+            memcpy(dst + o++ * elem, src + i++ * elem, elem);
+    }
+    memcpy(dst + o * elem, src + i * elem, (m - i) * elem);
+    o += m - i;
+    memcpy(dst + o * elem, src + j * elem, (b - j) * elem);
+}
+
+void ana_sort_stable(void *base, size_t n, size_t elem, int (*cmp)(const void *, const void *))
+{
+    if (n < 2 || ana_sort_nearly(base, n, elem, cmp, n / 4 + 64))
+        return;
+    /* bottom-up merge sort: runs of 1, 2, 4, ... ping-ponged between base and a copy */
+    char *a = base, *b = ana_xmalloc(n * elem), *buf = b;
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t m = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            ana_sort_merge(a, b, lo, m, hi, elem, cmp);
+        }
+        char *x = a;
+        a = b, b = x;
+    }
+    if (a != (char *)base)
+        memcpy(base, a, n * elem);
+    free(buf);
+}
+
 const char *ana_fmt_bytes(uint64_t bytes, char *buf, size_t cap)
 {
     static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };

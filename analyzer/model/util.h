@@ -29,6 +29,9 @@ void ana_grow(void **arr, size_t *cap, size_t need, size_t elem);
 /* qsort for the analyzer's growable arrays, which are NULL while empty: qsort's array must
  * not be NULL even for zero elements (C11 7.22.5), so fewer than two are left alone. */
 void ana_sort(void *base, size_t n, size_t elem, int (*cmp)(const void *, const void *));
+/* As ana_sort, but equal elements keep their order whatever the input (a merge sort with a
+ * copy of the array when the input is far from sorted). */
+void ana_sort_stable(void *base, size_t n, size_t elem, int (*cmp)(const void *, const void *));
 
 /* "1.50 GiB", "512 B": binary units, three significant digits. */
 const char *ana_fmt_bytes(uint64_t bytes, char *buf, size_t cap); /* returns buf */

@@ -1,7 +1,7 @@
 /* The model's lookups against linear scans: ana_trace_call_bound (which gallops from where
  * the last search ended) for times asked in order and at random, ana_trace_call_by_corr
  * with dense and sparse correlation ids, ana_sort (insertion sort while an array is
- * nearly in order, qsort past that) against a plain stable sort, and the 32-bit fields of
+ * nearly in order, qsort past that) and ana_sort_stable against a plain stable sort, and the 32-bit fields of
  * calls, GPU activities and pointer uses holding values of 2^31 and up (wide values). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -119,6 +119,33 @@ Test(trace_index, sort_is_a_stable_sort)
     }
 }
 
+/* ana_sort_stable keeps equal keys in their order in every round, shuffled ones included
+ * (where its insertion pass gives up part-way and the merge sort finishes). */
+Test(trace_index, sort_stable_keeps_order_of_equals)
+{
+    static item v[5000], w[5000];
+    for (int round = 0; round < 200; round++) {
+        size_t n = next64() % 5000;
+        uint64_t swaps = round % 2 == 0 ? n * 2 : next64() % 40;
+        for (size_t i = 0; i < n; i++)
+            v[i] = (item){ (uint32_t)(next64() % (round % 3 ? 50 : 5000)), (uint32_t)i };
+        for (uint64_t s = 0; s < swaps && n > 1; s++) {
+            size_t a = next64() % n, b = next64() % n;
+            item x = v[a];
+            v[a] = v[b];
+            v[b] = x;
+        }
+        for (size_t i = 0; i < n; i++)
+            v[i].order = (uint32_t)i;
+        memcpy(w, v, n * sizeof(*v));
+        ana_sort_stable(v, n, sizeof(*v), item_cmp); /* compares keys only */
+        if (n > 1)
+            qsort(w, n, sizeof(*w), item_stable_cmp);
+        for (size_t i = 0; i < n; i++)
+            cr_assert(!memcmp(&v[i], &w[i], sizeof(*v)), "round %d, item %zu of %zu", round, i, n);
+    }
+}
+
 /* Values the model keeps in 32 bits (28 for a use's arg) read back whole: small ones, the
  * edges of the ranges and 64-bit ones; calls at one time sort by their whole tid. */
 Test(trace_index, wide_values_read_back)
@@ -162,7 +189,7 @@ Test(trace_index, wide_values_read_back)
         cr_assert_eq(ana_trace_wide(t, a->dur_w), vals[i]);
         cr_assert_eq(ana_trace_wide(t, a->arg_w), vals[i]);
         const ana_ptr_use *u = &t->uses[i]; /* same time: file order */
-        cr_assert_eq(u->ptr, 0x7f0000000000ull + i * 64);
+        cr_assert_eq(ana_trace_use_ptr(t, u), 0x7f0000000000ull + i * 64);
         cr_assert_eq(ana_trace_use_kind(u), ANA_USE_KERNEL);
         cr_assert_eq(ana_trace_use_arg(t, u), vals[i]);
     }
