@@ -64,10 +64,9 @@ static ana_classification ana_anat_classify(ana_anat_cache *cc, const ana_gpu_ac
                                             size_t *kidx)
 {
     const ana_trace *t = cc->t;
-    uint64_t k;
+    size_t k;
     *kidx = SIZE_MAX;
-    if (a->type != ANA_GPU_KERNEL ||
-        !ana_u64map_get(&t->kernel_idx, ana_trace_wide(t, a->arg_w), &k))
+    if (a->type != ANA_GPU_KERNEL || !ana_trace_kernel_index(t, ana_trace_wide(t, a->arg_w), &k))
         return ana_classify(NULL, ctx);
     *kidx = (size_t)k;
     size_t slot = (size_t)k * ANA_CTX_COUNT + (size_t)ctx;

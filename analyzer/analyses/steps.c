@@ -128,9 +128,8 @@ static int ana_st_phase_of(const char *name)
 
 static uint8_t ana_st_hint_of(const ana_trace *t, uint8_t *cache, const ana_api_call *c)
 {
-    uint64_t k;
-    if (c->kind != ANA_K_LAUNCH ||
-        !ana_u64map_get(&t->kernel_idx, ana_trace_wide(t, c->arg_w), &k))
+    size_t k;
+    if (c->kind != ANA_K_LAUNCH || !ana_trace_kernel_index(t, ana_trace_wide(t, c->arg_w), &k))
         return ST_NONE;
     if (!cache[k]) {
         static const uint8_t st_of[ANA_PHASE_COUNT] = {
@@ -164,6 +163,18 @@ static void ana_st_graph_hints(const ana_trace *t, uint8_t *cache, ana_u64map *o
     }
 }
 
+/* A call's key: equal for calls of one kind, API and argument (kernel or bytes), else equal
+ * with odds of 2^-64 (only equality and counts of keys matter, not their values). */
+static uint64_t ana_st_key(uint64_t kind, uint64_t api, uint64_t arg)
+{
+    uint64_t h = ((kind << 16 | api) + 1) * 0x9E3779B97F4A7C15ull ^ arg;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    return h ^ h >> 31;
+}
+
 static void ana_st_init(ana_st *st, const ana_trace *t)
 {
     memset(st, 0, sizeof(*st));
@@ -178,9 +189,8 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
     ana_st_graph_hints(t, cache, &graph);
     for (size_t i = 0; i < st->n; i++) {
         const ana_api_call *c = &t->calls[i];
-        uint64_t k[3] = { c->kind, c->kind == ANA_K_LAUNCH ? 0 : c->api,
-                          ana_trace_wide(t, c->arg_w) }, h;
-        st->key[i] = ana_fnv1a(k, sizeof(k), ANA_FNV1A_SEED);
+        uint64_t h;
+        st->key[i] = ana_st_key(c->kind, c->kind == ANA_K_LAUNCH ? 0 : c->api, ana_trace_wide(t, c->arg_w));
         st->hint[i] = ana_st_hint_of(t, cache, c);
         if (!t->graph_launches || !t->n_gpu)
             continue;

@@ -141,6 +141,7 @@ void ana_trace_free(ana_trace *t)
     free(t->end_detail);
     free(t->path);
     ana_u64map_free(&t->kernel_idx);
+    free(t->kernel_dense);
     ana_u64map_free(&t->module_idx);
     ana_u64map_free(&t->device_idx);
     free(t->spans);

@@ -125,6 +125,8 @@ typedef struct ana_ptr_table {
  * launch that recorded as many may have had more. */
 #define ANA_TRACE_PTRS_CAP 512
 
+#define ANA_TRACE_KERNEL_DENSE (1u << 20)
+
 typedef struct ana_api_stats {
     uint64_t calls, ok, failed, bytes; /* bytes: requested by successful calls */
 } ana_api_stats;
@@ -167,7 +169,11 @@ typedef struct ana_trace {
     size_t n_modules, cap_modules;
     ana_trace_kernel *kernels;
     size_t n_kernels, cap_kernels;
-    ana_u64map kernel_idx; /* kernel id -> index */
+    ana_u64map kernel_idx; /* kernel id -> index, for ids of ANA_TRACE_KERNEL_DENSE and up */
+    uint32_t *kernel_dense; /* kernel id -> 1 + index (0: none) below ANA_TRACE_KERNEL_DENSE:
+                             * the preload numbers kernels from 0, and every launch and GPU
+                             * kernel looks its id up */
+    size_t n_kernel_dense;
     ana_u64map module_idx; /* hash of a module's range and path -> index (re-announcements) */
     ana_u64map device_idx; /* device ordinal -> index */
     ana_trace_span *spans; /* see ana_trace_span */
@@ -263,6 +269,8 @@ uint64_t ana_trace_rel_ns(const ana_trace *t, uint64_t time_ns);
 
 /* The kernel table's entry for a KERNEL id, or NULL when the trace has none. */
 const ana_trace_kernel *ana_trace_kernel_by_id(const ana_trace *t, uint64_t id);
+/* Its index in t->kernels: 1 and *k set, or 0. */
+int ana_trace_kernel_index(const ana_trace *t, uint64_t id, size_t *k);
 
 /* Module whose [lo, hi) holds addr, or NULL. */
 const ana_trace_module *ana_trace_module_at(const ana_trace *t, uint64_t addr);

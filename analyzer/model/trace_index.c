@@ -97,10 +97,25 @@ uint64_t ana_trace_rel_ns(const ana_trace *t, uint64_t time_ns)
     return t->has_time && time_ns > t->first_ns ? time_ns - t->first_ns : 0;
 }
 
+int ana_trace_kernel_index(const ana_trace *t, uint64_t id, size_t *k)
+{
+    uint64_t v;
+    if (id < ANA_TRACE_KERNEL_DENSE) {
+        if (id >= t->n_kernel_dense || !t->kernel_dense[id])
+            return 0;
+        *k = t->kernel_dense[id] - 1;
+        return 1;
+    }
+    if (!ana_u64map_get(&t->kernel_idx, id, &v))
+        return 0;
+    *k = (size_t)v;
+    return 1;
+}
+
 const ana_trace_kernel *ana_trace_kernel_by_id(const ana_trace *t, uint64_t id)
 {
-    uint64_t k;
-    return ana_u64map_get(&t->kernel_idx, id, &k) ? &t->kernels[k] : NULL;
+    size_t k;
+    return ana_trace_kernel_index(t, id, &k) ? &t->kernels[k] : NULL;
 }
 
 int ana_trace_memory_recorded(const ana_trace *t) { return !ana_trace_info(t, "import.device_memory"); }

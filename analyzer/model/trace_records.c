@@ -113,12 +113,25 @@ static void ana_trace_on_device(ana_trace *t, const ana_rec_device *dv)
 
 static ana_trace_kernel *ana_trace_kernel_get(ana_trace *t, uint64_t id)
 {
-    uint64_t k;
-    if (!ana_u64map_get(&t->kernel_idx, id, &k)) {
+    size_t k;
+    if (!ana_trace_kernel_index(t, id, &k)) {
         ANA_GROW(t->kernels, t->cap_kernels, t->n_kernels + 1);
         t->kernels[t->n_kernels] = (ana_trace_kernel){ .id = id };
         k = t->n_kernels++;
-        ana_u64map_put(&t->kernel_idx, id, k);
+        if (id < ANA_TRACE_KERNEL_DENSE) {
+            size_t n = t->n_kernel_dense ? t->n_kernel_dense : 64;
+            while (n <= id)
+                n *= 2;
+            if (n != t->n_kernel_dense) {
+                t->kernel_dense = ana_xrealloc(t->kernel_dense, n * sizeof(*t->kernel_dense));
+                memset(t->kernel_dense + t->n_kernel_dense, 0,
+                       (n - t->n_kernel_dense) * sizeof(*t->kernel_dense));
+                t->n_kernel_dense = n;
+            }
+            t->kernel_dense[id] = (uint32_t)(k + 1);
+        } else {
+            ana_u64map_put(&t->kernel_idx, id, k);
+        }
     }
     return &t->kernels[k];
 }

@@ -4,6 +4,7 @@
  * nearly in order, qsort past that) and ana_sort_stable against a plain stable sort, and the 32-bit fields of
  * calls, GPU activities and pointer uses holding values of 2^31 and up (wide values). */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -193,5 +194,40 @@ Test(trace_index, wide_values_read_back)
         cr_assert_eq(ana_trace_use_kind(u), ANA_USE_KERNEL);
         cr_assert_eq(ana_trace_use_arg(t, u), vals[i]);
     }
+    ana_trace_free(t);
+}
+
+/* Kernel ids below ANA_TRACE_KERNEL_DENSE are looked up in an array, the others in a map:
+ * both find what KERNEL and LAUNCH records named, and nothing else. */
+Test(trace_index, kernel_ids_small_and_large)
+{
+    static const uint64_t ids[] = { 0, 5, 63, 64, 1000, ANA_TRACE_KERNEL_DENSE - 1,
+                                    ANA_TRACE_KERNEL_DENSE, 1ull << 40, UINT64_MAX };
+    const size_t n = sizeof(ids) / sizeof(ids[0]);
+    ana_trace *t = ana_trace_new("mem", ANA_LOAD_ALL);
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        int len = snprintf(name, sizeof(name), "k%zu", i);
+        ana_record r = { .kind = ANA_K_KERNEL };
+        r.u.kernel = (ana_rec_kernel){ .id = ids[i], .name = { name, (uint32_t)len } };
+        ana_trace_add(t, &r);
+        ana_record l = { .kind = ANA_K_LAUNCH, .tid = 1, .time_ns = 100 + i };
+        l.u.launch.kernel = ids[i];
+        ana_trace_add(t, &l);
+    }
+    ana_trace_finish(t);
+    cr_assert_eq(t->n_kernels, n);
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "k%zu", i);
+        const ana_trace_kernel *k = ana_trace_kernel_by_id(t, ids[i]);
+        cr_assert(k, "id %llu", (unsigned long long)ids[i]);
+        cr_assert_eq(k->id, ids[i]);
+        cr_assert_str_eq(k->name, name);
+        cr_assert_eq(k->launches, 1);
+    }
+    static const uint64_t absent[] = { 1, 6, 65, ANA_TRACE_KERNEL_DENSE + 1, 1ull << 41 };
+    for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++)
+        cr_assert_null(ana_trace_kernel_by_id(t, absent[i]));
     ana_trace_free(t);
 }
