@@ -56,7 +56,12 @@ static int ffr(fin *in, ana_frames *fr, ana_scratch *sc)
     sc->used = at + need;
     uint64_t *ip = (uint64_t *)(sc->buf + at);
     for (uint64_t i = 0; i < n && !in->bad; i++) {
-        uint64_t v = fu(in);
+        uint64_t v;
+        size_t k; /* addresses and their deltas take several bytes: one load each */
+        if (in->end - in->p >= 8 && (k = ana_varint_get8(in->p, &v)) != 0)
+            in->p += k;
+        else
+            v = fu(in);
         ip[i] = i == 0 ? v : ip[i - 1] + (uint64_t)ana_unzigzag(v);
     }
     fr->ip = ip;

@@ -250,8 +250,24 @@ static inline int emit_bytes(struct col *c, const uint8_t *p, size_t n)
 }
 
 /* Past n varints from p, or NULL when [p, end) ends first. Every byte below 0x80 ends one. */
-static inline const uint8_t *skip(const uint8_t *p, const uint8_t *end, unsigned n)
+#define ANA_PACK_LITTLE_ENDIAN (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+
+static inline const uint8_t *skip(const uint8_t *p, const uint8_t *end, uint64_t n)
 {
+    /* eight bytes at a time: the varints that end in them are the bytes below 0x80 */
+    while (ANA_PACK_LITTLE_ENDIAN && n && end - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t ends = ~w & 0x8080808080808080ull;
+        unsigned c = (unsigned)(((ends >> 7) * 0x0101010101010101ull) >> 56); /* bytes: 0 or 1 */
+        if (c >= n) {
+            while (--n)
+                ends &= ends - 1; /* the n-th end is the lowest left */
+            return p + __builtin_ctzll(ends) / 8 + 1;
+        }
+        n -= c;
+        p += 8;
+    }
     while (n && p < end)
         n -= !(*p++ & 0x80);
     return n ? NULL : p;
@@ -296,8 +312,10 @@ static const uint8_t *skip_field(const struct op *o, const uint8_t *p, const uin
     uint64_t n = take(&p, end, 0, &bad);
     if (bad || n > (uint64_t)(end - p))
         return NULL;
+    if (o->code != OP_STRV)
+        return skip(p, end, n); /* OP_FRAMES: n varints */
     for (uint64_t i = 0; i < n && p; i++)
-        p = o->code == OP_STRV ? skip_str(p, end) : skip(p, end, 1);
+        p = skip_str(p, end);
     return p;
 }
 

@@ -25,6 +25,31 @@ static inline size_t ana_varint_put(uint8_t *p, uint64_t v)
     return n;
 }
 
+/* A varint of 1 to 8 bytes read from one 8-byte load (p must have 8 readable bytes;
+ * little-endian hosts): the 7-bit groups are gathered by three shift-and-mask steps. 0
+ * when it is longer (or the host is big-endian): ana_varint_get reads it. Pays for
+ * varints of several bytes (addresses); shorter ones are quicker byte by byte. */
+static inline size_t ana_varint_get8(const uint8_t *p, uint64_t *out)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t w;
+    __builtin_memcpy(&w, p, 8);
+    uint64_t ends = ~w & 0x8080808080808080ull;
+    if (!ends)
+        return 0;
+    unsigned n = (unsigned)__builtin_ctzll(ends) / 8 + 1;
+    uint64_t v = w & (n == 8 ? ~0ull : (1ull << (8 * n)) - 1) & 0x7f7f7f7f7f7f7f7full;
+    v = ((v & 0x7f007f007f007f00ull) >> 1) | (v & 0x007f007f007f007full);
+    v = ((v & 0x3fff00003fff0000ull) >> 2) | (v & 0x00003fff00003fffull);
+    v = ((v & 0x0fffffff00000000ull) >> 4) | (v & 0x000000000fffffffull);
+    *out = v;
+    return n;
+#else
+    (void)p, (void)out;
+    return 0;
+#endif
+}
+
 static inline size_t ana_varint_get(const uint8_t *p, size_t avail, uint64_t *out)
 {
     uint64_t v = 0;
