@@ -269,8 +269,18 @@ uint64_t ana_trace_rel_ns(const ana_trace *t, uint64_t time_ns);
 
 /* The kernel table's entry for a KERNEL id, or NULL when the trace has none. */
 const ana_trace_kernel *ana_trace_kernel_by_id(const ana_trace *t, uint64_t id);
-/* Its index in t->kernels: 1 and *k set, or 0. */
-int ana_trace_kernel_index(const ana_trace *t, uint64_t id, size_t *k);
+/* Its index in t->kernels: 1 and *k set, or 0 (inline for the ids below
+ * ANA_TRACE_KERNEL_DENSE: the analyses look a kernel up per use and per activity). */
+int ana_trace_kernel_index_map(const ana_trace *t, uint64_t id, size_t *k);
+static inline int ana_trace_kernel_index(const ana_trace *t, uint64_t id, size_t *k)
+{
+    if (id >= ANA_TRACE_KERNEL_DENSE)
+        return ana_trace_kernel_index_map(t, id, k);
+    if (id >= t->n_kernel_dense || !t->kernel_dense[id])
+        return 0;
+    *k = t->kernel_dense[id] - 1;
+    return 1;
+}
 
 /* Module whose [lo, hi) holds addr, or NULL. */
 const ana_trace_module *ana_trace_module_at(const ana_trace *t, uint64_t addr);
@@ -295,6 +305,15 @@ int ana_trace_memory_recorded(const ana_trace *t);
 size_t ana_trace_call_bound(const ana_trace *t, uint64_t time_ns, int after);
 
 /* The API call with this correlation id, or NULL (corr 0 matches nothing). */
-const ana_api_call *ana_trace_call_by_corr(const ana_trace *t, uint64_t corr);
+const ana_api_call *ana_trace_call_by_corr_map(const ana_trace *t, uint64_t corr);
+static inline const ana_api_call *ana_trace_call_by_corr(const ana_trace *t, uint64_t corr)
+{
+    if (!corr || !t->corr_idx)
+        return ana_trace_call_by_corr_map(t, corr);
+    if (corr < t->corr_lo || corr - t->corr_lo >= t->corr_n)
+        return NULL;
+    uint32_t i = t->corr_idx[corr - t->corr_lo];
+    return i == UINT32_MAX ? NULL : &t->calls[i];
+}
 
 #endif

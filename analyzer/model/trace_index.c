@@ -97,15 +97,9 @@ uint64_t ana_trace_rel_ns(const ana_trace *t, uint64_t time_ns)
     return t->has_time && time_ns > t->first_ns ? time_ns - t->first_ns : 0;
 }
 
-int ana_trace_kernel_index(const ana_trace *t, uint64_t id, size_t *k)
+int ana_trace_kernel_index_map(const ana_trace *t, uint64_t id, size_t *k)
 {
     uint64_t v;
-    if (id < ANA_TRACE_KERNEL_DENSE) {
-        if (id >= t->n_kernel_dense || !t->kernel_dense[id])
-            return 0;
-        *k = t->kernel_dense[id] - 1;
-        return 1;
-    }
     if (!ana_u64map_get(&t->kernel_idx, id, &v))
         return 0;
     *k = (size_t)v;
@@ -182,16 +176,11 @@ size_t ana_trace_call_bound(const ana_trace *t, uint64_t time_ns, int after)
     return lo;
 }
 
-const ana_api_call *ana_trace_call_by_corr(const ana_trace *t, uint64_t corr)
+/* ana_trace_call_by_corr's case of no id and of ids too sparse for the dense index. */
+const ana_api_call *ana_trace_call_by_corr_map(const ana_trace *t, uint64_t corr)
 {
     uint64_t i;
     if (!corr)
         return NULL;
-    if (t->corr_idx) {
-        if (corr < t->corr_lo || corr - t->corr_lo >= t->corr_n)
-            return NULL;
-        i = t->corr_idx[corr - t->corr_lo];
-        return i == UINT32_MAX ? NULL : &t->calls[i];
-    }
     return ana_u64map_get(&t->corr_map, corr, &i) ? &t->calls[i] : NULL;
 }
