@@ -25,35 +25,45 @@ typedef struct ana_nv_index {
     int per_thread, owns;
 } ana_nv_index;
 
-/* GPU kernel time per API call (index into t->calls). */
-static uint64_t *ana_nv_call_gpu(const ana_trace *t)
-{
-    uint64_t *gpu = ana_xcalloc(t->n_calls + 1, sizeof(uint64_t));
-    for (size_t i = 0; i < t->n_gpu; i++) {
-        const ana_api_call *c;
-        if (t->gpu[i].type == ANA_GPU_KERNEL && (c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w))))
-            gpu[c - t->calls] += ana_trace_wide(t, t->gpu[i].dur_w);
-    }
-    return gpu;
-}
-
-/* The by-time index: t->calls is already in time order. */
+/* The by-time index: t->calls is already in time order. The calls that ran GPU time are
+ * marked a bit each first, so that only they take room (12 bytes each), not every call. */
 static void ana_nv_index_by_time(const ana_trace *t, ana_nv_index *x)
 {
-    uint64_t *gpu = ana_nv_call_gpu(t);
-    size_t n = 0;
-    for (size_t i = 0; i < t->n_calls; i++)
-        n += gpu[i] != 0;
+    size_t nw = t->n_calls / 64 + 1, n = 0;
+    uint64_t *ran = ana_xcalloc(nw, sizeof(uint64_t));
+    for (size_t i = 0; i < t->n_gpu; i++) {
+        const ana_api_call *c;
+        if (t->gpu[i].type == ANA_GPU_KERNEL && ana_trace_wide(t, t->gpu[i].dur_w) &&
+            (c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w)))) {
+            size_t k = (size_t)(c - t->calls);
+            ran[k / 64] |= 1ull << (k % 64);
+        }
+    }
+    uint64_t *rank = ana_xmalloc(nw * sizeof(uint64_t)); /* marked calls before each word */
+    for (size_t w = 0; w < nw; w++) {
+        rank[w] = n;
+        n += (size_t)__builtin_popcountll(ran[w]);
+    }
     *x = (ana_nv_index){ .t = t, .n = n, .owns = 1 };
     x->call = ana_xcalloc(n + 1, sizeof(uint32_t));
     x->pre = ana_xcalloc(n + 1, sizeof(uint64_t));
-    for (size_t i = 0, k = 0; i < t->n_calls; i++)
-        if (gpu[i]) {
-            x->call[k] = (uint32_t)i;
-            x->pre[k + 1] = x->pre[k] + gpu[i];
-            k++;
+    for (size_t w = 0, k = 0; w < nw; w++)
+        for (uint64_t b = ran[w]; b; b &= b - 1)
+            x->call[k++] = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(b));
+    for (size_t i = 0; i < t->n_gpu; i++) { /* each call's GPU time, then the running sums */
+        const ana_api_call *c;
+        uint64_t dur = ana_trace_wide(t, t->gpu[i].dur_w);
+        if (t->gpu[i].type == ANA_GPU_KERNEL && dur &&
+            (c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w)))) {
+            size_t k = (size_t)(c - t->calls), w = k / 64;
+            uint64_t below = ran[w] & ((1ull << (k % 64)) - 1);
+            x->pre[rank[w] + (size_t)__builtin_popcountll(below) + 1] += dur;
         }
-    free(gpu);
+    }
+    for (size_t k = 0; k < n; k++)
+        x->pre[k + 1] += x->pre[k];
+    free(rank);
+    free(ran);
 }
 
 static int ana_nv_u64_cmp(const void *a, const void *b)
@@ -98,15 +108,13 @@ static void ana_nv_index_by_thread(const ana_nv_index *bt, ana_nv_index *x)
         }
         x->call = ana_xcalloc(bt->n + 1, sizeof(uint32_t));
         x->pre = ana_xcalloc(bt->n + 1, sizeof(uint64_t));
-        uint64_t *gpu = ana_xcalloc(bt->n + 1, sizeof(uint64_t));
-        for (size_t i = 0; i < bt->n; i++) {
+        for (size_t i = 0; i < bt->n; i++) { /* each call's GPU time, then the running sums */
             ana_u64map_get(&at, ana_trace_wide(t, t->calls[bt->call[i]].tid_w), &k);
             x->call[count[k]] = bt->call[i];
-            gpu[count[k]++] = bt->pre[i + 1] - bt->pre[i];
+            x->pre[++count[k]] = bt->pre[i + 1] - bt->pre[i];
         }
         for (size_t i = 0; i < bt->n; i++)
-            x->pre[i + 1] = x->pre[i] + gpu[i];
-        free(gpu);
+            x->pre[i + 1] += x->pre[i];
         free(count);
     }
     free(tids);

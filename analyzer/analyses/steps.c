@@ -380,29 +380,57 @@ static int ana_st_step_cmp(const void *a, const void *b)
     return x->a < y->a ? -1 : x->a > y->a;
 }
 
-/* When each call's GPU work ended (0: none recorded). */
-static uint64_t *ana_st_done(const ana_trace *t)
-{
-    uint64_t *done = ana_xcalloc(t->n_calls + 1, sizeof(uint64_t));
-    for (size_t i = 0; i < t->n_gpu; i++) {
-        const ana_api_call *c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w));
-        uint64_t end = t->gpu[i].start_ns + ana_trace_wide(t, t->gpu[i].dur_w);
-        if (c && end > done[c - t->calls])
-            done[c - t->calls] = end;
-    }
-    return done;
-}
-
 /* A step of consecutive calls ends where the next one begins; the last (or one before a
- * gap) when its last call or the GPU work of its calls ended. */
-static uint64_t ana_st_span_end(const ana_st *st, size_t i, const uint64_t *done)
+ * gap) when its last call or the GPU work of its calls ended: 1 for such a step. */
+static int ana_st_span_open(const ana_st *st, size_t i)
 {
     const ana_st_step *s = &st->steps[i];
-    if (i + 1 < st->n_steps && st->steps[i + 1].kind == ST_SPAN && st->steps[i + 1].a == s->b + 1)
-        return st->t->calls[s->b + 1].time_ns;
-    uint64_t end = st->t->calls[s->b].time_ns;
-    for (size_t c = s->a; c <= s->b; c++)
-        end = done[c] > end ? done[c] : end;
+    return s->kind == ST_SPAN &&
+           !(i + 1 < st->n_steps && st->steps[i + 1].kind == ST_SPAN && st->steps[i + 1].a == s->b + 1);
+}
+
+/* end[i]: where step i ends, for every ST_SPAN step. The open ones (ana_st_span_open: the
+ * last, and any before a gap) take the latest end of their calls' GPU work, found in one
+ * pass over the GPU activities without an array by call: the open steps come in order of
+ * their first call, and reach[k], the furthest last call of the first k + 1, says how far
+ * back a call's steps can start. */
+static uint64_t *ana_st_span_ends(const ana_st *st)
+{
+    const ana_trace *t = st->t;
+    uint64_t *end = ana_xcalloc(st->n_steps + 1, sizeof(uint64_t));
+    size_t *open = ana_xcalloc(st->n_steps + 1, sizeof(size_t)), n_open = 0;
+    size_t *reach = ana_xcalloc(st->n_steps + 1, sizeof(size_t));
+    for (size_t i = 0; i < st->n_steps; i++) {
+        const ana_st_step *s = &st->steps[i];
+        if (s->kind != ST_SPAN)
+            continue;
+        if (!ana_st_span_open(st, i)) {
+            end[i] = t->calls[s->b + 1].time_ns;
+            continue;
+        }
+        end[i] = t->calls[s->b].time_ns;
+        reach[n_open] = n_open && reach[n_open - 1] > s->b ? reach[n_open - 1] : s->b;
+        open[n_open++] = i;
+    }
+    for (size_t g = 0; n_open && g < t->n_gpu; g++) {
+        const ana_api_call *c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[g].corr_w));
+        if (!c)
+            continue;
+        size_t ci = (size_t)(c - t->calls), lo = 0, hi = n_open;
+        while (lo < hi) { /* hi: the open steps whose first call is at or before ci */
+            size_t mid = lo + (hi - lo) / 2;
+            if (st->steps[open[mid]].a <= ci)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        uint64_t e = t->gpu[g].start_ns + ana_trace_wide(t, t->gpu[g].dur_w);
+        for (size_t k = lo; k-- > 0 && reach[k] >= ci;)
+            if (st->steps[open[k]].b >= ci && e > end[open[k]])
+                end[open[k]] = e;
+    }
+    free(reach);
+    free(open);
     return end;
 }
 
@@ -411,13 +439,13 @@ static void ana_st_assign(ana_st *st, ana_steps *out)
     ana_sort(st->steps, st->n_steps, sizeof(*st->steps), ana_st_step_cmp);
     out->steps = ana_xcalloc(st->n_steps + 1, sizeof(*out->steps));
     out->n_steps = st->n_steps;
-    uint64_t *done = st->method == ANA_STEPS_NVTX ? NULL : ana_st_done(st->t);
+    uint64_t *span_end = st->method == ANA_STEPS_NVTX ? NULL : ana_st_span_ends(st);
     for (size_t i = 0; i < st->n_steps; i++) {
         const ana_st_step *s = &st->steps[i];
         ana_step *o = &out->steps[i];
         size_t lo = s->a, hi = s->b + 1;
         if (s->kind == ST_SPAN) {
-            *o = (ana_step){ .start_ns = s->t0, .end_ns = ana_st_span_end(st, i, done) };
+            *o = (ana_step){ .start_ns = s->t0, .end_ns = span_end[i] };
         } else {
             *o = (ana_step){ .start_ns = s->t0, .end_ns = s->t1 };
             ana_st_window(st, s->t0, s->t1, &lo, &hi);
@@ -429,7 +457,7 @@ static void ana_st_assign(ana_st *st, ana_steps *out)
             }
         }
     }
-    free(done);
+    free(span_end);
 }
 
 /* ------------------------------------------------------------------ phases */
@@ -437,7 +465,7 @@ static void ana_st_assign(ana_st *st, ana_steps *out)
 /* Phases of one step's calls L[0..n) from the ranges: a call in no phase range is
  * undecided, but for a step with backward and no forward ranges, whose calls before the
  * first backward one are forward (PyTorch: everything before autograd starts). */
-static void ana_st_range_phases(const ana_st *st, const size_t *L, size_t n, uint8_t *phase)
+static void ana_st_range_phases(const ana_st *st, const uint32_t *L, size_t n, uint8_t *phase)
 {
     size_t fb = n;
     int fwd = 0;
@@ -456,7 +484,8 @@ static void ana_st_range_phases(const ana_st *st, const size_t *L, size_t n, uin
  * steps that have no phases. */
 static size_t ana_st_phases(ana_st *st, ana_steps *out)
 {
-    size_t *off = ana_xcalloc(out->n_steps + 2, sizeof(size_t)), *L = ana_xcalloc(st->n + 1, sizeof(size_t));
+    size_t *off = ana_xcalloc(out->n_steps + 2, sizeof(size_t));
+    uint32_t *L = ana_xcalloc(st->n + 1, sizeof(uint32_t)); /* call_step is 32-bit: so are calls */
     size_t none = 0;
     for (size_t i = 0; i < st->n; i++)
         if (out->call_step[i] >= 0)
@@ -467,10 +496,10 @@ static size_t ana_st_phases(ana_st *st, ana_steps *out)
     for (size_t i = 0; i < st->n; i++)
         if (out->call_step[i] >= 0) {
             size_t s = (size_t)out->call_step[i];
-            L[off[s] + fill[s]++] = i;
+            L[off[s] + fill[s]++] = (uint32_t)i;
         }
     for (size_t s = 0; s < out->n_steps; s++) {
-        const size_t *l = L + off[s];
+        const uint32_t *l = L + off[s];
         size_t n = off[s + 1] - off[s], nv = 0;
         for (size_t j = 0; j < n; j++)
             nv += st->nv_phase[l[j]] < ANA_PHASE_COUNT;

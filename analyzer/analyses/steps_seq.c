@@ -12,7 +12,7 @@
  *             its steady window; the candidate covering the most calls wins.
  * Phases by names: forward up to the last forward-hinted launch before the first
  * backward-hinted one, backward from there to the step's closing optimizer run.
- * O(n log n) in the calls (sorting the keys; each candidate scans the calls once). */
+ * O(n) in the calls (a map counts the keys; each candidate scans the calls once). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,23 +220,10 @@ static int ana_st_has_launch(const ana_st *st, ana_st_seq w)
     return 0;
 }
 
-/* A key and a call index, sorted by both: the calls of each key in order. */
-typedef struct ana_st_pair {
-    uint64_t k;
-    size_t i;
-} ana_st_pair;
-
-static int ana_st_pair_cmp(const void *a, const void *b)
-{
-    const ana_st_pair *x = a, *y = b;
-    if (x->k != y->k)
-        return x->k < y->k ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
-/* The calls of one key: how many, the first, where they start in the sorted pairs. */
+/* The calls of one key: how many, the first, the key. */
 typedef struct ana_st_keyrun {
-    size_t count, first, off;
+    size_t count, first;
+    uint64_t key;
 } ana_st_keyrun;
 
 static int ana_st_keyrun_cmp(const void *a, const void *b)
@@ -249,27 +236,38 @@ static int ana_st_keyrun_cmp(const void *a, const void *b)
 
 int ana_st_period(ana_st *st, char *why, size_t cap)
 {
-    ana_st_pair *v = ana_xcalloc(st->n + 1, sizeof(*v));
-    for (size_t i = 0; i < st->n; i++)
-        v[i] = (ana_st_pair){ st->key[i], i };
-    ana_sort(v, st->n, sizeof(*v), ana_st_pair_cmp);
-    /* keys seen at least twice, rarest (then earliest) first */
-    ana_st_keyrun *kr = ana_xcalloc(st->n + 1, sizeof(*kr));
-    size_t nk = 0;
-    for (size_t i = 0, e; i < st->n; i = e) {
-        for (e = i; e < st->n && v[e].k == v[i].k; e++)
-            ;
-        if (e - i >= 2)
-            kr[nk++] = (ana_st_keyrun){ e - i, v[i].i, i };
+    /* every key's count and first call, by a map: room by distinct keys, not by calls */
+    ana_st_keyrun *kr = NULL;
+    size_t nk = 0, cap_kr = 0;
+    ana_u64map at;
+    ana_u64map_init(&at);
+    for (size_t i = 0; i < st->n; i++) {
+        uint64_t j;
+        if (ana_u64map_get(&at, st->key[i], &j)) {
+            kr[j].count++;
+            continue;
+        }
+        ANA_GROW(kr, cap_kr, nk + 1);
+        kr[nk] = (ana_st_keyrun){ 1, i, st->key[i] };
+        ana_u64map_put(&at, st->key[i], nk++);
     }
+    ana_u64map_free(&at);
+    size_t seen2 = 0, most = 0; /* keys seen at least twice, rarest (then earliest) first */
+    for (size_t j = 0; j < nk; j++)
+        if (kr[j].count >= 2)
+            kr[seen2++] = kr[j];
+    nk = seen2;
     ana_sort(kr, nk, sizeof(*kr), ana_st_keyrun_cmp);
+    for (size_t i = 0; i < nk && i < ST_CANDIDATES; i++)
+        most = kr[i].count > most ? kr[i].count : most;
     ana_st_cand best = { 0 };
-    size_t *occ = ana_xcalloc(st->n + 1, sizeof(size_t));
+    size_t *occ = ana_xcalloc(most + 1, sizeof(size_t));
     for (size_t i = 0; i < nk && i < ST_CANDIDATES; i++) {
         const ana_st_keyrun *k = &kr[i];
         ana_st_cand c;
-        for (size_t o = 0; o < k->count; o++)
-            occ[o] = v[k->off + o].i;
+        for (size_t o = 0, q = k->first; o < k->count; q++) /* its calls, in order */
+            if (st->key[q] == k->key)
+                occ[o++] = q;
         ana_st_period_try(st, occ, k->count, &c);
         int ok = c.n_win >= 2 && 2 * c.covered > st->n - c.win[0].a && c.p >= 2 &&
                  ana_st_has_launch(st, c.win[c.n_win - 1]);
@@ -282,7 +280,6 @@ int ana_st_period(ana_st *st, char *why, size_t cap)
     }
     free(occ);
     free(kr);
-    free(v);
     if (!best.win) {
         snprintf(why, cap, "%s", nk ? "no period of 2+ calls with a launch repeats over most of the launches"
                                     : "no launch repeats");
@@ -300,7 +297,7 @@ int ana_st_period(ana_st *st, char *why, size_t cap)
 /* The closing optimizer run of a step's calls L[0..n) after position fb: its first and
  * last positions (the last extended over the unhinted launches right after it), or 0
  * when the step's last hinted launch is no optimizer launch. */
-static int ana_st_closing_run(const ana_st *st, const size_t *L, size_t n, size_t fb, size_t *rs,
+static int ana_st_closing_run(const ana_st *st, const uint32_t *L, size_t n, size_t fb, size_t *rs,
                               size_t *re)
 {
     size_t j = n, gap = 0, nopt = 1;
@@ -328,7 +325,7 @@ static int ana_st_closing_run(const ana_st *st, const size_t *L, size_t n, size_
 
 /* Phases of one step's calls L[0..n) from kernel-name hints; 0 when it has no
  * backward-hinted launch (everything undecided). */
-int ana_st_name_phases(const ana_st *st, const size_t *L, size_t n, uint8_t *phase)
+int ana_st_name_phases(const ana_st *st, const uint32_t *L, size_t n, uint8_t *phase)
 {
     size_t fb = 0, lf = SIZE_MAX, lb = 0, rs = SIZE_MAX, re = 0;
     while (fb < n && st->hint[L[fb]] != ST_BWD)

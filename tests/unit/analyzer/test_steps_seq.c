@@ -326,3 +326,38 @@ Test(steps, a_step_replayed_as_a_cuda_graph)
         cr_expect_eq(s.steps[k].start_ns, b.call_time[first[k]], "step %d", k);
     tb_free(&b, &s);
 }
+
+/* The last step ends when its calls' GPU work ends, if that is after its last call: the
+ * latest end among its calls' GPU kernels; GPU work of an earlier step's call, however
+ * late, leaves that step ending where the next begins. */
+Test(steps, the_last_step_ends_with_its_gpu_work)
+{
+    tb b;
+    ana_steps s;
+    tb_init(&b);
+    gpt_kernels k = gpt_define(&b);
+    size_t first[4];
+    for (int i = 0; i < 4; i++)
+        first[i] = gpt_step(&b, &k, 0);
+    uint64_t last = b.call_time[first[3] + GPT_CALLS - 1];
+    /* every call took one correlation id, in order: call n has n + 1 */
+    struct { size_t call; uint64_t start, dur; } late[] = {
+        { first[3] + 1, last + 5000, 700 },  /* ends last + 5700: the step's end */
+        { first[3] + 2, last + 100, 300 },   /* ends earlier */
+        { first[1] + 3, last + 90000, 10 },  /* an earlier step's call */
+    };
+    for (size_t i = 0; i < 3; i++) {
+        ana_record g = { .kind = ANA_K_GPU_KERNEL, .tid = TID, .time_ns = late[i].start };
+        g.u.gpu_kernel = (ana_rec_gpu_kernel){ .corr = late[i].call + 1, .dur_ns = late[i].dur,
+                                               .kernel = k.gemm };
+        ana_trace_add(b.t, &g);
+    }
+    tb_find(&b, &s);
+    cr_assert_eq(s.n_steps, 4, "%s", s.why);
+    for (size_t i = 0; i < 3; i++)
+        cr_assert_eq(ana_trace_wide(b.t, b.t->calls[late[i].call].corr_w), late[i].call + 1);
+    for (int i = 0; i < 3; i++)
+        cr_expect_eq(s.steps[i].end_ns, b.call_time[first[i + 1]]);
+    cr_expect_eq(s.steps[3].end_ns, last + 5700);
+    tb_free(&b, &s);
+}
