@@ -48,9 +48,10 @@ static int ana_anat_ctx_of(const ana_trace *t, const ana_anat_ctx *cx, const ana
         if (ana_u64map_get(&cx->coll_calls, call, &v))
             return ANA_CTX_COMM;
     }
-    if (c->lib == ANA_LIB_NCCL)
+    unsigned lib = ana_trace_call_site(t, c)->lib;
+    if (lib == ANA_LIB_NCCL)
         return ANA_CTX_COMM;
-    return c->lib ? ANA_CTX_LIBRARY : ANA_CTX_NONE;
+    return lib ? ANA_CTX_LIBRARY : ANA_CTX_NONE;
 }
 
 /* Classifications cached per (kernel index, context): names are demangled once. */

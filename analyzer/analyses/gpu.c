@@ -304,7 +304,8 @@ void ana_gpu_analyze(const ana_trace *t, uint64_t min_gap_ns, size_t max_gaps,
     uint8_t *has_gpu = ana_xcalloc(t->n_calls + 1, 1);
     ana_gpu_sweep(t, g, &gaps, has_gpu);
     for (size_t i = 0; i < t->n_calls; i++) {
-        if (t->calls[i].kind != ANA_K_LAUNCH || t->calls[i].ret != 0)
+        const ana_call_site *cs = ana_trace_call_site(t, &t->calls[i]);
+        if (cs->kind != ANA_K_LAUNCH || cs->ret != 0)
             continue;
         g->launches_ok++;
         g->launches_without_gpu += !has_gpu[i];

@@ -82,7 +82,7 @@ static void ana_nv_index_by_thread(const ana_nv_index *bt, ana_nv_index *x)
     ana_u64map at; /* tid -> bucket, then -> next slot of the bucket */
     ana_u64map_init(&at);
     for (size_t i = 0; i < bt->n; i++) {
-        uint64_t tid = ana_trace_wide(t, t->calls[bt->call[i]].tid_w);
+        uint64_t tid = ana_trace_wide(t, ana_trace_call_site(t, &t->calls[bt->call[i]])->tid_w);
         if (!ana_u64map_get(&at, tid, &k)) {
             ANA_GROW(tids, cap_tids, n_tids + 1);
             tids[n_tids++] = tid;
@@ -98,7 +98,7 @@ static void ana_nv_index_by_thread(const ana_nv_index *bt, ana_nv_index *x)
         for (size_t i = 0; i < n_tids; i++)
             ana_u64map_put(&at, tids[i], i);
         for (size_t i = 0; i < bt->n; i++) {
-            ana_u64map_get(&at, ana_trace_wide(t, t->calls[bt->call[i]].tid_w), &k);
+            ana_u64map_get(&at, ana_trace_wide(t, ana_trace_call_site(t, &t->calls[bt->call[i]])->tid_w), &k);
             count[k]++;
         }
         for (size_t i = 0, off = 0; i < n_tids; i++) { /* count -> first slot */
@@ -109,7 +109,7 @@ static void ana_nv_index_by_thread(const ana_nv_index *bt, ana_nv_index *x)
         x->call = ana_xcalloc(bt->n + 1, sizeof(uint32_t));
         x->pre = ana_xcalloc(bt->n + 1, sizeof(uint64_t));
         for (size_t i = 0; i < bt->n; i++) { /* each call's GPU time, then the running sums */
-            ana_u64map_get(&at, ana_trace_wide(t, t->calls[bt->call[i]].tid_w), &k);
+            ana_u64map_get(&at, ana_trace_wide(t, ana_trace_call_site(t, &t->calls[bt->call[i]])->tid_w), &k);
             x->call[count[k]] = bt->call[i];
             x->pre[++count[k]] = bt->pre[i + 1] - bt->pre[i];
         }
@@ -137,7 +137,7 @@ static size_t ana_nv_bound(const ana_nv_index *x, uint64_t tid, uint64_t time, i
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const ana_api_call *c = &x->t->calls[x->call[mid]];
-        uint64_t ctid = x->per_thread ? ana_trace_wide(x->t, c->tid_w) : 0;
+        uint64_t ctid = x->per_thread ? ana_trace_wide(x->t, ana_trace_call_site(x->t, c)->tid_w) : 0;
         int below = ctid < tid || (ctid == tid && (after ? c->time_ns <= time : c->time_ns < time));
         if (below)
             lo = mid + 1;

@@ -126,10 +126,11 @@ static int ana_st_phase_of(const char *name)
 
 /* ------------------------------------------------------------------ calls */
 
-static uint8_t ana_st_hint_of(const ana_trace *t, uint8_t *cache, const ana_api_call *c)
+/* The hint of a call of this kind with this arg_w (a launch's kernel). */
+static uint8_t ana_st_hint_of(const ana_trace *t, uint8_t *cache, unsigned kind, uint32_t arg_w)
 {
     size_t k;
-    if (c->kind != ANA_K_LAUNCH || !ana_trace_kernel_index(t, ana_trace_wide(t, c->arg_w), &k))
+    if (kind != ANA_K_LAUNCH || !ana_trace_kernel_index(t, ana_trace_wide(t, arg_w), &k))
         return ST_NONE;
     if (!cache[k]) {
         static const uint8_t st_of[ANA_PHASE_COUNT] = {
@@ -156,8 +157,7 @@ static void ana_st_graph_hints(const ana_trace *t, uint8_t *cache, ana_u64map *o
         uint64_t corr = ana_trace_wide(t, g->corr_w), v = 0;
         if (g->type != ANA_GPU_KERNEL || !corr)
             continue;
-        ana_api_call probe = { .kind = ANA_K_LAUNCH, .arg_w = g->arg_w };
-        uint8_t h = ana_st_hint_of(t, cache, &probe);
+        uint8_t h = ana_st_hint_of(t, cache, ANA_K_LAUNCH, g->arg_w);
         if (!ana_u64map_get(out, corr, &v) || 1u + h > v)
             ana_u64map_put(out, corr, 1u + h);
     }
@@ -189,21 +189,22 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
     ana_st_graph_hints(t, cache, &graph);
     for (size_t i = 0; i < st->n; i++) {
         const ana_api_call *c = &t->calls[i];
+        const ana_call_site *cs = ana_trace_call_site(t, c);
         uint64_t h;
-        st->key[i] = ana_st_key(c->kind, c->kind == ANA_K_LAUNCH ? 0 : c->api, ana_trace_wide(t, c->arg_w));
-        st->hint[i] = ana_st_hint_of(t, cache, c);
+        st->key[i] = ana_st_key(cs->kind, cs->kind == ANA_K_LAUNCH ? 0 : cs->api, ana_trace_wide(t, c->arg_w));
+        st->hint[i] = ana_st_hint_of(t, cache, cs->kind, c->arg_w);
         if (!t->graph_launches || !t->n_gpu)
             continue;
         if (!st->find_hint)
             st->find_hint = ana_xcalloc(st->n + 1, 1);
         st->find_hint[i] = st->hint[i];
-        if (c->kind != ANA_K_LAUNCH)
+        if (cs->kind != ANA_K_LAUNCH)
             continue;
         if (!ana_u64map_get(&graph, ana_trace_wide(t, c->corr_w), &h))
             /* no kernel ran for it: captured into a graph, not run — no step of its own
              * (its hint still places its phase, as the graph's kernels run it) */
             st->find_hint[i] = ST_NONE;
-        else if (ana_api_is_graph_launch(c->api))
+        else if (ana_api_is_graph_launch(cs->api))
             st->find_hint[i] = (uint8_t)(h - 1); /* its kernels' hint */
     }
     ana_u64map_free(&graph);
@@ -617,7 +618,7 @@ int ana_phase_of_hints(uint8_t h)
 
 int ana_steps_launch_phase(const ana_trace *t, const ana_api_call *c)
 {
-    if (c->kind != ANA_K_LAUNCH)
+    if (ana_trace_call_site(t, c)->kind != ANA_K_LAUNCH)
         return ANA_PHASE_UNDECIDED;
     const ana_trace_kernel *k = ana_trace_kernel_by_id(t, ana_trace_wide(t, c->arg_w));
     return ana_phase_of_hints(k && k->name ? ana_classify(k->name, ANA_CTX_NONE).hints : 0);

@@ -61,7 +61,7 @@ static size_t ana_st_runs(const ana_st *st, ana_st_seq **out)
     size_t n = 0, cap = 0, gap = 0, nopt = 0;
     int open = 0;
     for (size_t i = 0; i < st->n; i++) {
-        const ana_api_call *c = &st->t->calls[i];
+        const ana_call_site *c = ana_trace_call_site(st->t, &st->t->calls[i]);
         if (st->hint[i] == ST_OPT && c->kind == ANA_K_LAUNCH && ana_api_is_graph_launch(c->api)) {
             /* a graph launch whose kernels end with the optimizer: a whole step, a run of
              * its own */
@@ -215,7 +215,7 @@ static void ana_st_period_try(const ana_st *st, const size_t *occ, size_t c, ana
 static int ana_st_has_launch(const ana_st *st, ana_st_seq w)
 {
     for (size_t i = w.a; i < w.b; i++)
-        if (st->t->calls[i].kind == ANA_K_LAUNCH)
+        if (ana_trace_call_site(st->t, &st->t->calls[i])->kind == ANA_K_LAUNCH)
             return 1;
     return 0;
 }
@@ -318,7 +318,8 @@ static int ana_st_closing_run(const ana_st *st, const uint32_t *L, size_t n, siz
             gap++;
         }
     }
-    while (*re + 1 < n && !st->hint[L[*re + 1]] && st->t->calls[L[*re + 1]].kind == ANA_K_LAUNCH)
+    while (*re + 1 < n && !st->hint[L[*re + 1]] &&
+           ana_trace_call_site(st->t, &st->t->calls[L[*re + 1]])->kind == ANA_K_LAUNCH)
         (*re)++;
     return 1;
 }

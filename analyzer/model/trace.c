@@ -31,8 +31,9 @@ static int ana_api_call_cmp(const void *a, const void *b)
     const ana_trace *t = ana_trace_sorting;
     if (x->time_ns != y->time_ns)
         return x->time_ns < y->time_ns ? -1 : 1;
-    if (x->tid_w != y->tid_w) {
-        uint64_t tx = ana_trace_wide(t, x->tid_w), ty = ana_trace_wide(t, y->tid_w);
+    uint32_t wx = ana_trace_call_site(t, x)->tid_w, wy = ana_trace_call_site(t, y)->tid_w;
+    if (wx != wy) {
+        uint64_t tx = ana_trace_wide(t, wx), ty = ana_trace_wide(t, wy);
         return tx < ty ? -1 : 1;
     }
     uint64_t cx = ana_trace_wide(t, x->corr_w), cy = ana_trace_wide(t, y->corr_w);
@@ -63,9 +64,9 @@ void ana_trace_finish(ana_trace *t)
     ana_sort(t->gpu, t->n_gpu, sizeof(*t->gpu), ana_gpu_act_cmp);
     ana_sort(t->calls, t->n_calls, sizeof(*t->calls), ana_api_call_cmp);
     ana_trace_sorting = NULL;
-    for (size_t i = 0; i < t->n_calls; i++)
-        t->calls[i].stack_w = ana_trace_narrow(
-            t, ana_stacks_canon(&t->stacks, ana_trace_wide(t, t->calls[i].stack_w)));
+    for (size_t i = 0; i < t->n_sites; i++) /* sites may now repeat: they are not looked up */
+        t->sites[i].stack_w = ana_trace_narrow(
+            t, ana_stacks_canon(&t->stacks, ana_trace_wide(t, t->sites[i].stack_w)));
     ana_trace_index_calls(t);
     ana_trace_name_launches(t);
     ana_libs_finish(&t->libs);
@@ -85,6 +86,7 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     ana_u64map_init(&t->call_ctx);
     ana_u64map_init(&t->wide_idx);
     ana_u64map_init(&t->use_ptr_idx);
+    ana_u64map_init(&t->site_idx);
     ana_u64map_init(&t->table_dsts);
     ana_stacks_init(&t->stacks);
     ana_py_init(&t->py);
@@ -137,6 +139,8 @@ void ana_trace_free(ana_trace *t)
     free(t->wide);
     ana_u64map_free(&t->wide_idx);
     free(t->use_ptrs);
+    free(t->sites);
+    ana_u64map_free(&t->site_idx);
     ana_u64map_free(&t->use_ptr_idx);
     free(t->end_detail);
     free(t->path);

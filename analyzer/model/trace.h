@@ -76,20 +76,28 @@ typedef struct ana_gpu_act {
 } ana_gpu_act;
 _Static_assert(sizeof(ana_gpu_act) == 32, "ana_gpu_act is 32 bytes");
 
-/* An API call that makes the GPU work (LAUNCH, MEMCPY, MEMSET records): 40 bytes. */
-typedef struct ana_api_call {
-    uint64_t time_ns;
-    uint32_t corr_w, tid_w;
+/* What API calls of one site share: thread, stack, API, result. A trace's calls come from
+ * a few thousand sites however long it runs, so each call keeps an index into the
+ * model's table of them (ana_trace_call_site) rather than these 16 bytes. */
+typedef struct ana_call_site {
+    uint32_t tid_w;
     uint32_t stack_w; /* canonical */
-    uint32_t arg_w;   /* LAUNCH: KERNEL id; MEMCPY/MEMSET: bytes */
-    uint32_t call_w;  /* the library call it was made in (1.2), 0 = none */
     int32_t ret;      /* clamped to int32 */
     uint16_t api;
     uint8_t kind;   /* ANA_K_LAUNCH, ANA_K_MEMCPY or ANA_K_MEMSET */
-    uint8_t via;
     uint8_t lib;    /* enum ana_lib of the library call or caller module (1.2), 0 = none */
+} ana_call_site;
+_Static_assert(sizeof(ana_call_site) == 16, "ana_call_site is 16 bytes");
+
+/* An API call that makes the GPU work (LAUNCH, MEMCPY, MEMSET records): 24 bytes. */
+typedef struct ana_api_call {
+    uint64_t time_ns;
+    uint32_t corr_w;
+    uint32_t arg_w;   /* LAUNCH: KERNEL id; MEMCPY/MEMSET: bytes */
+    uint32_t call_w;  /* the library call it was made in (1.2), 0 = none */
+    uint32_t site;    /* its ana_call_site: an index into the model's sites */
 } ana_api_call;
-_Static_assert(sizeof(ana_api_call) == 40, "ana_api_call is 40 bytes");
+_Static_assert(sizeof(ana_api_call) == 24, "ana_api_call is 24 bytes");
 
 /* A device pointer an API call handed to the GPU (memcat.h): the evidence of which calls
  * touch an allocation. Only successful calls give uses. */
@@ -195,6 +203,9 @@ typedef struct ana_trace {
     size_t n_gpu, cap_gpu;
     ana_api_call *calls;      /* sorted by time */
     size_t n_calls, cap_calls;
+    ana_call_site *sites;     /* the calls' sites (ana_trace_call_site), distinct */
+    size_t n_sites, cap_sites;
+    ana_u64map site_idx;      /* a site's hash (+ 1, + 2, ... past collisions) -> index */
     /* corr (≠ 0) -> index into calls (ana_trace_call_by_corr): correlation ids count up
      * in a process, so a dense array corr_idx[corr - corr_lo] (UINT32_MAX = none) of
      * corr_n entries holds them; ids too sparse for it go in corr_map instead. */
@@ -239,6 +250,12 @@ uint32_t ana_trace_narrow(ana_trace *t, uint64_t v);
 /* The kind_arg of an ana_ptr_use. */
 uint32_t ana_trace_use_pack(ana_trace *t, unsigned kind, uint64_t arg);
 static inline unsigned ana_trace_use_kind(const ana_ptr_use *u) { return u->kind_arg & 15; }
+static inline const ana_call_site *ana_trace_call_site(const ana_trace *t, const ana_api_call *c)
+{
+    return &t->sites[c->site];
+}
+/* The index of site s in t->sites (added when new). */
+uint32_t ana_trace_site_of(ana_trace *t, const ana_call_site *s);
 static inline uint64_t ana_trace_use_ptr(const ana_trace *t, const ana_ptr_use *u)
 {
     return t->use_ptrs[u->ptr_w];

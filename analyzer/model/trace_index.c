@@ -53,6 +53,28 @@ uint32_t ana_trace_use_ptr_w(ana_trace *t, uint64_t p)
     return (uint32_t)k;
 }
 
+uint32_t ana_trace_site_of(ana_trace *t, const ana_call_site *s)
+{
+    uint64_t w[2], k;
+    memcpy(w, s, sizeof(w));
+    uint64_t h = (w[0] ^ (w[1] * 0x9E3779B97F4A7C15ull)) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+    for (;; h++) { /* a hash that names another site: the next one */
+        if (!ana_u64map_get(&t->site_idx, h, &k))
+            break;
+        if (!memcmp(&t->sites[k], s, sizeof(*s)))
+            return (uint32_t)k;
+    }
+    if (t->n_sites >= UINT32_MAX) {
+        fprintf(stderr, "anatomist: %s: too many distinct call sites (2^32) to analyze\n", t->path);
+        exit(ANA_EXIT_BAD);
+    }
+    ANA_GROW(t->sites, t->cap_sites, t->n_sites + 1);
+    t->sites[t->n_sites] = *s;
+    ana_u64map_put(&t->site_idx, h, t->n_sites);
+    return (uint32_t)t->n_sites++;
+}
+
 uint32_t ana_trace_use_pack(ana_trace *t, unsigned kind, uint64_t arg)
 {
     uint32_t a = arg < ANA_TRACE_WIDE28_BIT ? (uint32_t)arg

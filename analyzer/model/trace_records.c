@@ -155,25 +155,31 @@ static int32_t ana_i32(int64_t v)
 
 /* Keeps a LAUNCH/MEMCPY/MEMSET call for the GPU analysis (not in summary mode). */
 static void ana_trace_add_call(ana_trace *t, const ana_record *r, uint64_t api, int64_t ret,
-                               uint64_t stack, uint64_t corr, uint64_t via, uint64_t arg,
+                               uint64_t stack, uint64_t corr, uint64_t arg,
                                uint64_t call, uint64_t lib)
 {
     if (t->flags & ANA_LOAD_SUMMARY)
         return;
+    ana_call_site s;
+    memset(&s, 0, sizeof(s)); /* hashed and compared whole */
+    s.tid_w = ana_trace_narrow(t, r->tid);
+    s.stack_w = ana_trace_narrow(t, stack);
+    s.ret = ana_i32(ret);
+    s.api = ana_u16(api);
+    s.kind = (uint8_t)r->kind;
+    s.lib = ana_u8(lib);
     ANA_GROW(t->calls, t->cap_calls, t->n_calls + 1);
     t->calls[t->n_calls++] = (ana_api_call){
         .time_ns = r->time_ns, .corr_w = ana_trace_narrow(t, corr),
-        .tid_w = ana_trace_narrow(t, r->tid), .stack_w = ana_trace_narrow(t, stack),
         .arg_w = ana_trace_narrow(t, arg), .call_w = ana_trace_narrow(t, call),
-        .ret = ana_i32(ret), .api = ana_u16(api), .kind = (uint8_t)r->kind, .via = ana_u8(via),
-        .lib = ana_u8(lib),
+        .site = ana_trace_site_of(t, &s),
     };
 }
 
 static void ana_trace_on_launch(ana_trace *t, const ana_record *r)
 {
     const ana_rec_launch *l = &r->u.launch;
-    ana_trace_add_call(t, r, l->api, l->ret, l->stack, l->corr, l->via, l->kernel, l->call, l->lib);
+    ana_trace_add_call(t, r, l->api, l->ret, l->stack, l->corr, l->kernel, l->call, l->lib);
     if (ana_api_is_graph_launch((uint32_t)l->api)) {
         /* A graph launch runs a graph's kernels, not one kernel: counted apart. */
         t->graph_launches++;
@@ -390,13 +396,13 @@ static void ana_trace_on_record(ana_trace *t, const ana_record *r)
         const ana_rec_memcpy *m = &r->u.memcpy;
         ana_copy_count(&t->memcpy_total, m->ret, m->bytes);
         ana_copy_count(&t->memcpy_by_dir[m->dir < 5 ? m->dir : 5], m->ret, m->bytes);
-        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->via, m->bytes, m->call, m->lib);
+        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->bytes, m->call, m->lib);
         break;
     }
     case ANA_K_MEMSET: {
         const ana_rec_memset *m = &r->u.memset;
         ana_copy_count(&t->memset_total, m->ret, m->bytes);
-        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->via, m->bytes, m->call, m->lib);
+        ana_trace_add_call(t, r, m->api, m->ret, m->stack, m->corr, m->bytes, m->call, m->lib);
         break;
     }
     case ANA_K_GPU_KERNEL: ana_trace_on_gpu_kernel(t, r); break;
@@ -453,13 +459,14 @@ void ana_trace_name_launches(ana_trace *t)
             !(cc = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w))))
             continue;
         ana_api_call *c = &t->calls[cc - t->calls];
-        if (c->kind != ANA_K_LAUNCH || c->arg_w != 0 || ana_api_is_graph_launch(c->api))
+        const ana_call_site *s = ana_trace_call_site(t, c);
+        if (s->kind != ANA_K_LAUNCH || c->arg_w != 0 || ana_api_is_graph_launch(s->api))
             continue;
         ana_trace_kernel *k = ana_trace_kernel_get(t, arg); /* may grow the table */
         ana_trace_kernel *unknown = ana_trace_kernel_get(t, 0);
         unknown->launches--;
         k->launches++;
-        if (c->ret != 0) {
+        if (s->ret != 0) {
             unknown->failed--;
             k->failed++;
         }

@@ -131,7 +131,7 @@ static void ana_chrome_collect_tids(ana_chrome *c)
     if (t->process.present)
         ana_chrome_add_tid(c, t->process.pid);
     for (size_t i = 0; i < t->n_calls; i++)
-        ana_chrome_add_tid(c, ana_trace_wide(t, t->calls[i].tid_w));
+        ana_chrome_add_tid(c, ana_trace_wide(t, ana_trace_call_site(t, &t->calls[i])->tid_w));
     for (size_t i = 0; i < t->n_mev; i++)
         if (t->mev[i].type == ANA_MEV_ALLOC || t->mev[i].type == ANA_MEV_FREE)
             ana_chrome_add_tid(c, t->mev[i].tid);
@@ -293,24 +293,25 @@ static void ana_chrome_stack_frames(ana_chrome *c)
 static void ana_chrome_call(ana_chrome *c, const ana_api_call *a)
 {
     char buf[32];
+    const ana_call_site *s = ana_trace_call_site(c->t, a);
     uint64_t corr = ana_trace_wide(c->t, a->corr_w);
-    ana_chrome_open(c, "X", ana_report_api_name(a->api, buf, sizeof(buf)), "api", c->pid,
-                    ana_trace_wide(c->t, a->tid_w), a->time_ns);
+    ana_chrome_open(c, "X", ana_report_api_name(s->api, buf, sizeof(buf)), "api", c->pid,
+                    ana_trace_wide(c->t, s->tid_w), a->time_ns);
     uint64_t act;
     ana_chrome_dur(c, 0);
     if (corr && ana_u64map_get(&c->act_by_corr, corr, &act))
         ana_chrome_flow(c, corr, "flow_out");
     ana_chrome_args(c);
     ana_json_ku64(&c->j, "corr", corr);
-    ana_json_ki64(&c->j, "ret", a->ret);
-    if (a->kind == ANA_K_LAUNCH) {
+    ana_json_ki64(&c->j, "ret", s->ret);
+    if (s->kind == ANA_K_LAUNCH) {
         const ana_trace_kernel *k = ana_trace_kernel_by_id(c->t, ana_trace_wide(c->t, a->arg_w));
         ana_json_kstr(&c->j, "kernel", k ? c->knames[k - c->t->kernels] : NULL);
     } else {
         ana_json_ku64(&c->j, "bytes", ana_trace_wide(c->t, a->arg_w));
     }
-    ana_json_ku64(&c->j, "stack_id", ana_trace_wide(c->t, a->stack_w));
-    ana_chrome_close_sf(c, ana_trace_wide(c->t, a->stack_w));
+    ana_json_ku64(&c->j, "stack_id", ana_trace_wide(c->t, s->stack_w));
+    ana_chrome_close_sf(c, ana_trace_wide(c->t, s->stack_w));
 }
 
 static void ana_chrome_life(ana_chrome *c, size_t i)
@@ -373,7 +374,8 @@ static void ana_chrome_gemms(ana_chrome *c)
         if (!ana_u64map_get(&first, g->call, &idx))
             continue;
         ana_chrome_instant(c, ana_report_api_name(s->api, buf, sizeof(buf)), "gemm",
-                           ana_trace_wide(t, t->calls[idx].tid_w), t->calls[idx].time_ns);
+                           ana_trace_wide(t, ana_trace_call_site(t, &t->calls[idx])->tid_w),
+                           t->calls[idx].time_ns);
         ana_chrome_args(c);
         ana_json_ku64(&c->j, "call", g->call);
         ana_json_ku64(&c->j, "m", s->m);
@@ -417,7 +419,7 @@ static void ana_chrome_projection(ana_chrome *c, const ana_range_span *s, const 
         if (a->time_ns > s->t1)
             break;
         uint64_t corr = ana_trace_wide(t, a->corr_w);
-        if (ana_trace_wide(t, a->tid_w) != s->tid || !corr ||
+        if (ana_trace_wide(t, ana_trace_call_site(t, a)->tid_w) != s->tid || !corr ||
             !ana_u64map_get(&c->act_by_corr, corr, &idx))
             continue;
         const ana_gpu_act *g = &t->gpu[idx];

@@ -308,16 +308,17 @@ static void ana_sq_calls(ana_sq *q)
     ana_sq_begin(q, "INSERT INTO api_calls VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     for (size_t i = 0; i < t->n_calls && !q->failed; i++) {
         const ana_api_call *c = &t->calls[i];
-        int launch = c->kind == ANA_K_LAUNCH;
+        const ana_call_site *cs = ana_trace_call_site(t, c);
+        int launch = cs->kind == ANA_K_LAUNCH;
         ana_sq_u(q, c->time_ns);
-        ana_sq_u(q, ana_trace_wide(t, c->tid_w));
-        ana_sq_t(q, ana_report_api_name(c->api, buf, sizeof(buf)));
-        ana_sq_t(q, c->kind <= ANA_K_MEMSET ? kinds[c->kind] : NULL);
+        ana_sq_u(q, ana_trace_wide(t, cs->tid_w));
+        ana_sq_t(q, ana_report_api_name(cs->api, buf, sizeof(buf)));
+        ana_sq_t(q, cs->kind <= ANA_K_MEMSET ? kinds[cs->kind] : NULL);
         ana_sq_u(q, ana_trace_wide(t, c->corr_w));
-        ana_sq_i(q, c->ret);
+        ana_sq_i(q, cs->ret);
         launch ? ana_sq_u(q, ana_trace_wide(t, c->arg_w)) : ana_sq_null(q);
         launch ? ana_sq_null(q) : ana_sq_u(q, ana_trace_wide(t, c->arg_w));
-        uint64_t call = ana_trace_wide(t, c->call_w), stack = ana_trace_wide(t, c->stack_w);
+        uint64_t call = ana_trace_wide(t, c->call_w), stack = ana_trace_wide(t, cs->stack_w);
         call ? ana_sq_u(q, call) : ana_sq_null(q);
         stack ? ana_sq_u(q, stack) : ana_sq_null(q);
         if (s->call_step && s->call_step[i] >= 0)
@@ -391,7 +392,7 @@ static void ana_sq_gemm(ana_sq *q, const ana_gemm_call *g, const ana_api_call *f
     ana_report_gemm_trans(s, tr);
     ana_sq_u(q, g->call);
     first ? ana_sq_u(q, first->time_ns) : ana_sq_null(q);
-    first ? ana_sq_u(q, ana_trace_wide(q->t, first->tid_w)) : ana_sq_null(q);
+    first ? ana_sq_u(q, ana_trace_wide(q->t, ana_trace_call_site(q->t, first)->tid_w)) : ana_sq_null(q);
     ana_sq_t(q, ana_report_api_name(s->api, buf, sizeof(buf)));
     ana_sq_u(q, s->m);
     ana_sq_u(q, s->n);

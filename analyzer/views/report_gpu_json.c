@@ -39,13 +39,14 @@ static void ana_rgj_call(ana_json *j, const ana_report *r, const char *key,
         ana_json_null(j);
         return;
     }
+    const ana_call_site *s = ana_trace_call_site(r->t, c);
     ana_json_obj_begin(j);
-    ana_json_kstr(j, "api", ana_report_api_name(c->api, buf, sizeof(buf)));
+    ana_json_kstr(j, "api", ana_report_api_name(s->api, buf, sizeof(buf)));
     ana_json_ku64(j, "at_ns", ana_trace_rel_ns(r->t, c->time_ns));
-    ana_json_ku64(j, "tid", ana_trace_wide(r->t, c->tid_w));
+    ana_json_ku64(j, "tid", ana_trace_wide(r->t, s->tid_w));
     ana_json_ku64(j, "corr", ana_trace_wide(r->t, c->corr_w));
-    ana_json_ki64(j, "ret", c->ret);
-    ana_report_json_stack(j, r, ana_trace_wide(r->t, c->stack_w));
+    ana_json_ki64(j, "ret", s->ret);
+    ana_report_json_stack(j, r, ana_trace_wide(r->t, s->stack_w));
     ana_json_obj_end(j);
 }
 

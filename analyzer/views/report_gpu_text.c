@@ -164,15 +164,16 @@ static void ana_rgt_call(FILE *o, const ana_report *r, const char *what, const a
         fprintf(o, "      %s: (none in the trace)\n", what);
         return;
     }
+    const ana_call_site *s = ana_trace_call_site(r->t, c);
     ana_fmt_ns(ana_trace_rel_ns(r->t, c->time_ns), tm, sizeof(tm));
-    fprintf(o, "      %s: %s", what, ana_report_api_name(c->api, api, sizeof(api)));
-    if (c->kind == ANA_K_LAUNCH && ana_trace_wide(r->t, c->arg_w)) {
+    fprintf(o, "      %s: %s", what, ana_report_api_name(s->api, api, sizeof(api)));
+    if (s->kind == ANA_K_LAUNCH && ana_trace_wide(r->t, c->arg_w)) {
         char *name = ana_report_kernel_label(
             ana_trace_kernel_by_id(r->t, ana_trace_wide(r->t, c->arg_w)), ANA_RGT_NAME_MAX);
         fprintf(o, " (%s)", name);
         free(name);
     }
-    fprintf(o, " at %s, thread %llu", tm, (unsigned long long)ana_trace_wide(r->t, c->tid_w));
+    fprintf(o, " at %s, thread %llu", tm, (unsigned long long)ana_trace_wide(r->t, s->tid_w));
     if (p) {
         uint64_t gap_start = p->start_ns;
         ana_fmt_ns(c->time_ns >= gap_start ? c->time_ns - gap_start : gap_start - c->time_ns, d,
@@ -180,7 +181,7 @@ static void ana_rgt_call(FILE *o, const ana_report *r, const char *what, const a
         fprintf(o, ", %s %s the GPU went idle", d, c->time_ns >= gap_start ? "after" : "before");
     }
     fputc('\n', o);
-    ana_report_text_stack(o, r, ana_trace_wide(r->t, c->stack_w));
+    ana_report_text_stack(o, r, ana_trace_wide(r->t, s->stack_w));
 }
 
 static void ana_rgt_gap(FILE *o, const ana_report *r, size_t i, const ana_gpu_gap *p)

@@ -29,11 +29,12 @@ static void dump_calls(ana_json *j, const ana_trace *t, const ana_steps *s)
     ana_json_arr_begin(j);
     for (size_t i = 0; i < t->n_calls; i++) {
         const ana_api_call *c = &t->calls[i];
-        const ana_trace_kernel *k = c->kind == ANA_K_LAUNCH ? ana_trace_kernel_by_id(t, ana_trace_wide(t, c->arg_w)) : NULL;
+        const ana_call_site *cs = ana_trace_call_site(t, c);
+        const ana_trace_kernel *k = cs->kind == ANA_K_LAUNCH ? ana_trace_kernel_by_id(t, ana_trace_wide(t, c->arg_w)) : NULL;
         ana_json_obj_begin(j);
         ana_json_ku64(j, "time", c->time_ns);
-        ana_json_ku64(j, "tid", ana_trace_wide(t, c->tid_w));
-        ana_json_kstr(j, "kind", kind_name(c->kind));
+        ana_json_ku64(j, "tid", ana_trace_wide(t, cs->tid_w));
+        ana_json_kstr(j, "kind", kind_name(cs->kind));
         ana_json_ku64(j, "corr", ana_trace_wide(t, c->corr_w));
         ana_json_ku64(j, "arg", ana_trace_wide(t, c->arg_w));
         ana_json_kstr(j, "kernel", k ? k->name : NULL);

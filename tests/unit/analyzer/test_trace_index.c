@@ -172,9 +172,9 @@ Test(trace_index, wide_values_read_back)
     cr_assert_eq(t->n_uses, n);
     for (size_t i = 0; i < n; i++) {
         const ana_api_call *c = &t->calls[i];
-        uint64_t tid = ana_trace_wide(t, c->tid_w);
+        uint64_t tid = ana_trace_wide(t, ana_trace_call_site(t, c)->tid_w);
         if (i)
-            cr_assert_lt(ana_trace_wide(t, t->calls[i - 1].tid_w), tid, "call %zu", i);
+            cr_assert_lt(ana_trace_wide(t, ana_trace_call_site(t, &t->calls[i - 1])->tid_w), tid, "call %zu", i);
         /* the call with this tid was the file's record n-1-k where vals[n-1-k] == tid */
         size_t k = 0;
         while (vals[n - 1 - k] != tid)
@@ -182,7 +182,7 @@ Test(trace_index, wide_values_read_back)
         cr_assert_eq(ana_trace_wide(t, c->corr_w), vals[k], "call %zu", i);
         cr_assert_eq(ana_trace_wide(t, c->arg_w), vals[k]);
         cr_assert_eq(ana_trace_wide(t, c->call_w), vals[k]);
-        cr_assert_eq(ana_trace_wide(t, c->stack_w), vals[k]); /* no STACK: its own canon */
+        cr_assert_eq(ana_trace_wide(t, ana_trace_call_site(t, c)->stack_w), vals[k]); /* no STACK: its own canon */
         cr_assert_eq(ana_trace_call_by_corr(t, vals[k]), c);
         const ana_gpu_act *a = &t->gpu[i]; /* by start: file order */
         cr_assert_eq(a->start_ns, 6000 + i);
