@@ -36,7 +36,7 @@ static int ana_anat_ctx_of(const ana_trace *t, const ana_anat_ctx *cx, const ana
                            const ana_api_call *c)
 {
     uint64_t v, call;
-    if (a->type != ANA_GPU_KERNEL)
+    if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL)
         return ANA_CTX_MEMORY;
     if (!c)
         return ANA_CTX_NONE;
@@ -67,7 +67,8 @@ static ana_classification ana_anat_classify(ana_anat_cache *cc, const ana_gpu_ac
     const ana_trace *t = cc->t;
     size_t k;
     *kidx = SIZE_MAX;
-    if (a->type != ANA_GPU_KERNEL || !ana_trace_kernel_index(t, ana_trace_wide(t, a->arg_w), &k))
+    if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL ||
+        !ana_trace_kernel_index(t, ana_trace_wide(t, a->arg_w), &k))
         return ana_classify(NULL, ctx);
     *kidx = (size_t)k;
     size_t slot = (size_t)k * ANA_CTX_COUNT + (size_t)ctx;
@@ -88,14 +89,15 @@ typedef struct ana_anat_union {
 static void ana_anat_union_add(const ana_trace *t, ana_anat_union *u, const ana_gpu_act *a)
 {
     uint64_t s = a->start_ns, e = a->start_ns + ana_trace_wide(t, a->dur_w);
-    if (u->open && u->device == a->device && s <= u->end) {
+    int32_t device = ana_trace_gpu_lane(t, a)->device;
+    if (u->open && u->device == device && s <= u->end) {
         if (e > u->end)
             u->end = e;
         return;
     }
     if (u->open)
         u->total += u->end - u->start;
-    *u = (ana_anat_union){ .device = a->device, .open = 1, .start = s, .end = e, .total = u->total };
+    *u = (ana_anat_union){ .device = device, .open = 1, .start = s, .end = e, .total = u->total };
 }
 
 static uint64_t ana_anat_union_total(const ana_anat_union *u)
@@ -234,7 +236,7 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
         ana_classification c = ana_anat_classify(&cc, act, ctx, &kidx);
         a->total.ns[c.cls] += dur;
         a->total.count[c.cls]++;
-        if (act->type == ANA_GPU_KERNEL) {
+        if (ana_trace_gpu_lane(t, act)->type == ANA_GPU_KERNEL) {
             size_t kn = kidx != SIZE_MAX ? kname_of[kidx] : SIZE_MAX;
             if (kn != SIZE_MAX) {
                 kname_ns[kn * ANA_CLASS_COUNT + c.cls] += dur;

@@ -28,10 +28,10 @@ int ana_gpu_dir_of(uint8_t copy_kind)
     }
 }
 
-int ana_gpu_host_of(const ana_gpu_act *a)
+int ana_gpu_host_of(const ana_gpu_lane *l)
 {
-    int dir = ana_gpu_dir_of(a->copy_kind);
-    uint8_t kind = dir == ANA_DIR_HTOD ? a->src_kind : dir == ANA_DIR_DTOH ? a->dst_kind : 0;
+    int dir = ana_gpu_dir_of(l->copy_kind);
+    uint8_t kind = dir == ANA_DIR_HTOD ? l->src_kind : dir == ANA_DIR_DTOH ? l->dst_kind : 0;
     return kind == ANA_MEMKIND_PAGEABLE ? ANA_HOST_PAGEABLE
            : kind == ANA_MEMKIND_PINNED ? ANA_HOST_PINNED
                                         : ANA_HOST_OTHER;
@@ -41,7 +41,7 @@ static void ana_gpu_add(const ana_trace *t, ana_gpu_sum *s, const ana_gpu_act *a
 {
     s->count++;
     s->total_ns += ana_trace_wide(t, a->dur_w);
-    if (a->type != ANA_GPU_KERNEL)
+    if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL)
         s->bytes += ana_trace_wide(t, a->arg_w);
 }
 
@@ -51,15 +51,15 @@ static void ana_gpu_classify(const ana_trace *t, ana_gpu_result *g, const ana_gp
                              uint8_t *has_gpu)
 {
     const ana_api_call *c;
-    if (a->type == ANA_GPU_KERNEL) {
+    if (ana_trace_gpu_lane(t, a)->type == ANA_GPU_KERNEL) {
         ana_gpu_add(t, &g->kernels, a);
-    } else if (a->type == ANA_GPU_MEMSET) {
+    } else if (ana_trace_gpu_lane(t, a)->type == ANA_GPU_MEMSET) {
         ana_gpu_add(t, &g->memset, a);
     } else {
-        int dir = ana_gpu_dir_of(a->copy_kind);
+        int dir = ana_gpu_dir_of(ana_trace_gpu_lane(t, a)->copy_kind);
         ana_gpu_add(t, &g->memcpy, a);
         ana_gpu_add(t, &g->copies[dir], a);
-        ana_gpu_add(t, &g->copies_host[dir][ana_gpu_host_of(a)], a);
+        ana_gpu_add(t, &g->copies_host[dir][ana_gpu_host_of(ana_trace_gpu_lane(t, a))], a);
     }
     if (!ana_trace_wide(t, a->corr_w)) {
         g->no_corr++;
@@ -115,14 +115,15 @@ typedef struct ana_gpu_gaps {
 } ana_gpu_gaps;
 
 /* The stream of a; its interval union is spans[index], grown with g->streams. */
-static size_t ana_gpu_stream_of(ana_gpu_result *g, ana_u64map *idx, size_t *cap,
+static size_t ana_gpu_stream_of(const ana_trace *t, ana_gpu_result *g, ana_u64map *idx, size_t *cap,
                                 ana_gpu_span **spans, size_t *cap_spans, const ana_gpu_act *a)
 {
-    uint64_t key = (uint64_t)(uint32_t)a->device << 32 | a->stream, k;
+    const ana_gpu_lane *l = ana_trace_gpu_lane(t, a);
+    uint64_t key = (uint64_t)(uint32_t)l->device << 32 | l->stream, k;
     if (!ana_u64map_get(idx, key, &k)) {
         ANA_GROW(g->streams, *cap, g->n_streams + 1);
         ANA_GROW(*spans, *cap_spans, g->n_streams + 1);
-        g->streams[g->n_streams] = (ana_gpu_stream){ .device = a->device, .stream = a->stream };
+        g->streams[g->n_streams] = (ana_gpu_stream){ .device = l->device, .stream = l->stream };
         (*spans)[g->n_streams] = ana_gpu_span_at(a);
         k = g->n_streams++;
         ana_u64map_put(idx, key, k);
@@ -148,18 +149,19 @@ static void ana_gpu_sweep(const ana_trace *t, ana_gpu_result *g, ana_gpu_gaps *g
     ana_u64map_init(&idx);
     for (size_t i = 0; i < t->n_gpu; i++) {
         const ana_gpu_act *a = &t->gpu[i];
+        const ana_gpu_lane *l = ana_trace_gpu_lane(t, a);
         ana_gpu_classify(t, g, a, has_gpu);
-        size_t k = ana_gpu_stream_of(g, &idx, &cap_streams, &spans, &cap_spans, a);
+        size_t k = ana_gpu_stream_of(t, g, &idx, &cap_streams, &spans, &cap_spans, a);
         ana_gpu_stream *s = &g->streams[k];
-        s->kernels += a->type == ANA_GPU_KERNEL;
-        s->memcpys += a->type == ANA_GPU_MEMCPY;
-        s->memsets += a->type == ANA_GPU_MEMSET;
+        s->kernels += l->type == ANA_GPU_KERNEL;
+        s->memcpys += l->type == ANA_GPU_MEMCPY;
+        s->memsets += l->type == ANA_GPU_MEMSET;
         ana_gpu_span_add(t, &spans[k], a);
-        if (i == 0 || a->device != t->gpu[i - 1].device) {
+        if (i == 0 || l->device != ana_trace_gpu_lane(t, &t->gpu[i - 1])->device) {
             if (i)
                 ana_gpu_device_close(&g->devices[g->n_devices - 1], &dev);
             ANA_GROW(g->devices, cap_devices, g->n_devices + 1);
-            g->devices[g->n_devices++] = (ana_gpu_device){ .device = a->device,
+            g->devices[g->n_devices++] = (ana_gpu_device){ .device = l->device,
                                                            .first_ns = a->start_ns };
             dev = ana_gpu_span_at(a);
         }
@@ -169,7 +171,7 @@ static void ana_gpu_sweep(const ana_trace *t, ana_gpu_result *g, ana_gpu_gaps *g
             d->gaps++;
             d->gaps_ns += gap;
             ANA_GROW(gaps->v, gaps->cap, gaps->n + 1);
-            gaps->v[gaps->n++] = (ana_gpu_gap){ .device = a->device, .start_ns = a->start_ns - gap,
+            gaps->v[gaps->n++] = (ana_gpu_gap){ .device = l->device, .start_ns = a->start_ns - gap,
                                                 .dur_ns = gap, .next = a };
         }
     }

@@ -88,6 +88,6 @@ void ana_gpu_result_free(ana_gpu_result *g);
 
 /* Direction of a CUPTI copy kind; host kind of the host side of an HtoD/DtoH copy. */
 int ana_gpu_dir_of(uint8_t copy_kind);
-int ana_gpu_host_of(const ana_gpu_act *a);
+int ana_gpu_host_of(const ana_gpu_lane *l);
 
 #endif

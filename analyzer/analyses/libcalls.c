@@ -21,14 +21,14 @@ ana_call_gpu *ana_libcalls_link(const ana_trace *t, ana_u64map *map, size_t *n)
         const ana_gpu_act *a = &t->gpu[i];
         const ana_api_call *c;
         uint64_t k, call;
-        if (a->type != ANA_GPU_KERNEL ||
+        if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL ||
             !(c = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w))) ||
             !(call = ana_trace_wide(t, c->call_w)))
             continue;
         if (!ana_u64map_get(map, call, &k)) {
             ANA_GROW(v, cap, *n + 1);
             v[*n] = (ana_call_gpu){ .first_kernel = ana_trace_wide(t, a->arg_w),
-                                    .device = a->device };
+                                    .device = ana_trace_gpu_lane(t, a)->device };
             k = (*n)++;
             ana_u64map_put(map, call, k);
         }
@@ -289,7 +289,7 @@ static void ana_lc_coll_algos(const ana_trace *t, ana_libcalls *lc, const uint64
     for (size_t i = 0; n && i < t->n_gpu; i++) {
         const ana_api_call *c;
         size_t lo = 0, hi = n;
-        if (t->gpu[i].type != ANA_GPU_KERNEL ||
+        if (ana_trace_gpu_lane(t, &t->gpu[i])->type != ANA_GPU_KERNEL ||
             !(c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w))))
             continue;
         uint64_t call = ana_trace_wide(t, c->call_w);
@@ -371,7 +371,7 @@ void ana_libcalls_analyze(const ana_trace *t, ana_libcalls *lc)
     size_t n;
     memset(lc, 0, sizeof(*lc));
     for (size_t i = 0; i < t->n_gpu; i++)
-        if (t->gpu[i].type == ANA_GPU_KERNEL)
+        if (ana_trace_gpu_lane(t, &t->gpu[i])->type == ANA_GPU_KERNEL)
             lc->kernel_ns += ana_trace_wide(t, t->gpu[i].dur_w);
     ana_call_gpu *v = ana_libcalls_link(t, &map, &n);
     ana_lc_gemms(t, &map, v, lc);

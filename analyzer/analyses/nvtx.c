@@ -33,7 +33,8 @@ static void ana_nv_index_by_time(const ana_trace *t, ana_nv_index *x)
     uint64_t *ran = ana_xcalloc(nw, sizeof(uint64_t));
     for (size_t i = 0; i < t->n_gpu; i++) {
         const ana_api_call *c;
-        if (t->gpu[i].type == ANA_GPU_KERNEL && ana_trace_wide(t, t->gpu[i].dur_w) &&
+        if (ana_trace_gpu_lane(t, &t->gpu[i])->type == ANA_GPU_KERNEL &&
+            ana_trace_wide(t, t->gpu[i].dur_w) &&
             (c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w)))) {
             size_t k = (size_t)(c - t->calls);
             ran[k / 64] |= 1ull << (k % 64);
@@ -53,7 +54,7 @@ static void ana_nv_index_by_time(const ana_trace *t, ana_nv_index *x)
     for (size_t i = 0; i < t->n_gpu; i++) { /* each call's GPU time, then the running sums */
         const ana_api_call *c;
         uint64_t dur = ana_trace_wide(t, t->gpu[i].dur_w);
-        if (t->gpu[i].type == ANA_GPU_KERNEL && dur &&
+        if (ana_trace_gpu_lane(t, &t->gpu[i])->type == ANA_GPU_KERNEL && dur &&
             (c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w)))) {
             size_t k = (size_t)(c - t->calls), w = k / 64;
             uint64_t below = ran[w] & ((1ull << (k % 64)) - 1);

@@ -155,7 +155,7 @@ static void ana_st_graph_hints(const ana_trace *t, uint8_t *cache, ana_u64map *o
     for (size_t i = 0; i < t->n_gpu; i++) {
         const ana_gpu_act *g = &t->gpu[i];
         uint64_t corr = ana_trace_wide(t, g->corr_w), v = 0;
-        if (g->type != ANA_GPU_KERNEL || !corr)
+        if (ana_trace_gpu_lane(t, g)->type != ANA_GPU_KERNEL || !corr)
             continue;
         uint8_t h = ana_st_hint_of(t, cache, ANA_K_LAUNCH, g->arg_w);
         if (!ana_u64map_get(out, corr, &v) || 1u + h > v)

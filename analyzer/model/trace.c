@@ -16,8 +16,10 @@ static const ana_trace *ana_trace_sorting;
 static int ana_gpu_act_cmp(const void *a, const void *b)
 {
     const ana_gpu_act *x = a, *y = b;
-    if (x->device != y->device)
-        return x->device < y->device ? -1 : 1;
+    int32_t dx = ana_trace_gpu_lane(ana_trace_sorting, x)->device;
+    int32_t dy = ana_trace_gpu_lane(ana_trace_sorting, y)->device;
+    if (dx != dy)
+        return dx < dy ? -1 : 1;
     if (x->start_ns != y->start_ns)
         return x->start_ns < y->start_ns ? -1 : 1;
     uint64_t cx = ana_trace_wide(ana_trace_sorting, x->corr_w);
@@ -87,6 +89,7 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     ana_u64map_init(&t->wide_idx);
     ana_u64map_init(&t->use_ptr_idx);
     ana_u64map_init(&t->site_idx);
+    ana_u64map_init(&t->lane_idx);
     ana_u64map_init(&t->table_dsts);
     ana_stacks_init(&t->stacks);
     ana_py_init(&t->py);
@@ -141,6 +144,8 @@ void ana_trace_free(ana_trace *t)
     free(t->use_ptrs);
     free(t->sites);
     ana_u64map_free(&t->site_idx);
+    free(t->lanes);
+    ana_u64map_free(&t->lane_idx);
     ana_u64map_free(&t->use_ptr_idx);
     free(t->end_detail);
     free(t->path);

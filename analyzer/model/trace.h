@@ -63,18 +63,26 @@ typedef struct ana_trace_kernel {
 /* What the GPU ran (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET): 32 bytes each, as a trace may
  * hold millions. */
 enum ana_gpu_type { ANA_GPU_KERNEL = 0, ANA_GPU_MEMCPY = 1, ANA_GPU_MEMSET = 2 };
+/* What GPU activities of one lane share: device, stream, type and copy kinds. A trace has a
+ * few hundred, so each activity keeps an index into the model's table of them
+ * (ana_trace_gpu_lane) rather than these 12 bytes. */
+typedef struct ana_gpu_lane {
+    int32_t device;
+    uint32_t stream;           /* CUPTI stream id */
+    uint8_t type;              /* enum ana_gpu_type */
+    uint8_t copy_kind;         /* GPU_MEMCPY: enum ana_copy_kind (0 when above 255) */
+    uint8_t src_kind, dst_kind; /* GPU_MEMCPY: enum ana_mem_kind; GPU_MEMSET: mem_kind in dst */
+} ana_gpu_lane;
+_Static_assert(sizeof(ana_gpu_lane) == 12, "ana_gpu_lane is 12 bytes");
+
 typedef struct ana_gpu_act {
     uint64_t start_ns;         /* absolute, the clock of every record */
     uint32_t dur_w;            /* duration (ns) */
     uint32_t corr_w;           /* CUPTI correlation id, 0 = none */
     uint32_t arg_w;            /* GPU_KERNEL: KERNEL id; GPU_MEMCPY/GPU_MEMSET: bytes */
-    uint32_t stream;           /* CUPTI stream id */
-    int32_t device;
-    uint8_t type;              /* enum ana_gpu_type */
-    uint8_t copy_kind;         /* GPU_MEMCPY: enum ana_copy_kind (0 when above 255) */
-    uint8_t src_kind, dst_kind; /* GPU_MEMCPY: enum ana_mem_kind; GPU_MEMSET: mem_kind in dst */
+    uint32_t lane;             /* its ana_gpu_lane: an index into the model's lanes */
 } ana_gpu_act;
-_Static_assert(sizeof(ana_gpu_act) == 32, "ana_gpu_act is 32 bytes");
+_Static_assert(sizeof(ana_gpu_act) == 24, "ana_gpu_act is 24 bytes");
 
 /* What API calls of one site share: thread, stack, API, result. A trace's calls come from
  * a few thousand sites however long it runs, so each call keeps an index into the
@@ -201,6 +209,9 @@ typedef struct ana_trace {
     size_t n_capture, cap_capture;
     ana_gpu_act *gpu;         /* sorted by device, start, corr */
     size_t n_gpu, cap_gpu;
+    ana_gpu_lane *lanes;      /* the activities' lanes (ana_trace_gpu_lane), distinct */
+    size_t n_lanes, cap_lanes;
+    ana_u64map lane_idx;      /* a lane's hash (+ 1, + 2, ... past collisions) -> index */
     ana_api_call *calls;      /* sorted by time */
     size_t n_calls, cap_calls;
     ana_call_site *sites;     /* the calls' sites (ana_trace_call_site), distinct */
@@ -254,6 +265,12 @@ static inline const ana_call_site *ana_trace_call_site(const ana_trace *t, const
 {
     return &t->sites[c->site];
 }
+static inline const ana_gpu_lane *ana_trace_gpu_lane(const ana_trace *t, const ana_gpu_act *a)
+{
+    return &t->lanes[a->lane];
+}
+/* The index of lane l in t->lanes (added when new). */
+uint32_t ana_trace_lane_of(ana_trace *t, const ana_gpu_lane *l);
 /* The index of site s in t->sites (added when new). */
 uint32_t ana_trace_site_of(ana_trace *t, const ana_call_site *s);
 static inline uint64_t ana_trace_use_ptr(const ana_trace *t, const ana_ptr_use *u)

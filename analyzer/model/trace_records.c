@@ -293,23 +293,23 @@ static void ana_trace_on_gpu_memory(ana_trace *t, const ana_record *r)
     e->device = (int32_t)m->device;
 }
 
-/* Keeps a GPU activity; returns a scratch one (not kept) in summary mode, as
- * ana_trace_new_mev does. */
-static ana_gpu_act *ana_trace_add_act(ana_trace *t, const ana_record *r, uint8_t type,
-                                      uint64_t corr, uint64_t dur, uint64_t arg, int64_t device,
-                                      uint64_t stream)
+/* Keeps a GPU activity of lane l (its device, stream and type set here); nothing in
+ * summary mode. */
+static void ana_trace_add_act(ana_trace *t, const ana_record *r, ana_gpu_lane l, uint8_t type,
+                              uint64_t corr, uint64_t dur, uint64_t arg, int64_t device,
+                              uint64_t stream)
 {
-    static ana_gpu_act discard;
     if (t->flags & ANA_LOAD_SUMMARY)
-        return &discard;
+        return;
+    l.device = ana_i32(device);
+    l.stream = (uint32_t)stream;
+    l.type = type;
     ANA_GROW(t->gpu, t->cap_gpu, t->n_gpu + 1);
-    ana_gpu_act *a = &t->gpu[t->n_gpu++];
-    *a = (ana_gpu_act){
+    t->gpu[t->n_gpu++] = (ana_gpu_act){
         .start_ns = r->time_ns, .dur_w = ana_trace_narrow(t, dur),
         .corr_w = ana_trace_narrow(t, corr), .arg_w = ana_trace_narrow(t, arg),
-        .stream = (uint32_t)stream, .device = ana_i32(device), .type = type,
+        .lane = ana_trace_lane_of(t, &l),
     };
-    return a;
 }
 
 static void ana_trace_on_gpu_kernel(ana_trace *t, const ana_record *r)
@@ -322,23 +322,22 @@ static void ana_trace_on_gpu_kernel(ana_trace *t, const ana_record *r)
         k->gpu_max_ns = g->dur_ns;
     k->gpu_count++;
     k->gpu_ns += g->dur_ns;
-    ana_trace_add_act(t, r, ANA_GPU_KERNEL, g->corr, g->dur_ns, g->kernel, g->device, g->stream);
+    ana_trace_add_act(t, r, (ana_gpu_lane){ 0 }, ANA_GPU_KERNEL, g->corr, g->dur_ns, g->kernel,
+                      g->device, g->stream);
 }
 
 static void ana_trace_on_gpu_copy(ana_trace *t, const ana_record *r)
 {
     if (r->kind == ANA_K_GPU_MEMSET) {
         const ana_rec_gpu_memset *m = &r->u.gpu_memset;
-        ana_trace_add_act(t, r, ANA_GPU_MEMSET, m->corr, m->dur_ns, m->bytes, m->device, m->stream)
-            ->dst_kind = ana_u8(m->mem_kind);
+        ana_trace_add_act(t, r, (ana_gpu_lane){ .dst_kind = ana_u8(m->mem_kind) }, ANA_GPU_MEMSET,
+                          m->corr, m->dur_ns, m->bytes, m->device, m->stream);
         return;
     }
     const ana_rec_gpu_memcpy *m = &r->u.gpu_memcpy;
-    ana_gpu_act *a = ana_trace_add_act(t, r, ANA_GPU_MEMCPY, m->corr, m->dur_ns, m->bytes, m->device,
-                                       m->stream);
-    a->copy_kind = ana_u8(m->copy_kind);
-    a->src_kind = ana_u8(m->src_kind);
-    a->dst_kind = ana_u8(m->dst_kind);
+    ana_gpu_lane l = { .copy_kind = ana_u8(m->copy_kind), .src_kind = ana_u8(m->src_kind),
+                       .dst_kind = ana_u8(m->dst_kind) };
+    ana_trace_add_act(t, r, l, ANA_GPU_MEMCPY, m->corr, m->dur_ns, m->bytes, m->device, m->stream);
 }
 
 static void ana_trace_on_gpu_dropped(ana_trace *t, const ana_rec_gpu_dropped *d)
@@ -455,7 +454,7 @@ void ana_trace_name_launches(ana_trace *t)
         const ana_gpu_act *a = &t->gpu[i];
         const ana_api_call *cc;
         uint64_t arg = ana_trace_wide(t, a->arg_w);
-        if (a->type != ANA_GPU_KERNEL || !arg ||
+        if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL || !arg ||
             !(cc = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w))))
             continue;
         ana_api_call *c = &t->calls[cc - t->calls];

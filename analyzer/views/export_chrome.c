@@ -188,34 +188,35 @@ static void ana_chrome_act(ana_chrome *c, const ana_gpu_act *a)
     const ana_trace *t = c->t;
     uint64_t arg = ana_trace_wide(t, a->arg_w), dur = ana_trace_wide(t, a->dur_w);
     uint64_t corr = ana_trace_wide(t, a->corr_w);
-    const ana_trace_kernel *k = a->type == ANA_GPU_KERNEL ? ana_trace_kernel_by_id(t, arg) : NULL;
+    const ana_gpu_lane *l = ana_trace_gpu_lane(t, a);
+    const ana_trace_kernel *k = l->type == ANA_GPU_KERNEL ? ana_trace_kernel_by_id(t, arg) : NULL;
     const char *cat = ana_class_name(ANA_CLASS_MEMORY), *name = "memset";
     char buf[48];
-    uint64_t pid = ANA_CHROME_GPU_PID + (uint32_t)a->device;
-    if (a->type == ANA_GPU_KERNEL) {
+    uint64_t pid = ANA_CHROME_GPU_PID + (uint32_t)l->device;
+    if (l->type == ANA_GPU_KERNEL) {
         name = k ? c->knames[k - t->kernels] : "(unknown function)";
         cat = k ? ana_report_kernel_class(c->r, k) : ana_class_name(ANA_CLASS_OTHER);
-    } else if (a->type == ANA_GPU_MEMCPY) {
-        snprintf(buf, sizeof(buf), "memcpy %s", ana_gpu_dir_names[ana_gpu_dir_of(a->copy_kind)]);
+    } else if (l->type == ANA_GPU_MEMCPY) {
+        snprintf(buf, sizeof(buf), "memcpy %s", ana_gpu_dir_names[ana_gpu_dir_of(l->copy_kind)]);
         name = buf;
     }
-    ana_chrome_open(c, "X", name, cat, pid, a->stream, a->start_ns);
+    ana_chrome_open(c, "X", name, cat, pid, l->stream, a->start_ns);
     ana_chrome_dur(c, dur);
     if (corr && ana_trace_call_by_corr(t, corr))
         ana_chrome_flow(c, corr, "flow_in");
     ana_chrome_args(c);
     ana_json_ku64(&c->j, "corr", corr);
-    if (a->type == ANA_GPU_KERNEL) {
+    if (l->type == ANA_GPU_KERNEL) {
         ana_json_ku64(&c->j, "kernel_id", arg);
     } else {
         ana_json_ku64(&c->j, "bytes", arg);
         if (dur)
             ana_json_kdbl(&c->j, "gb_per_s", (double)arg / (double)dur);
     }
-    if (a->type == ANA_GPU_MEMCPY) {
-        int dir = ana_gpu_dir_of(a->copy_kind);
+    if (l->type == ANA_GPU_MEMCPY) {
+        int dir = ana_gpu_dir_of(l->copy_kind);
         if (dir == ANA_DIR_HTOD || dir == ANA_DIR_DTOH)
-            ana_json_kstr(&c->j, "host_memory", ana_gpu_host_names[ana_gpu_host_of(a)]);
+            ana_json_kstr(&c->j, "host_memory", ana_gpu_host_names[ana_gpu_host_of(l)]);
     }
     ana_chrome_close(c);
 }
@@ -424,8 +425,8 @@ static void ana_chrome_projection(ana_chrome *c, const ana_range_span *s, const 
             continue;
         const ana_gpu_act *g = &t->gpu[idx];
         if (lo == UINT64_MAX)
-            device = g->device;
-        else if (g->device != device)
+            device = ana_trace_gpu_lane(t, g)->device;
+        else if (ana_trace_gpu_lane(t, g)->device != device)
             continue;
         lo = g->start_ns < lo ? g->start_ns : lo;
         uint64_t end = g->start_ns + ana_trace_wide(t, g->dur_w);

@@ -275,7 +275,7 @@ static void ana_sq_activities(ana_sq *q, int type)
         const ana_gpu_act *a = &t->gpu[i];
         uint64_t arg = ana_trace_wide(t, a->arg_w), dur = ana_trace_wide(t, a->dur_w);
         const ana_trace_kernel *k = type == ANA_GPU_KERNEL ? ana_trace_kernel_by_id(t, arg) : NULL;
-        if (a->type != type)
+        if (ana_trace_gpu_lane(t, a)->type != type)
             continue;
         ana_sq_u(q, a->start_ns);
         ana_sq_u(q, a->start_ns + dur);
@@ -285,14 +285,14 @@ static void ana_sq_activities(ana_sq *q, int type)
             ana_sq_sid(q, k ? q->kname_ids[k - t->kernels] : -1);
             ana_sq_t(q, k ? ana_report_kernel_class(q->r, k) : ana_class_name(ANA_CLASS_OTHER));
         } else if (type == ANA_GPU_MEMCPY) {
-            ana_sq_t(q, ana_gpu_dir_names[ana_gpu_dir_of(a->copy_kind)]);
-            ana_sq_u(q, a->copy_kind);
-            ana_sq_t(q, ana_sq_mem_kind(a->src_kind));
+            ana_sq_t(q, ana_gpu_dir_names[ana_gpu_dir_of(ana_trace_gpu_lane(t, a)->copy_kind)]);
+            ana_sq_u(q, ana_trace_gpu_lane(t, a)->copy_kind);
+            ana_sq_t(q, ana_sq_mem_kind(ana_trace_gpu_lane(t, a)->src_kind));
         }
         if (type != ANA_GPU_KERNEL)
-            ana_sq_t(q, ana_sq_mem_kind(a->dst_kind));
-        ana_sq_i(q, a->device);
-        ana_sq_u(q, a->stream);
+            ana_sq_t(q, ana_sq_mem_kind(ana_trace_gpu_lane(t, a)->dst_kind));
+        ana_sq_i(q, ana_trace_gpu_lane(t, a)->device);
+        ana_sq_u(q, ana_trace_gpu_lane(t, a)->stream);
         ana_sq_u(q, ana_trace_wide(t, a->corr_w));
         ana_sq_row(q);
     }

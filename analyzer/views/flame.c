@@ -376,11 +376,11 @@ static uint32_t ana_flame_kernel_leaf(ana_fctx *c, const ana_trace_kernel *k)
 }
 
 /* "memcpy HtoD (pageable)", "memcpy DtoD", "memset". */
-static const char *ana_flame_copy_leaf(const ana_gpu_act *a, char *buf, size_t cap)
+static const char *ana_flame_copy_leaf(const ana_gpu_lane *l, char *buf, size_t cap)
 {
-    if (a->type == ANA_GPU_MEMSET)
+    if (l->type == ANA_GPU_MEMSET)
         return "memset";
-    int dir = ana_gpu_dir_of(a->copy_kind), host = ana_gpu_host_of(a);
+    int dir = ana_gpu_dir_of(l->copy_kind), host = ana_gpu_host_of(l);
     if ((dir == ANA_DIR_HTOD || dir == ANA_DIR_DTOH) && host != ANA_HOST_OTHER)
         snprintf(buf, cap, "memcpy %s (%s)", ana_gpu_dir_names[dir], ana_gpu_host_names[host]);
     else
@@ -399,14 +399,15 @@ static void ana_flame_gpu(ana_fctx *c)
         const ana_api_call *call = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w));
         uint32_t node = call ? ana_flame_stack(c, ana_trace_wide(t, ana_trace_call_site(t, call)->stack_w))
                              : ana_fb_child(&c->b, 0, "[no host stack]");
-        if (a->type == ANA_GPU_KERNEL) {
+        if (ana_trace_gpu_lane(t, a)->type == ANA_GPU_KERNEL) {
             const ana_trace_kernel *k = ana_trace_kernel_by_id(t, ana_trace_wide(t, a->arg_w));
             const char *cls = k ? ana_report_kernel_class(c->r, k) : ana_class_name(ANA_CLASS_OTHER);
             node = ana_fb_child(&c->b, node, cls);
             node = ana_fb_child_id(&c->b, node, ana_flame_kernel_leaf(c, k));
         } else {
             node = ana_fb_child(&c->b, node, ana_class_name(ANA_CLASS_MEMORY));
-            node = ana_fb_child(&c->b, node, ana_flame_copy_leaf(a, buf, sizeof(buf)));
+            const char *leaf = ana_flame_copy_leaf(ana_trace_gpu_lane(t, a), buf, sizeof(buf));
+            node = ana_fb_child(&c->b, node, leaf);
         }
         c->b.f->nodes[node].self += ana_trace_wide(t, a->dur_w);
     }
