@@ -163,16 +163,14 @@ static void ana_st_graph_hints(const ana_trace *t, uint8_t *cache, ana_u64map *o
     }
 }
 
-/* A call's key: equal for calls of one kind, API and argument (kernel or bytes), else equal
- * with odds of 2^-64 (only equality and counts of keys matter, not their values). */
-static uint64_t ana_st_key(uint64_t kind, uint64_t api, uint64_t arg)
+/* A call's key: the same number for calls of one kind, API and argument (kernel or bytes:
+ * arg_w is one value's one code), numbered in order of first appearance. */
+static uint32_t ana_st_key(ana_st *st, ana_u64map *keys, unsigned kind, unsigned api, uint32_t arg_w)
 {
-    uint64_t h = ((kind << 16 | api) + 1) * 0x9E3779B97F4A7C15ull ^ arg;
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    return h ^ h >> 31;
+    uint64_t k = (uint64_t)(kind & 0xff) << 48 | (uint64_t)(api & 0xffff) << 32 | arg_w, id;
+    if (!ana_u64map_get(keys, k, &id))
+        ana_u64map_put(keys, k, id = st->n_keys++);
+    return (uint32_t)id;
 }
 
 static void ana_st_init(ana_st *st, const ana_trace *t)
@@ -181,17 +179,18 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
     st->t = t;
     st->n = t->n_calls;
     st->hint = ana_xcalloc(st->n + 1, 1);
-    st->key = ana_xcalloc(st->n + 1, sizeof(uint64_t));
+    st->key = ana_xcalloc(st->n + 1, sizeof(uint32_t));
     st->nv_phase = ana_xmalloc(st->n + 1);
     memset(st->nv_phase, ANA_PHASE_COUNT, st->n + 1);
     uint8_t *cache = ana_xcalloc(t->n_kernels + 1, 1);
-    ana_u64map graph;
+    ana_u64map graph, keys;
+    ana_u64map_init(&keys);
     ana_st_graph_hints(t, cache, &graph);
     for (size_t i = 0; i < st->n; i++) {
         const ana_api_call *c = &t->calls[i];
         const ana_call_site *cs = ana_trace_call_site(t, c);
         uint64_t h;
-        st->key[i] = ana_st_key(cs->kind, cs->kind == ANA_K_LAUNCH ? 0 : cs->api, ana_trace_wide(t, c->arg_w));
+        st->key[i] = ana_st_key(st, &keys, cs->kind, cs->kind == ANA_K_LAUNCH ? 0 : cs->api, c->arg_w);
         st->hint[i] = ana_st_hint_of(t, cache, cs->kind, c->arg_w);
         if (!t->graph_launches || !t->n_gpu)
             continue;
@@ -208,6 +207,7 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
             st->find_hint[i] = (uint8_t)(h - 1); /* its kernels' hint */
     }
     ana_u64map_free(&graph);
+    ana_u64map_free(&keys);
     free(cache);
 }
 

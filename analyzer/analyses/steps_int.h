@@ -41,7 +41,9 @@ typedef struct ana_st {
     uint8_t *find_hint; /* per call, traces with graph launches and GPU activity: the hint
                          * steps are found with — a graph launch's kernels' hint, none for a
                          * launch captured into a graph (it ran nothing); else NULL */
-    uint64_t *key;     /* per call: what repeats (a launch's kernel; a copy's API and size) */
+    uint32_t *key;     /* per call: what repeats (a launch's kernel; a copy's API and size),
+                        * numbered from 0 in order of first appearance */
+    size_t n_keys;
     uint8_t *nv_phase; /* per call: phase from an NVTX range, or ANA_PHASE_COUNT */
     ana_st_range *ranges;
     size_t n_ranges, cap_ranges;

@@ -12,7 +12,8 @@
  *             its steady window; the candidate covering the most calls wins.
  * Phases by names: forward up to the last forward-hinted launch before the first
  * backward-hinted one, backward from there to the step's closing optimizer run.
- * O(n) in the calls (a map counts the keys; each candidate scans the calls once). */
+ * O(n) in the calls (keys are numbered, counted in an array; each candidate scans the
+ * calls once). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,7 +224,7 @@ static int ana_st_has_launch(const ana_st *st, ana_st_seq w)
 /* The calls of one key: how many, the first, the key. */
 typedef struct ana_st_keyrun {
     size_t count, first;
-    uint64_t key;
+    uint32_t key;
 } ana_st_keyrun;
 
 static int ana_st_keyrun_cmp(const void *a, const void *b)
@@ -236,22 +237,14 @@ static int ana_st_keyrun_cmp(const void *a, const void *b)
 
 int ana_st_period(ana_st *st, char *why, size_t cap)
 {
-    /* every key's count and first call, by a map: room by distinct keys, not by calls */
-    ana_st_keyrun *kr = NULL;
-    size_t nk = 0, cap_kr = 0;
-    ana_u64map at;
-    ana_u64map_init(&at);
-    for (size_t i = 0; i < st->n; i++) {
-        uint64_t j;
-        if (ana_u64map_get(&at, st->key[i], &j)) {
-            kr[j].count++;
-            continue;
-        }
-        ANA_GROW(kr, cap_kr, nk + 1);
-        kr[nk] = (ana_st_keyrun){ 1, i, st->key[i] };
-        ana_u64map_put(&at, st->key[i], nk++);
+    /* every key's count and first call: room by distinct keys, not by calls */
+    size_t nk = st->n_keys;
+    ana_st_keyrun *kr = ana_xcalloc(nk + 1, sizeof(*kr));
+    for (size_t i = st->n; i-- > 0;) { /* backwards: the first call is the last seen */
+        kr[st->key[i]].count++;
+        kr[st->key[i]].first = i;
+        kr[st->key[i]].key = st->key[i];
     }
-    ana_u64map_free(&at);
     size_t seen2 = 0, most = 0; /* keys seen at least twice, rarest (then earliest) first */
     for (size_t j = 0; j < nk; j++)
         if (kr[j].count >= 2)
