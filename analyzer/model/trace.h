@@ -142,6 +142,7 @@ typedef struct ana_ptr_table {
 #define ANA_TRACE_PTRS_CAP 512
 
 #define ANA_TRACE_KERNEL_DENSE (1u << 20)
+#define ANA_TRACE_INTERN_CACHE 509 /* slots of the caches before the sites' and lanes' maps */
 
 typedef struct ana_api_stats {
     uint64_t calls, ok, failed, bytes; /* bytes: requested by successful calls */
@@ -212,11 +213,13 @@ typedef struct ana_trace {
     ana_gpu_lane *lanes;      /* the activities' lanes (ana_trace_gpu_lane), distinct */
     size_t n_lanes, cap_lanes;
     ana_u64map lane_idx;      /* a lane's hash (+ 1, + 2, ... past collisions) -> index */
+    uint32_t lane_cache[ANA_TRACE_INTERN_CACHE]; /* 1 + index of a recent lane, by hash */
     ana_api_call *calls;      /* sorted by time */
     size_t n_calls, cap_calls;
     ana_call_site *sites;     /* the calls' sites (ana_trace_call_site), distinct */
     size_t n_sites, cap_sites;
     ana_u64map site_idx;      /* a site's hash (+ 1, + 2, ... past collisions) -> index */
+    uint32_t site_cache[ANA_TRACE_INTERN_CACHE]; /* 1 + index of a recent site, by hash */
     /* corr (≠ 0) -> index into calls (ana_trace_call_by_corr): correlation ids count up
      * in a process, so a dense array corr_idx[corr - corr_lo] (UINT32_MAX = none) of
      * corr_n entries holds them; ids too sparse for it go in corr_map instead. */

@@ -54,20 +54,27 @@ uint32_t ana_trace_use_ptr_w(ana_trace *t, uint64_t p)
 }
 
 /* The index of the n-byte value v in the table *tab of *n_tab entries (capacity *cap),
- * through idx (hash -> index, the next hash past a collision); added when new. what names
- * the values in the message of a trace with more than 2^32 of them. */
-static uint32_t ana_trace_intern_bytes(ana_trace *t, ana_u64map *idx, void **tab, size_t *n_tab,
-                                       size_t *cap, const void *v, size_t n, const char *what)
+ * through idx (hash -> index, the next hash past a collision), with a cache of 1 + index
+ * by hash in front of it; added when new. what names the values in the message of a trace
+ * with more than 2^32 of them. */
+static inline __attribute__((always_inline)) uint32_t
+ana_trace_intern_bytes(ana_trace *t, ana_u64map *idx, uint32_t *cache, void **tab, size_t *n_tab,
+                       size_t *cap, const void *v, size_t n, const char *what)
 {
     uint64_t w[2] = { 0, 0 }, k;
     memcpy(w, v, n < sizeof(w) ? n : sizeof(w));
     uint64_t h = (w[0] ^ (w[1] * 0x9E3779B97F4A7C15ull)) * 0xbf58476d1ce4e5b9ull;
     h ^= h >> 31;
+    uint32_t *slot = &cache[h % ANA_TRACE_INTERN_CACHE];
+    if (*slot && !memcmp((const char *)*tab + (*slot - 1) * (size_t)n, v, n))
+        return *slot - 1;
     for (;; h++) { /* a hash that names another value: the next one */
         if (!ana_u64map_get(idx, h, &k))
             break;
-        if (!memcmp((const char *)*tab + k * n, v, n))
+        if (!memcmp((const char *)*tab + k * n, v, n)) {
+            *slot = (uint32_t)k + 1;
             return (uint32_t)k;
+        }
     }
     if (*n_tab >= UINT32_MAX) {
         fprintf(stderr, "anatomist: %s: too many distinct %s (2^32) to analyze\n", t->path, what);
@@ -76,21 +83,22 @@ static uint32_t ana_trace_intern_bytes(ana_trace *t, ana_u64map *idx, void **tab
     ana_grow(tab, cap, *n_tab + 1, n);
     memcpy((char *)*tab + *n_tab * n, v, n);
     ana_u64map_put(idx, h, *n_tab);
+    *slot = (uint32_t)*n_tab + 1;
     return (uint32_t)(*n_tab)++;
 }
 
 uint32_t ana_trace_site_of(ana_trace *t, const ana_call_site *s)
 {
     _Static_assert(sizeof(*s) == 16, "hashed as two words");
-    return ana_trace_intern_bytes(t, &t->site_idx, (void **)&t->sites, &t->n_sites, &t->cap_sites,
-                                  s, sizeof(*s), "call sites");
+    return ana_trace_intern_bytes(t, &t->site_idx, t->site_cache, (void **)&t->sites, &t->n_sites,
+                                  &t->cap_sites, s, sizeof(*s), "call sites");
 }
 
 uint32_t ana_trace_lane_of(ana_trace *t, const ana_gpu_lane *l)
 {
     _Static_assert(sizeof(*l) <= 16, "hashed whole");
-    return ana_trace_intern_bytes(t, &t->lane_idx, (void **)&t->lanes, &t->n_lanes, &t->cap_lanes,
-                                  l, sizeof(*l), "GPU streams");
+    return ana_trace_intern_bytes(t, &t->lane_idx, t->lane_cache, (void **)&t->lanes, &t->n_lanes,
+                                  &t->cap_lanes, l, sizeof(*l), "GPU streams");
 }
 
 uint32_t ana_trace_use_pack(ana_trace *t, unsigned kind, uint64_t arg)
