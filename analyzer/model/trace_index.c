@@ -9,21 +9,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Index of v in the table *tab of *n entries (capacity *cap) through the map idx, added
+ * when new; a trace with `limit` distinct values is refused (exit status 2), what names
+ * them in the message. */
+static uint32_t ana_trace_intern_u64(ana_trace *t, ana_u64map *idx, uint64_t **tab, size_t *n,
+                                     size_t *cap, uint64_t v, uint64_t limit, const char *what)
+{
+    uint64_t k;
+    if (!ana_u64map_get(idx, v, &k)) {
+        if (*n >= limit) {
+            fprintf(stderr, "anatomist: %s: too many distinct %s to analyze\n", t->path, what);
+            exit(ANA_EXIT_BAD);
+        }
+        ANA_GROW(*tab, *cap, *n + 1);
+        (*tab)[*n] = v;
+        ana_u64map_put(idx, v, k = (*n)++);
+    }
+    return (uint32_t)k;
+}
+
 /* Index of v in t->wide (added when new). */
 static uint32_t ana_trace_intern(ana_trace *t, uint64_t v)
 {
-    uint64_t k;
-    if (!ana_u64map_get(&t->wide_idx, v, &k)) {
-        if (t->n_wide >= ANA_TRACE_WIDE28_BIT) { /* 2^27 distinct wide values */
-            fprintf(stderr, "anatomist: %s: too many distinct ids of 2^27 and up to "
-                            "analyze\n", t->path);
-            exit(ANA_EXIT_BAD);
-        }
-        ANA_GROW(t->wide, t->cap_wide, t->n_wide + 1);
-        t->wide[t->n_wide] = v;
-        ana_u64map_put(&t->wide_idx, v, k = t->n_wide++);
-    }
-    return (uint32_t)k;
+    return ana_trace_intern_u64(t, &t->wide_idx, &t->wide, &t->n_wide, &t->cap_wide, v,
+                                ANA_TRACE_WIDE28_BIT, "ids of 2^27 and up");
 }
 
 uint32_t ana_trace_narrow(ana_trace *t, uint64_t v)
@@ -37,20 +46,11 @@ uint32_t ana_trace_use_ptr_w(ana_trace *t, uint64_t p)
     size_t h = (size_t)((p >> 8) * 0x9E3779B97F4A7C15ull >> 56);
     if (t->use_ptr_cache[1][h] && t->use_ptr_cache[0][h] == p)
         return (uint32_t)(t->use_ptr_cache[1][h] - 1);
-    uint64_t k;
-    if (!ana_u64map_get(&t->use_ptr_idx, p, &k)) {
-        if (t->n_use_ptrs >= UINT32_MAX) {
-            fprintf(stderr, "anatomist: %s: too many distinct device addresses (2^32) to "
-                            "analyze\n", t->path);
-            exit(ANA_EXIT_BAD);
-        }
-        ANA_GROW(t->use_ptrs, t->cap_use_ptrs, t->n_use_ptrs + 1);
-        t->use_ptrs[t->n_use_ptrs] = p;
-        ana_u64map_put(&t->use_ptr_idx, p, k = t->n_use_ptrs++);
-    }
+    uint32_t k = ana_trace_intern_u64(t, &t->use_ptr_idx, &t->use_ptrs, &t->n_use_ptrs,
+                                      &t->cap_use_ptrs, p, UINT32_MAX, "device addresses (2^32)");
     t->use_ptr_cache[0][h] = p;
-    t->use_ptr_cache[1][h] = k + 1;
-    return (uint32_t)k;
+    t->use_ptr_cache[1][h] = (uint64_t)k + 1;
+    return k;
 }
 
 /* The index of the n-byte value v in the table *tab of *n_tab entries (capacity *cap),
