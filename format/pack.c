@@ -249,9 +249,27 @@ static inline int emit_bytes(struct col *c, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* Past n varints from p, or NULL when [p, end) ends first. Every byte below 0x80 ends one. */
+/* Past n varints from p, or NULL when [p, end) ends first. Every byte below 0x80 ends one.
+ * Eight bytes at a time where they are there (the bodies are most of what is packed and
+ * unpacked: byte by byte this was the packer's largest cost). */
 static inline const uint8_t *skip(const uint8_t *p, const uint8_t *end, unsigned n)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (n && end - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t ends = ~w & 0x8080808080808080ull; /* bit 7 of each byte that ends one */
+        unsigned c = (unsigned)(((ends >> 7) * 0x0101010101010101ull) >> 56); /* how many */
+        if (c < n) {
+            n -= c;
+            p += 8;
+            continue;
+        }
+        while (--n)
+            ends &= ends - 1;
+        return p + (__builtin_ctzll(ends) >> 3) + 1;
+    }
+#endif
     while (n && p < end)
         n -= !(*p++ & 0x80);
     return n ? NULL : p;
