@@ -314,8 +314,10 @@ static const uint8_t *skip_field(const struct op *o, const uint8_t *p, const uin
     uint64_t n = take(&p, end, 0, &bad);
     if (bad || n > (uint64_t)(end - p))
         return NULL;
+    if (o->code == OP_FRAMES)
+        return skip(p, end, (unsigned)n); /* n <= end - p: fits; one varint each */
     for (uint64_t i = 0; i < n && p; i++)
-        p = o->code == OP_STRV ? skip_str(p, end) : skip(p, end, 1);
+        p = skip_str(p, end);
     return p;
 }
 
