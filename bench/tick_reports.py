@@ -4,10 +4,14 @@ once on the simulated device in nanoseconds; bench/tick_study then writes the sa
 again at each tick (what ANATOMIST_TIME_RESOLUTION would have written, without the
 run-to-run jitter of a second recording), and `anatomist report` (text and --json) of each
 is compared with the report of the same records rewritten at 1 ns. Prints, per sample and
-tick, the trace's bytes per record and every JSON figure and text line that differs.
+tick, the trace's bytes and every JSON figure (list indices folded) and text line that
+differs.
 Not a test; docs/overhead.md, "Trace size".
 
-    bench/tick_reports.py BUILD_DIR [OUT_DIR]"""
+    bench/tick_reports.py BUILD_DIR [OUT_DIR]
+    (REUSE=1: the recordings already in OUT_DIR are used again; FIRST=N: from sample N on;
+    TEXT_LINES=N: the differing text lines shown per tick.)"""
+import difflib
 import json
 import os
 import re
@@ -22,7 +26,7 @@ SAMPLES = [  # name, argv after the program, extra environment
     ("train_gpt", ["--precision", "bf16", "--steps", "3"], SIM),
     ("train_gpt", ["--precision", "fp32", "--steps", "3"], SIM),
     ("train_gpt", ["--steps", "20"], {}),
-    ("alloc_loop", [], {}),
+    ("alloc_loop", ["0", "200", "return"], {}),
     ("api_tour", [], {}),
     ("copies", [], {}),
     ("two_streams", [], {}),
@@ -31,7 +35,7 @@ SAMPLES = [  # name, argv after the program, extra environment
     ("threads_alloc", [], {}),
     ("threads_phases", [], {}),
     ("driver_launch", [], {}),
-    ("capture_range", [], {}),
+    ("capture_range", ["nvtx", "20", "5", "10"], {}),
     ("cupti_user", [], {}),
 ]
 SHIFTS = [0, 4, 6, 8, 10]
@@ -63,12 +67,16 @@ def main():
     ana = os.path.join(build, "bin", "anatomist")
     study = os.path.join(build, "bench", "tick_study")
     for n, (name, args, extra) in enumerate(SAMPLES):
+        if n < int(os.environ.get("FIRST", "0")):
+            continue
         label = " ".join([name] + args)
         src = os.path.join(out, "%02d-%s.anat" % (n, name))
         env = dict(os.environ, **extra)
-        p = subprocess.run([ana, "run", "--sim", "-q", "-o", src, "--",
-                            os.path.join(build, "samples", name)] + args,
-                           env=env, capture_output=True, text=True)
+        p = subprocess.CompletedProcess([], 0)
+        if not (os.environ.get("REUSE") and os.path.exists(src)):  # REUSE=1: the same records
+            p = subprocess.run([ana, "run", "--sim", "-q", "-o", src, "--",
+                                os.path.join(build, "samples", name)] + args,
+                               env=env, capture_output=True, text=True)
         if p.returncode != 0 or not os.path.exists(src):
             print("## %s: not recorded (exit %d)" % (label, p.returncode))
             continue
@@ -82,10 +90,8 @@ def main():
                 base = (text, js)
                 print("## %s (%d bytes at 1 ns)" % (label, size))
                 continue
-            old, new = base[0].splitlines(), text.splitlines()
-            tl = [a + " | " + b for a, b in zip(old, new) if a != b]
-            if len(old) != len(new):
-                tl.append("(text: %d lines, %d at 1 ns)" % (len(new), len(old)))
+            old, new = base[0].splitlines()[1:], text.splitlines()[1:]  # past the trace's name
+            tl = [d for d in difflib.ndiff(old, new) if d[:1] in "-+"]
             diff = [k for k in sorted(set(base[1]) | set(js)) if base[1].get(k) != js.get(k)]
             # the figures that differ, list indices folded: what changes, not where
             kinds = {}

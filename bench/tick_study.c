@@ -4,15 +4,14 @@
  * nearest), so that the analyzer's reports of one run can be compared tick against tick
  * without the run-to-run jitter of recording the program again.
  *   tick_study SHIFT IN.anat OUT.anat      (tick = 2^SHIFT ns)
- * Chunks of 1 MiB of records, zstd level 3, packed: as the preload writes them. Not a
- * test; docs/overhead.md, "Trace size". */
+ * Chunks of 1 MiB of records (CHUNK_KB in the environment: other sizes), zstd level 3,
+ * packed: as the preload writes them. Not a test; docs/overhead.md, "Trace size". */
 #include "reader.h"
 #include "writer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHUNK (1u << 20)
 
 int main(int argc, char **argv)
 {
@@ -21,6 +20,7 @@ int main(int argc, char **argv)
         return 2;
     }
     unsigned shift = (unsigned)atoi(argv[1]);
+    size_t chunk = getenv("CHUNK_KB") ? (size_t)atol(getenv("CHUNK_KB")) << 10 : 1u << 20;
     ana_reader *r;
     ana_error err;
     char msg[1024];
@@ -45,7 +45,7 @@ int main(int argc, char **argv)
             fail = 1;
             break;
         }
-        if (cb.len >= CHUNK) {
+        if (cb.len >= chunk) {
             fail |= ana_tw_chunk(tw, cb.buf, cb.len) < 0;
             ana_chunkbuf_reset(&cb);
         }
