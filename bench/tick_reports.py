@@ -97,8 +97,11 @@ def main():
             kinds = {}
             for k in diff:
                 kinds.setdefault(re.sub(r"\[\d+\]", "[]", k), []).append(k)
+            gone = sum(1 for d in tl if d[0] == "-")
             print("### tick %d ns: %d bytes; %d JSON figures (%d distinct) and %d text lines "
-                  "differ" % (1 << s, size, len(diff), len(kinds), len(tl)))
+                  "differ (%d at 1 ns not found, %d new)" %
+                  (1 << s, size, len(diff), len(kinds), max(gone, len(tl) - gone), gone,
+                   len(tl) - gone))
             for k, ks in sorted(kinds.items()):
                 print("    json %s (%d): e.g. %r -> %r" %
                       (k, len(ks), base[1].get(ks[0]), js.get(ks[0])))
