@@ -25,20 +25,32 @@ static double now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* A packed chunk's column directory (at most 1024 columns): the offset of the first
+ * column's bytes; ids and lengths in id[] and len[]. */
+static size_t directory(const uint8_t *p, size_t n, uint64_t *ncols, uint64_t *id, uint64_t *len)
+{
+    uint64_t nrec = 0;
+    *ncols = 0;
+    size_t at = ana_varint_get(p, n, &nrec);
+    at += ana_varint_get(p + at, n - at, ncols);
+    if (*ncols > 1024)
+        *ncols = 1024;
+    for (uint64_t i = 0; i < *ncols; i++) {
+        at += ana_varint_get(p + at, n - at, &id[i]);
+        at += ana_varint_get(p + at, n - at, &len[i]);
+    }
+    return at;
+}
+
 /* Bytes of each column compressed on its own, summed over chunks (PACK_COLS=1). */
 static double col_bytes[1 + ANA_K_COUNT * 32], col_raw[1 + ANA_K_COUNT * 32];
 
 static void column_sizes(ZSTD_CCtx *cc, const uint8_t *p, size_t n)
 {
-    uint64_t nrec = 0, ncols = 0, id[1024], len[1024];
-    size_t at = ana_varint_get(p, n, &nrec);
-    at += ana_varint_get(p + at, n - at, &ncols);
-    for (uint64_t i = 0; i < ncols && i < 1024; i++) {
-        at += ana_varint_get(p + at, n - at, &id[i]);
-        at += ana_varint_get(p + at, n - at, &len[i]);
-    }
+    uint64_t ncols, id[1024], len[1024];
+    size_t at = directory(p, n, &ncols, id, len);
     uint8_t *cb = malloc(ZSTD_compressBound(n));
-    for (uint64_t i = 0; i < ncols && i < 1024; i++) {
+    for (uint64_t i = 0; i < ncols; i++) {
         col_bytes[id[i]] += (double)ZSTD_compress2(cc, cb, ZSTD_compressBound(n), p + at, len[i]);
         col_raw[id[i]] += (double)len[i];
         at += len[i];
@@ -52,15 +64,10 @@ static double col_marginal[1 + ANA_K_COUNT * 32];
 
 static void column_marginals(ZSTD_CCtx *cc, const uint8_t *p, size_t n, size_t whole)
 {
-    uint64_t nrec = 0, ncols = 0, id[1024], len[1024];
-    size_t at = ana_varint_get(p, n, &nrec);
-    at += ana_varint_get(p + at, n - at, &ncols);
-    for (uint64_t i = 0; i < ncols && i < 1024; i++) {
-        at += ana_varint_get(p + at, n - at, &id[i]);
-        at += ana_varint_get(p + at, n - at, &len[i]);
-    }
+    uint64_t ncols, id[1024], len[1024];
+    size_t at = directory(p, n, &ncols, id, len);
     uint8_t *z = malloc(n), *cb = malloc(ZSTD_compressBound(n));
-    for (uint64_t i = 0; i < ncols && i < 1024; i++) {
+    for (uint64_t i = 0; i < ncols; i++) {
         memcpy(z, p, n);
         memset(z + at, 0, len[i]);
         size_t c = ZSTD_compress2(cc, cb, ZSTD_compressBound(n), z, n);
@@ -221,18 +228,13 @@ static void alt_codings(ZSTD_CCtx *cc, const uint8_t *raw, size_t n, const uint8
         }
     }
     /* the packed chunk's columns, each replaced where a variant has its own */
-    uint64_t nrec = 0, ncols = 0, id[1024], len[1024];
-    size_t at = ana_varint_get(p, pn, &nrec);
-    at += ana_varint_get(p + at, pn - at, &ncols);
-    for (uint64_t i = 0; i < ncols && i < 1024; i++) {
-        at += ana_varint_get(p + at, pn - at, &id[i]);
-        at += ana_varint_get(p + at, pn - at, &len[i]);
-    }
+    uint64_t ncols, id[1024], len[1024];
+    size_t at = directory(p, pn, &ncols, id, len);
     size_t cap = 2 * pn + 4096, ccap = ZSTD_compressBound(cap);
     uint8_t *buf = malloc(cap), *cb = malloc(ccap);
     for (int v = 0; v < NALT; v++) {
         size_t o = 0, a = at;
-        for (uint64_t i = 0; i < ncols && i < 1024; i++) {
+        for (uint64_t i = 0; i < ncols; i++) {
             struct altcol *ac = alt[v][id[i]];
             if (!ac[0].len) {
                 memcpy(buf + o, p + a, len[i]);
