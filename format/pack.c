@@ -240,8 +240,18 @@ static inline int emit(struct col *c, uint64_t v)
     return 0;
 }
 
-static inline int emit_bytes(struct col *c, const uint8_t *p, size_t n)
+/* n bytes at p into c. `readable`: bytes that may be read from p (n or more): a body run of
+ * 16 bytes or less is copied as two fixed 8-byte words where both sides have the room, not
+ * by a call to memcpy (most bodies are that short). */
+static inline int emit_bytes(struct col *c, const uint8_t *p, size_t n, size_t readable)
 {
+    if (n <= 16 && readable >= 16 && c->cap - c->len >= 16) {
+        uint64_t w[2];
+        memcpy(w, p, 16);
+        memcpy(c->b + c->len, w, 16);
+        c->len += n;
+        return 0;
+    }
     if (c->cap - c->len < n && col_grow(c, n) < 0)
         return -1;
     memcpy(c->b + c->len, p, n);
@@ -323,7 +333,8 @@ static const uint8_t *skip_field(const struct op *o, const uint8_t *p, const uin
 
 /* One record's payload into its kind's columns: 1 = packed, 0 = not packable, -1 = out of
  * memory. */
-static int pack_payload(ana_packer *pk, uint32_t kind, const uint8_t *p, const uint8_t *end)
+static int pack_payload(ana_packer *pk, uint32_t kind, const uint8_t *p, const uint8_t *end,
+                        const uint8_t *raw_end)
 {
     if (kind >= ANA_K_PTR_TABLE)
         return 0; /* kinds after 2.0's: a chunk holding one is written unpacked, which a 2.0
@@ -362,7 +373,7 @@ static int pack_payload(ana_packer *pk, uint32_t kind, const uint8_t *p, const u
             const uint8_t *q = skip_field(o, p, end);
             if (!q)
                 return 0;
-            if (emit_bytes(body, p, (size_t)(q - p)) < 0)
+            if (emit_bytes(body, p, (size_t)(q - p), (size_t)(raw_end - p)) < 0)
                 return -1;
             p = q;
         } else {
@@ -396,7 +407,7 @@ size_t ana_pack(ana_packer *pk, const uint8_t *raw, size_t n, uint8_t *out, size
         uint64_t kind = take(&p, end, 1, &bad), plen = take(&p, end, 1, &bad);
         if (bad || kind == 0 || kind >= ANA_K_COUNT || plen > (uint64_t)(end - p))
             return 0;
-        if (emit(&pk->cols[0], kind) < 0 || pack_payload(pk, (uint32_t)kind, p, p + plen) != 1)
+        if (emit(&pk->cols[0], kind) < 0 || pack_payload(pk, (uint32_t)kind, p, p + plen, end) != 1)
             return 0;
         p += plen;
     }
@@ -428,6 +439,7 @@ size_t ana_pack(ana_packer *pk, const uint8_t *raw, size_t n, uint8_t *out, size
 
 struct rcol {
     const uint8_t *p, *end;
+    const uint8_t *readable; /* the end of the packed input (columns lie one after another) */
 };
 
 struct dst {
@@ -455,12 +467,20 @@ static inline int put(struct dst *d, uint64_t v)
     return 1;
 }
 
-/* Moves the body's bytes up to q into d; 0 when q is NULL or they do not fit. */
+/* Moves the body's bytes up to q into d; 0 when q is NULL or they do not fit. A run of 16
+ * bytes or less goes as two fixed 8-byte words where both sides have the room (as
+ * emit_bytes). */
 static inline int move_body(struct rcol *body, const uint8_t *q, struct dst *d)
 {
     if (!q || (size_t)(d->end - d->p) < (size_t)(q - body->p))
         return 0;
-    memcpy(d->p, body->p, (size_t)(q - body->p));
+    if (q - body->p <= 16 && body->readable - body->p >= 16 && d->end - d->p >= 16) {
+        uint64_t w[2];
+        memcpy(w, body->p, 16);
+        memcpy(d->p, w, 16);
+    } else {
+        memcpy(d->p, body->p, (size_t)(q - body->p));
+    }
     d->p += q - body->p;
     body->p = q;
     return 1;
@@ -527,7 +547,7 @@ size_t ana_unpack(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
     plan_build(&u->plan);
     model_reset(&u->m);
     int bad = 0;
-    struct rcol hdr = { in, in + n };
+    struct rcol hdr = { in, in + n, in + n };
     uint64_t nrec = get(&hdr, &bad), ncols = get(&hdr, &bad);
     if (bad || ncols > NCOLS)
         goto done;
@@ -546,7 +566,7 @@ size_t ana_unpack(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
     const uint8_t *p = hdr.p;
     for (uint64_t i = 0; i < ncols; i++) {
         uint64_t id = get(&dir, &bad), len = get(&dir, &bad);
-        u->cols[id] = (struct rcol){ p, p + len };
+        u->cols[id] = (struct rcol){ p, p + len, in + n };
         p += len;
     }
     struct dst d = { out, out + cap };
