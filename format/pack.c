@@ -240,9 +240,8 @@ static inline int emit(struct col *c, uint64_t v)
     return 0;
 }
 
-/* n bytes at p into c. `readable`: bytes that may be read from p (n or more): a body run of
- * 16 bytes or less is copied as two fixed 8-byte words where both sides have the room, not
- * by a call to memcpy (most bodies are that short). */
+/* n bytes at p into c (`readable` bytes may be read at p): 16 or less as two 8-byte words
+ * where both sides have the room, not by a call to memcpy (most bodies are that short). */
 static inline int emit_bytes(struct col *c, const uint8_t *p, size_t n, size_t readable)
 {
     if (n <= 16 && readable >= 16 && c->cap - c->len >= 16) {
@@ -260,8 +259,7 @@ static inline int emit_bytes(struct col *c, const uint8_t *p, size_t n, size_t r
 }
 
 /* Past n varints from p, or NULL when [p, end) ends first. Every byte below 0x80 ends one.
- * Eight bytes at a time where they are there (the bodies are most of what is packed and
- * unpacked: byte by byte this was the packer's largest cost). */
+ * Eight bytes at a time where there are eight (byte by byte, the packer's largest cost). */
 static inline const uint8_t *skip(const uint8_t *p, const uint8_t *end, unsigned n)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -467,9 +465,8 @@ static inline int put(struct dst *d, uint64_t v)
     return 1;
 }
 
-/* Moves the body's bytes up to q into d; 0 when q is NULL or they do not fit. A run of 16
- * bytes or less goes as two fixed 8-byte words where both sides have the room (as
- * emit_bytes). */
+/* Moves the body's bytes up to q into d; 0 when q is NULL or they do not fit. 16 bytes or
+ * less go as two 8-byte words where both sides have the room (as emit_bytes). */
 static inline int move_body(struct rcol *body, const uint8_t *q, struct dst *d)
 {
     if (!q || (size_t)(d->end - d->p) < (size_t)(q - body->p))
