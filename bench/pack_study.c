@@ -230,25 +230,30 @@ static void alt_codings(ZSTD_CCtx *cc, const uint8_t *raw, size_t n, const uint8
     /* the packed chunk's columns, each replaced where a variant has its own */
     uint64_t ncols, id[1024], len[1024];
     size_t at = directory(p, pn, &ncols, id, len);
-    size_t cap = 2 * pn + 4096, ccap = ZSTD_compressBound(cap);
-    uint8_t *buf = malloc(cap), *cb = malloc(ccap);
     for (int v = 0; v < NALT; v++) {
-        size_t o = 0, a = at;
+        size_t need = 0;
+        for (uint64_t i = 0; i < ncols; i++) {
+            struct altcol *ac = alt[v][id[i]];
+            need += ac[0].len ? ac[0].len + ac[1].len + ac[2].len : len[i];
+        }
+        size_t ccap = ZSTD_compressBound(need), o = 0, a = at;
+        uint8_t *buf = malloc(need ? need : 1), *cb = malloc(ccap);
         for (uint64_t i = 0; i < ncols; i++) {
             struct altcol *ac = alt[v][id[i]];
             if (!ac[0].len) {
                 memcpy(buf + o, p + a, len[i]);
                 o += len[i];
             }
-            for (int pl = 0; pl < 3; pl++) {
-                memcpy(buf + o, ac[pl].b, ac[pl].len);
-                o += ac[pl].len;
-            }
+            for (int pl = 0; pl < 3; pl++)
+                if (ac[pl].len) {
+                    memcpy(buf + o, ac[pl].b, ac[pl].len);
+                    o += ac[pl].len;
+                }
             a += len[i];
         }
         alt_bytes[v] += (double)ZSTD_compress2(cc, cb, ccap, buf, o);
+        free(buf), free(cb);
     }
-    free(buf), free(cb);
 }
 
 static uint64_t count_records(const uint8_t *p, size_t n)
