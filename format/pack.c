@@ -240,8 +240,17 @@ static inline int emit(struct col *c, uint64_t v)
     return 0;
 }
 
-static inline int emit_bytes(struct col *c, const uint8_t *p, size_t n)
+/* n bytes at p into c (`readable` bytes may be read at p): 16 or less as two 8-byte words
+ * where both sides have the room, not by a call to memcpy (most bodies are that short). */
+static inline int emit_bytes(struct col *c, const uint8_t *p, size_t n, size_t readable)
 {
+    if (n <= 16 && readable >= 16 && c->cap - c->len >= 16) {
+        uint64_t w[2];
+        memcpy(w, p, 16);
+        memcpy(c->b + c->len, w, 16);
+        c->len += n;
+        return 0;
+    }
     if (c->cap - c->len < n && col_grow(c, n) < 0)
         return -1;
     memcpy(c->b + c->len, p, n);
@@ -249,25 +258,26 @@ static inline int emit_bytes(struct col *c, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* Past n varints from p, or NULL when [p, end) ends first. Every byte below 0x80 ends one. */
-#define ANA_PACK_LITTLE_ENDIAN (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
-
-static inline const uint8_t *skip(const uint8_t *p, const uint8_t *end, uint64_t n)
+/* Past n varints from p, or NULL when [p, end) ends first. Every byte below 0x80 ends one.
+ * Eight bytes at a time where there are eight (byte by byte, the packer's largest cost). */
+static inline const uint8_t *skip(const uint8_t *p, const uint8_t *end, unsigned n)
 {
-    /* eight bytes at a time: the varints that end in them are the bytes below 0x80 */
-    while (ANA_PACK_LITTLE_ENDIAN && n && end - p >= 8) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (n && end - p >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
-        uint64_t ends = ~w & 0x8080808080808080ull;
-        unsigned c = (unsigned)(((ends >> 7) * 0x0101010101010101ull) >> 56); /* bytes: 0 or 1 */
-        if (c >= n) {
-            while (--n)
-                ends &= ends - 1; /* the n-th end is the lowest left */
-            return p + __builtin_ctzll(ends) / 8 + 1;
+        uint64_t ends = ~w & 0x8080808080808080ull; /* bit 7 of each byte that ends one */
+        unsigned c = (unsigned)(((ends >> 7) * 0x0101010101010101ull) >> 56); /* how many */
+        if (c < n) {
+            n -= c;
+            p += 8;
+            continue;
         }
-        n -= c;
-        p += 8;
+        while (--n)
+            ends &= ends - 1;
+        return p + (__builtin_ctzll(ends) >> 3) + 1;
     }
+#endif
     while (n && p < end)
         n -= !(*p++ & 0x80);
     return n ? NULL : p;
@@ -312,8 +322,8 @@ static const uint8_t *skip_field(const struct op *o, const uint8_t *p, const uin
     uint64_t n = take(&p, end, 0, &bad);
     if (bad || n > (uint64_t)(end - p))
         return NULL;
-    if (o->code != OP_STRV)
-        return skip(p, end, n); /* OP_FRAMES: n varints */
+    if (o->code == OP_FRAMES)
+        return skip(p, end, (unsigned)n); /* n <= end - p: fits; one varint each */
     for (uint64_t i = 0; i < n && p; i++)
         p = skip_str(p, end);
     return p;
@@ -321,7 +331,8 @@ static const uint8_t *skip_field(const struct op *o, const uint8_t *p, const uin
 
 /* One record's payload into its kind's columns: 1 = packed, 0 = not packable, -1 = out of
  * memory. */
-static int pack_payload(ana_packer *pk, uint32_t kind, const uint8_t *p, const uint8_t *end)
+static int pack_payload(ana_packer *pk, uint32_t kind, const uint8_t *p, const uint8_t *end,
+                        const uint8_t *raw_end)
 {
     if (kind >= ANA_K_PTR_TABLE)
         return 0; /* kinds after 2.0's: a chunk holding one is written unpacked, which a 2.0
@@ -360,7 +371,7 @@ static int pack_payload(ana_packer *pk, uint32_t kind, const uint8_t *p, const u
             const uint8_t *q = skip_field(o, p, end);
             if (!q)
                 return 0;
-            if (emit_bytes(body, p, (size_t)(q - p)) < 0)
+            if (emit_bytes(body, p, (size_t)(q - p), (size_t)(raw_end - p)) < 0)
                 return -1;
             p = q;
         } else {
@@ -394,7 +405,7 @@ size_t ana_pack(ana_packer *pk, const uint8_t *raw, size_t n, uint8_t *out, size
         uint64_t kind = take(&p, end, 1, &bad), plen = take(&p, end, 1, &bad);
         if (bad || kind == 0 || kind >= ANA_K_COUNT || plen > (uint64_t)(end - p))
             return 0;
-        if (emit(&pk->cols[0], kind) < 0 || pack_payload(pk, (uint32_t)kind, p, p + plen) != 1)
+        if (emit(&pk->cols[0], kind) < 0 || pack_payload(pk, (uint32_t)kind, p, p + plen, end) != 1)
             return 0;
         p += plen;
     }
@@ -426,6 +437,7 @@ size_t ana_pack(ana_packer *pk, const uint8_t *raw, size_t n, uint8_t *out, size
 
 struct rcol {
     const uint8_t *p, *end;
+    const uint8_t *readable; /* the end of the packed input (columns lie one after another) */
 };
 
 struct dst {
@@ -453,12 +465,19 @@ static inline int put(struct dst *d, uint64_t v)
     return 1;
 }
 
-/* Moves the body's bytes up to q into d; 0 when q is NULL or they do not fit. */
+/* Moves the body's bytes up to q into d; 0 when q is NULL or they do not fit. 16 bytes or
+ * less go as two 8-byte words where both sides have the room (as emit_bytes). */
 static inline int move_body(struct rcol *body, const uint8_t *q, struct dst *d)
 {
     if (!q || (size_t)(d->end - d->p) < (size_t)(q - body->p))
         return 0;
-    memcpy(d->p, body->p, (size_t)(q - body->p));
+    if (q - body->p <= 16 && body->readable - body->p >= 16 && d->end - d->p >= 16) {
+        uint64_t w[2];
+        memcpy(w, body->p, 16);
+        memcpy(d->p, w, 16);
+    } else {
+        memcpy(d->p, body->p, (size_t)(q - body->p));
+    }
     d->p += q - body->p;
     body->p = q;
     return 1;
@@ -525,7 +544,7 @@ size_t ana_unpack(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
     plan_build(&u->plan);
     model_reset(&u->m);
     int bad = 0;
-    struct rcol hdr = { in, in + n };
+    struct rcol hdr = { in, in + n, in + n };
     uint64_t nrec = get(&hdr, &bad), ncols = get(&hdr, &bad);
     if (bad || ncols > NCOLS)
         goto done;
@@ -544,7 +563,7 @@ size_t ana_unpack(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
     const uint8_t *p = hdr.p;
     for (uint64_t i = 0; i < ncols; i++) {
         uint64_t id = get(&dir, &bad), len = get(&dir, &bad);
-        u->cols[id] = (struct rcol){ p, p + len };
+        u->cols[id] = (struct rcol){ p, p + len, in + n };
         p += len;
     }
     struct dst d = { out, out + cap };
