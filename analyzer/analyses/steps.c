@@ -381,60 +381,6 @@ static int ana_st_step_cmp(const void *a, const void *b)
     return x->a < y->a ? -1 : x->a > y->a;
 }
 
-/* A step of consecutive calls ends where the next one begins; the last (or one before a
- * gap) when its last call or the GPU work of its calls ended: 1 for such a step. */
-static int ana_st_span_open(const ana_st *st, size_t i)
-{
-    const ana_st_step *s = &st->steps[i];
-    return s->kind == ST_SPAN &&
-           !(i + 1 < st->n_steps && st->steps[i + 1].kind == ST_SPAN && st->steps[i + 1].a == s->b + 1);
-}
-
-/* end[i]: where step i ends, for every ST_SPAN step. The open ones (ana_st_span_open: the
- * last, and any before a gap) take the latest end of their calls' GPU work, found in one
- * pass over the GPU activities without an array by call: the open steps come in order of
- * their first call, and reach[k], the furthest last call of the first k + 1, says how far
- * back a call's steps can start. */
-static uint64_t *ana_st_span_ends(const ana_st *st)
-{
-    const ana_trace *t = st->t;
-    uint64_t *end = ana_xcalloc(st->n_steps + 1, sizeof(uint64_t));
-    size_t *open = ana_xcalloc(st->n_steps + 1, sizeof(size_t)), n_open = 0;
-    size_t *reach = ana_xcalloc(st->n_steps + 1, sizeof(size_t));
-    for (size_t i = 0; i < st->n_steps; i++) {
-        const ana_st_step *s = &st->steps[i];
-        if (s->kind != ST_SPAN)
-            continue;
-        if (!ana_st_span_open(st, i)) {
-            end[i] = t->calls[s->b + 1].time_ns;
-            continue;
-        }
-        end[i] = t->calls[s->b].time_ns;
-        reach[n_open] = n_open && reach[n_open - 1] > s->b ? reach[n_open - 1] : s->b;
-        open[n_open++] = i;
-    }
-    for (size_t g = 0; n_open && g < t->n_gpu; g++) {
-        const ana_api_call *c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[g].corr_w));
-        if (!c)
-            continue;
-        size_t ci = (size_t)(c - t->calls), lo = 0, hi = n_open;
-        while (lo < hi) { /* hi: the open steps whose first call is at or before ci */
-            size_t mid = lo + (hi - lo) / 2;
-            if (st->steps[open[mid]].a <= ci)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        uint64_t e = t->gpu[g].start_ns + ana_trace_wide(t, t->gpu[g].dur_w);
-        for (size_t k = lo; k-- > 0 && reach[k] >= ci;)
-            if (st->steps[open[k]].b >= ci && e > end[open[k]])
-                end[open[k]] = e;
-    }
-    free(reach);
-    free(open);
-    return end;
-}
-
 static void ana_st_assign(ana_st *st, ana_steps *out)
 {
     ana_sort(st->steps, st->n_steps, sizeof(*st->steps), ana_st_step_cmp);

@@ -64,6 +64,8 @@ static inline void ana_st_add_step(ana_st *st, ana_st_step s)
  * why and returns 0. */
 int ana_st_optimizer(ana_st *st, char *why, size_t cap);
 int ana_st_period(ana_st *st, char *why, size_t cap);
+/* steps_seq.c: where each ST_SPAN step of st->steps (sorted) ends, by step (calloc'd). */
+uint64_t *ana_st_span_ends(const ana_st *st);
 /* steps_seq.c: the phases (enum ana_phase, into phase[call]) of one step's calls L[0..n)
  * from kernel-name hints; 0 when it has no backward-hinted launch (nothing written). */
 int ana_st_name_phases(const ana_st *st, const uint32_t *L, size_t n, uint8_t *phase);
