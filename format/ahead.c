@@ -1,8 +1,9 @@
 /* ahead.c — the reader's worker threads (ahead.h): each claims the next chunk of the file,
  * in order, reads, decompresses and decodes it into its batch while the reader's caller is
  * at an earlier one; the reader takes the batches in the order of the file.
- * Called by reader.c; calls chunk.c, safe_open.c. */
+ * Called by reader.c; calls chunk.c, safe_open.c (and reads codec.c's table of fields). */
 #include "ahead.h"
+#include "codec_int.h"
 #include "safe_open.h"
 
 #include <pthread.h>
@@ -67,21 +68,51 @@ static int more_room(ana_batch *b, size_t *blk)
     return 0;
 }
 
-/* Room for one more record. 0, or -1. */
-static int more_recs(ana_batch *b)
+/* Bytes of ana_record.u the decoder writes for each kind (its fields' extent in codec.c's
+ * table, which decode_fast.c fills the same), rounded up to 8. */
+static uint16_t extent[ANA_K_COUNT];
+static pthread_once_t extent_once = PTHREAD_ONCE_INIT;
+
+static void extent_init(void)
 {
-    if (b->n < b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap * 2 : 4096;
-    ana_record *r = realloc(b->recs, cap * sizeof(*r));
-    if (r)
-        b->recs = r;
-    uint32_t *u = r ? realloc(b->unknown_before, cap * sizeof(*u)) : NULL;
-    if (!u)
+    for (uint32_t k = 1; k < ANA_K_COUNT; k++)
+        for (const struct ana_field *f = ana_fields[k]; f->type != F_END; f++) {
+            size_t n = f->type == F_U || f->type == F_S ? sizeof(uint64_t)
+                     : f->type == F_STRV                ? sizeof(ana_strv)
+                     : f->type == F_FRAMES              ? sizeof(ana_frames)
+                                                        : sizeof(ana_str);
+            size_t end = (f->off + n + 7) & ~(size_t)7;
+            if (end > extent[k])
+                extent[k] = (uint16_t)end;
+        }
+}
+
+/* Appends rec to b. 0, or -1 (no memory). */
+static int add_rec(ana_batch *b, const ana_record *rec, uint32_t unknown)
+{
+    size_t n = sizeof(ana_batch_rec) + extent[rec->kind];
+    if (b->cap - b->len < n &&
+        ana_chunk_grow(&b->recs, &b->cap, b->cap * 2 > b->len + n ? b->cap * 2 : (1u << 20)) < 0)
         return -1;
-    b->unknown_before = u;
-    b->cap = cap;
+    ana_batch_rec h = { .unknown_before = unknown, .kind = rec->kind, .tid = rec->tid,
+                        .time_ns = rec->time_ns };
+    memcpy(b->recs + b->len, &h, sizeof(h));
+    memcpy(b->recs + b->len + sizeof(h), &rec->u, extent[rec->kind]);
+    b->len += n;
+    b->n++;
     return 0;
+}
+
+uint32_t ana_ahead_next(const ana_batch *b, size_t *off, ana_record *rec)
+{
+    ana_batch_rec h;
+    memcpy(&h, b->recs + *off, sizeof(h));
+    rec->kind = h.kind;
+    rec->tid = h.tid;
+    rec->time_ns = h.time_ns;
+    memcpy(&rec->u, b->recs + *off + sizeof(h), extent[h.kind]);
+    *off += sizeof(h) + extent[h.kind];
+    return h.unknown_before;
 }
 
 /* Decodes b's records until the end of the chunk or the first one the reader must see to
@@ -93,13 +124,14 @@ static void decode(const ana_ahead *a, ana_batch *b)
     size_t blk = 0;
     for (size_t i = 0; i < b->nblocks; i++)
         b->blocks[i].used = 0;
-    b->n = 0;
+    b->n = b->len = 0;
     int room = b->nblocks || more_room(b, &blk) == 0; /* else all is left to the reader */
-    while (room && d.rpos < b->c.rsize && more_recs(b) == 0) {
+    ana_record rec;
+    while (room && d.rpos < b->c.rsize) {
         ana_dec before = d;
         uint64_t at;
         uint32_t kind;
-        enum ana_step s = ana_chunk_step(&d, b->c.raw, b->c.rsize, a->time_shift, &b->recs[b->n],
+        enum ana_step s = ana_chunk_step(&d, b->c.raw, b->c.rsize, a->time_shift, &rec,
                                          &b->blocks[blk], 1, &at, &kind);
         if (s == ANA_STEP_SEGMENT)
             continue;
@@ -107,8 +139,7 @@ static void decode(const ana_ahead *a, ana_batch *b)
             unknown++;
             continue;
         }
-        if (s == ANA_STEP_REC) {
-            b->unknown_before[b->n++] = unknown;
+        if (s == ANA_STEP_REC && add_rec(b, &rec, unknown) == 0) {
             unknown = 0;
             continue;
         }
@@ -143,7 +174,7 @@ static void *worker(void *arg)
         a->scan_seq++;
         pthread_mutex_unlock(&a->mu);
         b->result = ana_chunk_fetch(a->fd, a->size, b->pos, b->seq, &b->c);
-        b->n = 0;
+        b->n = b->len = 0;
         b->stop = (ana_dec){ 0 };
         b->unknown_tail = 0;
         if (b->result == ANA_FETCH_OK)
@@ -159,24 +190,26 @@ static void *worker(void *arg)
 ana_ahead *ana_ahead_start(int fd, uint64_t size, uint64_t pos, uint64_t seq,
                            unsigned time_shift, int threads)
 {
-    if (threads < 2)
+    if (threads < 1)
         return NULL;
     if (threads > AHEAD_MAX_THREADS)
         threads = AHEAD_MAX_THREADS;
     ana_ahead *a = calloc(1, sizeof(*a));
     if (!a)
         return NULL;
+    pthread_once(&extent_once, extent_init);
+    /* A batch for each worker and one for the reader's caller. */
     *a = (ana_ahead){ .fd = fd, .size = size, .time_shift = time_shift, .scan_pos = pos,
-                      .scan_seq = seq, .nslots = threads };
-    a->slots = calloc((size_t)threads, sizeof(*a->slots));
-    a->threads = calloc((size_t)threads - 1, sizeof(*a->threads));
+                      .scan_seq = seq, .nslots = threads + 1 };
+    a->slots = calloc((size_t)a->nslots, sizeof(*a->slots));
+    a->threads = calloc((size_t)threads, sizeof(*a->threads));
     int ok = a->slots && a->threads;
-    for (int i = 0; ok && i < threads; i++)
+    for (int i = 0; ok && i < a->nslots; i++)
         ok = (a->slots[i].c.dctx = ZSTD_createDCtx()) != NULL;
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->work, NULL);
     pthread_cond_init(&a->done, NULL);
-    while (ok && a->nthreads < threads - 1 &&
+    while (ok && a->nthreads < threads &&
            pthread_create(&a->threads[a->nthreads], NULL, worker, a) == 0)
         a->nthreads++;
     if (a->nthreads == 0) {
@@ -246,7 +279,6 @@ void ana_ahead_free(ana_ahead *a)
         ana_batch *b = &a->slots[i];
         ana_chunk_free(&b->c);
         free(b->recs);
-        free(b->unknown_before);
         for (size_t k = 0; k < b->nblocks; k++)
             free(b->blocks[k].buf);
         free(b->blocks);

@@ -7,7 +7,7 @@
  * (or that it has no memory for) and leaves the rest to the reader, which decodes on from
  * there as it would alone: every error is found and worded by the reader. A chunk a worker
  * could not read whole is not handed over at all (the reader reads it itself and says
- * what is wrong). Memory: at most `threads` batches (one chunk each) exist at a time.
+ * what is wrong). Memory: at most threads + 1 batches (one chunk each) exist at a time.
  * Thread-safety: one caller thread (the reader's); the workers are internal. */
 #ifndef ANA_AHEAD_H
 #define ANA_AHEAD_H
@@ -20,9 +20,9 @@ typedef struct ana_ahead ana_ahead;
 typedef struct ana_batch {
     ana_chunk c;                /* the chunk: c.raw its records, c.rsize their bytes */
     uint64_t pos, seq;          /* its header's offset, its number */
-    ana_record *recs;           /* the records decoded, in order: n of them */
-    uint32_t *unknown_before;   /* per record: records of unknown kinds skipped before it */
-    size_t n, cap;
+    uint8_t *recs;              /* the records decoded, in order: n of them, each an
+                                 * ana_batch_rec and its kind's fields (ana_ahead_next) */
+    size_t n, len, cap;         /* records; bytes of recs used, allocated */
     uint64_t unknown_tail;      /* records of unknown kinds skipped after the last one */
     ana_dec stop;               /* where the worker stopped: rpos == c.rsize when at the end */
     ana_scratch *blocks;        /* the records' strings and frames */
@@ -30,7 +30,20 @@ typedef struct ana_batch {
     int state, result;          /* (ahead.c) */
 } ana_batch;
 
-/* Starts threads - 1 workers (threads >= 2) on the file fd (size bytes) whose chunk number
+/* A record in a batch: what ana_reader_next fills but the fields of its kind, which
+ * follow it (as many bytes as the decoder writes of them, a multiple of 8: a copy of a
+ * whole ana_record is 256 bytes, most of them unused, and copies are what a batch costs). */
+typedef struct ana_batch_rec {
+    uint32_t unknown_before;    /* records of unknown kinds skipped before it */
+    uint32_t kind;
+    uint64_t tid, time_ns;
+} ana_batch_rec;
+
+/* The record at *off of b into rec (its kind's fields only, as the decoder writes them);
+ * *off moves past it. Returns the records of unknown kinds skipped before it. */
+uint32_t ana_ahead_next(const ana_batch *b, size_t *off, ana_record *rec);
+
+/* Starts that many workers (threads >= 1) on the file fd (size bytes) whose chunk number
  * seq begins at pos, times in ticks of 2^time_shift ns. NULL when not even one can start
  * (the reader then reads alone); fewer threads than asked when only some can. */
 ana_ahead *ana_ahead_start(int fd, uint64_t size, uint64_t pos, uint64_t seq,

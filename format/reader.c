@@ -30,7 +30,8 @@ struct ana_reader {
     ana_scratch scratch;
     ana_ahead *ahead;        /* NULL: no worker threads */
     ana_batch *cur;          /* the workers' batch of the current chunk, or NULL */
-    size_t bi;               /* cur's next record; past cur->n: decoding on from cur->stop */
+    size_t bi, boff;         /* cur's next record and its offset in cur->recs; bi past
+                              * cur->n: decoding on from cur->stop */
     int live_off, in_live, live_done;
     ana_live_known known;
     ana_reader_stats st;
@@ -188,15 +189,17 @@ static int chunks_end(ana_reader *r, ana_ended how, uint64_t torn)
     return load_live(r);
 }
 
-int ana_reader_set_threads(ana_reader *r, int n)
+/* Starts n worker threads (ahead.h). 0, or -1 when none could start. */
+static int start_workers(ana_reader *r, int n)
 {
-    if (n < 2 || r->ahead || r->in_live)
+    if (r->ahead || r->in_live)
         return 0;
     r->ahead = ana_ahead_start(r->fd, r->size, r->pos, r->st.chunks, r->st.time_shift, n);
     return r->ahead ? 0 : -1;
 }
 
-int ana_reader_set_read_ahead(ana_reader *r, int on) { return ana_reader_set_threads(r, on ? 2 : 1); }
+int ana_reader_set_threads(ana_reader *r, int n) { return n < 2 ? 0 : start_workers(r, n); }
+int ana_reader_set_read_ahead(ana_reader *r, int on) { return on ? start_workers(r, 1) : 0; }
 
 /* Loads the next chunk: the workers' batch of it when they have it whole, else read here.
  * 1 = loaded, 0 = end of file (ended set), -1 = error. */
@@ -245,7 +248,7 @@ static int load_chunk(ana_reader *r, ana_error *err)
     r->raw = c->raw;
     r->rlen = c->rsize;
     r->d = (ana_dec){ 0 };
-    r->bi = 0;
+    r->bi = r->boff = 0;
     r->st.chunks++;
     r->st.packed_chunks += c->packed;
     r->st.raw_bytes += c->rsize;
@@ -271,8 +274,8 @@ static int from_batch(ana_reader *r, ana_record *rec)
 {
     ana_batch *b = r->cur;
     if (r->bi < b->n) {
-        r->st.unknown_records += b->unknown_before[r->bi];
-        *rec = b->recs[r->bi++];
+        r->st.unknown_records += ana_ahead_next(b, &r->boff, rec);
+        r->bi++;
         noted(r, rec);
         return 1;
     }

@@ -65,17 +65,18 @@ typedef struct ana_reader_stats {
 void ana_reader_get_stats(const ana_reader *r, ana_reader_stats *st);
 const char *ana_ended_name(ana_ended e); /* "exit", "truncated", "torn", "recovered", "unknown" */
 
-/* Worker threads (none by default): with n >= 2, n - 1 threads of the reader's own read,
+/* Worker threads (none by default): with n >= 2, n threads of the reader's own read,
  * decompress and decode the chunks after the caller's current one, each into a batch of
- * records; the caller gets them in file order, one batch at a time, and at most n chunks
- * are held at once. What ana_reader_next returns, every error and its offset, how the trace
- * ended and the stats are the same with any n; only the time differs. The definitions, END
- * and stats are taken as the caller reads each record, and the live file is read by the
- * caller's thread alone. Call before the first ana_reader_next. 0, or -1 (no thread could
- * start: it reads alone; with fewer than asked, with those). n <= 1: no threads. For the
- * analyzer; the preload, which must not start threads in a program, leaves it off. */
+ * records; the caller gets them in file order, one batch at a time, and at most n + 1
+ * chunks are held at once. What ana_reader_next returns, every error and its offset, how
+ * the trace ended and the stats are the same with any n; only the time differs. The
+ * definitions, END and stats are taken as the caller reads each record, and the live file
+ * is read by the caller's thread alone. Call before the first ana_reader_next. 0, or -1 (no
+ * thread could start: it reads alone; with fewer than asked, with those). n <= 1: no
+ * threads. For the analyzer; the preload, which must not start threads in a program,
+ * leaves it off. */
 int ana_reader_set_threads(ana_reader *r, int n);
-/* The same with n = 2 when on (one thread reads ahead), 1 when off. */
+/* With on, one such thread (reading ahead); off: none. */
 int ana_reader_set_read_ahead(ana_reader *r, int on);
 
 /* Whether, past the trace's last chunk, the reader goes on into the trace's live file (on by

@@ -3,7 +3,7 @@
  * reader does not know, a chunk of thousands of records), whole, cut at every length and
  * with bytes flipped at random, what the reader returns — every record, the stats after
  * each one, how the trace ended, the torn bytes, the error and its offset — is the same
- * with 2, 3 and 8 threads (and with read-ahead, their alias) as with none. */
+ * with 2, 3 and 8 threads (and with read-ahead: one) as with none. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,7 +213,7 @@ Test(read_ahead, a_whole_trace_reads_the_same_and_all_of_it)
     cr_expect_eq(o.ended, ANA_ENDED_EXIT);
     same(path, "whole", 0);
     struct outcome alone = read_all(path, 0, 0), ahead = read_all(path, -1, 0);
-    cr_assert(memcmp(&alone, &ahead, sizeof(alone)) == 0, "read-ahead, the alias of 2 threads");
+    cr_assert(memcmp(&alone, &ahead, sizeof(alone)) == 0, "read-ahead: one thread");
     unlink(path);
 }
 
