@@ -53,7 +53,9 @@ static int more_room(ana_batch *b, size_t *blk)
 {
     if (*blk < b->nblocks && b->blocks[*blk].used == 0) {
         ana_scratch *s = &b->blocks[*blk];
-        return s->cap > ANA_CHUNK_MAX * (size_t)32 ? -1 : ana_chunk_grow(&s->buf, &s->cap, s->cap * 2);
+        if (s->cap > ANA_CHUNK_MAX * (size_t)32)
+            return -1;
+        return ana_chunk_grow(&s->buf, &s->cap, s->cap * 2);
     }
     if (*blk < b->nblocks && ++*blk < b->nblocks)
         return 0;

@@ -41,7 +41,8 @@ enum ana_fetch ana_chunk_fetch(int fd, uint64_t size, uint64_t pos, uint64_t seq
         return ANA_FETCH_SEQ;
     if (left - sizeof(h) < c->csize)
         return ANA_FETCH_TORN;
-    if (ana_chunk_grow(&c->cbuf, &c->ccap, c->csize) < 0 || ana_chunk_grow(&c->raw, &c->rcap, c->rsize) < 0)
+    if (ana_chunk_grow(&c->cbuf, &c->ccap, c->csize) < 0 ||
+        ana_chunk_grow(&c->raw, &c->rcap, c->rsize) < 0)
         return ANA_FETCH_NOMEM;
     if (ana_pread_all(fd, c->cbuf, c->csize, pos + sizeof(h)) < 0)
         return ANA_FETCH_READ;

@@ -211,7 +211,8 @@ static int load_chunk(ana_reader *r, ana_error *err)
         ana_ahead_release(r->ahead, r->cur);
     r->cur = r->ahead ? ana_ahead_take(r->ahead, r->pos, r->st.chunks) : NULL;
     ana_chunk *c = r->cur ? &r->cur->c : &r->c;
-    enum ana_fetch fr = r->cur ? ANA_FETCH_OK : ana_chunk_fetch(r->fd, r->size, r->pos, r->st.chunks, c);
+    enum ana_fetch fr =
+        r->cur ? ANA_FETCH_OK : ana_chunk_fetch(r->fd, r->size, r->pos, r->st.chunks, c);
     uint64_t left = r->size - r->pos, h = ANA_CHUNK_HEADER_SIZE;
     switch (fr) {
     case ANA_FETCH_OK: break;
