@@ -7,6 +7,7 @@
 #include "safe_open.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,32 +90,32 @@ static void extent_init(void)
         }
 }
 
-/* Appends rec to b. 0, or -1 (no memory). */
-static int add_rec(ana_batch *b, const ana_record *rec, uint32_t unknown)
+/* Room in b for one more record, decoded in place. 0, or -1 (no memory). */
+static int room_for_rec(ana_batch *b)
 {
-    size_t n = sizeof(ana_batch_rec) + extent[rec->kind];
-    if (b->cap - b->len < n &&
-        ana_chunk_grow(&b->recs, &b->cap, b->cap * 2 > b->len + n ? b->cap * 2 : (1u << 20)) < 0)
-        return -1;
-    ana_batch_rec h = { .unknown_before = unknown, .kind = rec->kind, .tid = rec->tid,
-                        .time_ns = rec->time_ns };
-    memcpy(b->recs + b->len, &h, sizeof(h));
-    memcpy(b->recs + b->len + sizeof(h), &rec->u, extent[rec->kind]);
-    b->len += n;
-    b->n++;
-    return 0;
+    if (b->n == b->ucap) {
+        size_t ucap = b->ucap ? b->ucap * 2 : 4096;
+        uint32_t *u = realloc(b->unknown_before, ucap * sizeof(*u));
+        if (!u)
+            return -1;
+        b->unknown_before = u;
+        b->ucap = ucap;
+    }
+    if (b->cap - b->len >= sizeof(ana_record))
+        return 0;
+    return ana_chunk_grow(&b->recs, &b->cap, b->cap ? b->cap * 2 : (1u << 20));
 }
 
-uint32_t ana_ahead_next(const ana_batch *b, size_t *off, ana_record *rec)
+/* The bytes of a record of that kind a batch keeps. */
+static size_t rec_size(uint32_t kind) { return offsetof(ana_record, u) + extent[kind]; }
+
+uint32_t ana_ahead_next(const ana_batch *b, size_t i, size_t *off, ana_record *rec)
 {
-    ana_batch_rec h;
-    memcpy(&h, b->recs + *off, sizeof(h));
-    rec->kind = h.kind;
-    rec->tid = h.tid;
-    rec->time_ns = h.time_ns;
-    memcpy(&rec->u, b->recs + *off + sizeof(h), extent[h.kind]);
-    *off += sizeof(h) + extent[h.kind];
-    return h.unknown_before;
+    const ana_record *in = (const ana_record *)(b->recs + *off);
+    size_t n = rec_size(in->kind);
+    memcpy(rec, in, n);
+    *off += n;
+    return b->unknown_before[i];
 }
 
 /* Decodes b's records until the end of the chunk or the first one the reader must see to
@@ -128,12 +129,12 @@ static void decode(const ana_ahead *a, ana_batch *b)
         b->blocks[i].used = 0;
     b->n = b->len = 0;
     int room = b->nblocks || more_room(b, &blk) == 0; /* else all is left to the reader */
-    ana_record rec;
-    while (room && d.rpos < b->c.rsize) {
+    while (room && d.rpos < b->c.rsize && room_for_rec(b) == 0) {
         ana_dec before = d;
         uint64_t at;
         uint32_t kind;
-        enum ana_step s = ana_chunk_step(&d, b->c.raw, b->c.rsize, a->time_shift, &rec,
+        ana_record *rec = (ana_record *)(b->recs + b->len); /* 8-aligned: rec_size is */
+        enum ana_step s = ana_chunk_step(&d, b->c.raw, b->c.rsize, a->time_shift, rec,
                                          &b->blocks[blk], 1, &at, &kind);
         if (s == ANA_STEP_SEGMENT)
             continue;
@@ -141,7 +142,9 @@ static void decode(const ana_ahead *a, ana_batch *b)
             unknown++;
             continue;
         }
-        if (s == ANA_STEP_REC && add_rec(b, &rec, unknown) == 0) {
+        if (s == ANA_STEP_REC) {
+            b->unknown_before[b->n++] = unknown;
+            b->len += rec_size(kind);
             unknown = 0;
             continue;
         }
@@ -281,6 +284,7 @@ void ana_ahead_free(ana_ahead *a)
         ana_batch *b = &a->slots[i];
         ana_chunk_free(&b->c);
         free(b->recs);
+        free(b->unknown_before);
         for (size_t k = 0; k < b->nblocks; k++)
             free(b->blocks[k].buf);
         free(b->blocks);

@@ -20,9 +20,10 @@ typedef struct ana_ahead ana_ahead;
 typedef struct ana_batch {
     ana_chunk c;                /* the chunk: c.raw its records, c.rsize their bytes */
     uint64_t pos, seq;          /* its header's offset, its number */
-    uint8_t *recs;              /* the records decoded, in order: n of them, each an
-                                 * ana_batch_rec and its kind's fields (ana_ahead_next) */
+    uint8_t *recs;              /* the records decoded, in order: n of them (ana_ahead_next) */
     size_t n, len, cap;         /* records; bytes of recs used, allocated */
+    uint32_t *unknown_before;   /* per record: records of unknown kinds skipped before it */
+    size_t ucap;
     uint64_t unknown_tail;      /* records of unknown kinds skipped after the last one */
     ana_dec stop;               /* where the worker stopped: rpos == c.rsize when at the end */
     ana_scratch *blocks;        /* the records' strings and frames */
@@ -30,18 +31,12 @@ typedef struct ana_batch {
     int state, result;          /* (ahead.c) */
 } ana_batch;
 
-/* A record in a batch: what ana_reader_next fills but the fields of its kind, which
- * follow it (as many bytes as the decoder writes of them, a multiple of 8: a copy of a
- * whole ana_record is 256 bytes, most of them unused, and copies are what a batch costs). */
-typedef struct ana_batch_rec {
-    uint32_t unknown_before;    /* records of unknown kinds skipped before it */
-    uint32_t kind;
-    uint64_t tid, time_ns;
-} ana_batch_rec;
-
-/* The record at *off of b into rec (its kind's fields only, as the decoder writes them);
- * *off moves past it. Returns the records of unknown kinds skipped before it. */
-uint32_t ana_ahead_next(const ana_batch *b, size_t *off, ana_record *rec);
+/* Record i of b, at *off of b->recs, into rec; *off moves past it. A batch keeps each record
+ * as the start of an ana_record, decoded in place: its kind, tid and time and as many bytes
+ * of its union as the decoder writes for the kind (a whole ana_record is 256 bytes, most of
+ * them unused, and the copies are what a batch costs). So rec gets what decoding it would
+ * have written there. Returns the records of unknown kinds skipped before it. */
+uint32_t ana_ahead_next(const ana_batch *b, size_t i, size_t *off, ana_record *rec);
 
 /* Starts that many workers (threads >= 1) on the file fd (size bytes) whose chunk number
  * seq begins at pos, times in ticks of 2^time_shift ns. NULL when not even one can start

@@ -275,8 +275,7 @@ static int from_batch(ana_reader *r, ana_record *rec)
 {
     ana_batch *b = r->cur;
     if (r->bi < b->n) {
-        r->st.unknown_records += ana_ahead_next(b, &r->boff, rec);
-        r->bi++;
+        r->st.unknown_records += ana_ahead_next(b, r->bi++, &r->boff, rec);
         noted(r, rec);
         return 1;
     }
