@@ -1,13 +1,12 @@
 /* reader.c — streaming reader implementing the "Reader rules" of docs/trace-format.md.
- * Called by the analyzer and live_recover.c; calls decode_fast.c, pack.c, codec.c,
- * live_read.c, safe_open.c. */
+ * Called by the analyzer and live_recover.c; calls chunk.c, ahead.c, codec.c, live_read.c,
+ * safe_open.c. */
 #define _GNU_SOURCE
 #include "reader.h"
-#include "decode_fast.h"
+#include "ahead.h"
+#include "chunk.h"
 #include "live.h"
-#include "pack.h"
 #include "safe_open.h"
-#include "varint.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,54 +14,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
-
-/* One chunk read and decompressed: its buffers (kept between chunks) and what it held. */
-typedef struct chunk {
-    uint8_t *cbuf, *raw, *pbuf; /* compressed frame, records, a packed chunk's columns */
-    size_t ccap, rcap, pcap;
-    ZSTD_DCtx *dctx;
-    uint32_t csize, rsize, seq;
-    int packed;
-    size_t got;          /* what ZSTD_decompressDCtx returned */
-    unsigned long long fcs;
-} chunk;
-
-/* What fetch found at a chunk header's offset (load_chunk words each one). */
-enum fetch_result {
-    FETCH_OK, FETCH_END, FETCH_TORN, FETCH_MAGIC, FETCH_SIZES, FETCH_SEQ, FETCH_NOMEM,
-    FETCH_READ, FETCH_FCS, FETCH_ZSTD, FETCH_UNPACK
-};
-
-/* The read-ahead thread (ana_reader_set_read_ahead): while the caller decodes a chunk's
- * records it reads and decompresses the next chunk into chunks of its own; load_chunk
- * takes that chunk if it is the one it wants and fetch found it whole, and otherwise reads
- * it itself, so that every end and every error is found and worded by load_chunk alone,
- * in the order of the file. */
-typedef struct ahead {
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int asked, done, stop; /* asked: pos/seq are wanted; done: c and result are ready */
-    uint64_t pos, seq;
-    enum fetch_result result;
-    chunk c;
-} ahead;
 
 struct ana_reader {
     int fd;
     char path[512];
     uint64_t size, pos;      /* file size, offset of the next chunk header */
     uint64_t chunk_off;      /* offset of the current chunk */
-    chunk c;                 /* the current chunk (c.raw: the records; live: the payload) */
-    size_t rlen, rpos;
+    ana_chunk c;             /* the chunk read here (c.raw: its records; live: the payload) */
+    const uint8_t *raw;      /* the current records: c.raw, or those of cur */
+    size_t rlen;
+    ana_dec d;               /* where decoding them stands */
     ana_scratch scratch;
-    ahead *ahead;            /* NULL: no read-ahead thread */
-    uint64_t seg_tid, prev_ns;
-    int in_segment;
+    ana_ahead *ahead;        /* NULL: no worker threads */
+    ana_batch *cur;          /* the workers' batch of the current chunk, or NULL */
+    size_t bi, boff;         /* cur's next record and its offset in cur->recs; bi past
+                              * cur->n: decoding on from cur->stop */
     int live_off, in_live, live_done;
     ana_live_known known;
     ana_reader_stats st;
@@ -177,18 +146,6 @@ int ana_reader_open(const char *path, ana_reader **out, ana_error *err)
     return 0;
 }
 
-static int grow(uint8_t **buf, size_t *cap, size_t need)
-{
-    if (*cap >= need)
-        return 0;
-    uint8_t *nb = realloc(*buf, need);
-    if (!nb)
-        return -1;
-    *buf = nb;
-    *cap = need;
-    return 0;
-}
-
 /* At the end of the chunks of a trace without END: the records its live file holds
  * beyond them become one more payload. 1 = loaded, 0 = none. */
 static int load_live(ana_reader *r)
@@ -212,13 +169,12 @@ static int load_live(ana_reader *r)
         return 0;
     }
     free(r->c.raw);
-    r->c.raw = res.payload;
+    r->raw = r->c.raw = res.payload;
     r->c.rcap = r->rlen = res.len;
     res.payload = NULL;
     ana_live_result_free(&res);
-    r->rpos = 0;
+    r->d = (ana_dec){ 0 };
     r->chunk_off = 0;
-    r->in_segment = 0;
     r->in_live = 1;
     return 1;
 }
@@ -233,256 +189,140 @@ static int chunks_end(ana_reader *r, ana_ended how, uint64_t torn)
     return load_live(r);
 }
 
-/* Reads the chunk whose header is at pos, expected to be number seq, into c: FETCH_OK, or what
- * is wrong with it. Touches nothing but c (the read-ahead thread runs it too). */
-static enum fetch_result fetch(int fd, uint64_t size, uint64_t pos, uint64_t seq, chunk *c)
+/* Starts n worker threads (ahead.h). 0, or -1 when none could start. */
+static int start_workers(ana_reader *r, int n)
 {
-    uint64_t left = size - pos;
-    if (left == 0)
-        return FETCH_END;
-    uint8_t h[ANA_CHUNK_HEADER_SIZE];
-    if (left < sizeof(h) || ana_pread_all(fd, h, sizeof(h), pos) < 0)
-        return FETCH_TORN;
-    c->csize = get32(h + 4), c->rsize = get32(h + 8), c->seq = get32(h + 12);
-    c->packed = memcmp(h, "ACHP", 4) == 0;
-    if (memcmp(h, "ACHK", 4) != 0 && !c->packed)
-        return FETCH_MAGIC;
-    if (c->csize == 0 || c->csize > ANA_CHUNK_MAX || c->rsize == 0 || c->rsize > ANA_CHUNK_MAX)
-        return FETCH_SIZES;
-    if (c->seq != seq)
-        return FETCH_SEQ;
-    if (left - sizeof(h) < c->csize)
-        return FETCH_TORN;
-    if (grow(&c->cbuf, &c->ccap, c->csize) < 0 || grow(&c->raw, &c->rcap, c->rsize) < 0)
-        return FETCH_NOMEM;
-    if (ana_pread_all(fd, c->cbuf, c->csize, pos + sizeof(h)) < 0)
-        return FETCH_READ;
-    c->fcs = ZSTD_getFrameContentSize(c->cbuf, c->csize);
-    if (c->packed ? c->fcs > ana_pack_bound(c->rsize) : c->fcs != c->rsize)
-        return FETCH_FCS;
-    if (c->packed && grow(&c->pbuf, &c->pcap, (size_t)c->fcs) < 0)
-        return FETCH_NOMEM;
-    c->got = ZSTD_decompressDCtx(c->dctx, c->packed ? c->pbuf : c->raw, (size_t)c->fcs,
-                                 c->cbuf, c->csize);
-    if (ZSTD_isError(c->got) || c->got != c->fcs)
-        return FETCH_ZSTD;
-    if (c->packed && ana_unpack(c->pbuf, c->got, c->raw, c->rsize) != c->rsize)
-        return FETCH_UNPACK;
-    return FETCH_OK;
-}
-
-static void *ahead_main(void *arg)
-{
-    ana_reader *r = arg;
-    ahead *a = r->ahead;
-    pthread_mutex_lock(&a->mu);
-    for (;;) {
-        while (!a->stop && (!a->asked || a->done))
-            pthread_cond_wait(&a->cv, &a->mu);
-        if (a->stop)
-            break;
-        uint64_t pos = a->pos, seq = a->seq;
-        pthread_mutex_unlock(&a->mu);
-        enum fetch_result fr = fetch(r->fd, r->size, pos, seq, &a->c);
-        pthread_mutex_lock(&a->mu);
-        a->result = fr;
-        a->done = 1;
-        pthread_cond_broadcast(&a->cv);
-    }
-    pthread_mutex_unlock(&a->mu);
-    return NULL;
-}
-
-/* Asks the read-ahead thread for the chunk at pos (number seq). */
-static void ahead_ask(ahead *a, uint64_t pos, uint64_t seq)
-{
-    pthread_mutex_lock(&a->mu);
-    a->pos = pos;
-    a->seq = seq;
-    a->asked = 1;
-    a->done = 0;
-    pthread_cond_broadcast(&a->cv);
-    pthread_mutex_unlock(&a->mu);
-}
-
-/* The chunk at pos when the read-ahead thread has it whole: swapped into r->c, 1.
- * Otherwise (another position asked, or the chunk is not whole) 0, and nothing is asked
- * any more. Waits for a chunk being read. */
-static int ahead_take(ana_reader *r)
-{
-    ahead *a = r->ahead;
-    pthread_mutex_lock(&a->mu);
-    if (!a->asked) {
-        pthread_mutex_unlock(&a->mu);
+    if (r->ahead || r->in_live)
         return 0;
-    }
-    while (!a->done)
-        pthread_cond_wait(&a->cv, &a->mu);
-    int ok = a->pos == r->pos && a->seq == r->st.chunks && a->result == FETCH_OK;
-    a->asked = 0;
-    if (ok) {
-        chunk t = r->c;
-        r->c = a->c;
-        a->c = t;
-    }
-    pthread_mutex_unlock(&a->mu);
-    return ok;
+    r->ahead = ana_ahead_start(r->fd, r->size, r->pos, r->st.chunks, r->st.time_shift, n);
+    return r->ahead ? 0 : -1;
 }
 
-int ana_reader_set_read_ahead(ana_reader *r, int on)
-{
-    if (!on || r->ahead || r->in_live)
-        return 0;
-    ahead *a = calloc(1, sizeof(*a));
-    if (!a || !(a->c.dctx = ZSTD_createDCtx())) {
-        free(a);
-        return -1;
-    }
-    pthread_mutex_init(&a->mu, NULL);
-    pthread_cond_init(&a->cv, NULL);
-    r->ahead = a;
-    if (pthread_create(&a->thread, NULL, ahead_main, r) != 0) {
-        r->ahead = NULL;
-        pthread_mutex_destroy(&a->mu);
-        pthread_cond_destroy(&a->cv);
-        ZSTD_freeDCtx(a->c.dctx);
-        free(a);
-        return -1;
-    }
-    return 0;
-}
+int ana_reader_set_threads(ana_reader *r, int n) { return n < 2 ? 0 : start_workers(r, n); }
+int ana_reader_set_read_ahead(ana_reader *r, int on) { return on ? start_workers(r, 1) : 0; }
 
-static void ahead_stop(ana_reader *r)
-{
-    ahead *a = r->ahead;
-    if (!a)
-        return;
-    pthread_mutex_lock(&a->mu);
-    a->stop = 1;
-    pthread_cond_broadcast(&a->cv);
-    pthread_mutex_unlock(&a->mu);
-    pthread_join(a->thread, NULL);
-    pthread_mutex_destroy(&a->mu);
-    pthread_cond_destroy(&a->cv);
-    ZSTD_freeDCtx(a->c.dctx);
-    free(a->c.cbuf);
-    free(a->c.raw);
-    free(a->c.pbuf);
-    free(a);
-    r->ahead = NULL;
-}
-
-/* Loads the next chunk. 1 = loaded, 0 = end of file (ended set), -1 = error. */
+/* Loads the next chunk: the workers' batch of it when they have it whole, else read here.
+ * 1 = loaded, 0 = end of file (ended set), -1 = error. */
 static int load_chunk(ana_reader *r, ana_error *err)
 {
     if (r->in_live)
         return 0;
-    chunk *c = &r->c;
-    enum fetch_result fr = r->ahead && ahead_take(r)
-                               ? FETCH_OK
-                               : fetch(r->fd, r->size, r->pos, r->st.chunks, c);
+    if (r->cur)
+        ana_ahead_release(r->ahead, r->cur);
+    r->cur = r->ahead ? ana_ahead_take(r->ahead, r->pos, r->st.chunks) : NULL;
+    ana_chunk *c = r->cur ? &r->cur->c : &r->c;
+    enum ana_fetch fr =
+        r->cur ? ANA_FETCH_OK : ana_chunk_fetch(r->fd, r->size, r->pos, r->st.chunks, c);
     uint64_t left = r->size - r->pos, h = ANA_CHUNK_HEADER_SIZE;
     switch (fr) {
-    case FETCH_OK: break;
-    case FETCH_END: return chunks_end(r, ANA_ENDED_TRUNCATED, 0);
-    case FETCH_TORN: return chunks_end(r, ANA_ENDED_TORN, left);
-    case FETCH_MAGIC:
+    case ANA_FETCH_OK: break;
+    case ANA_FETCH_END: return chunks_end(r, ANA_ENDED_TRUNCATED, 0);
+    case ANA_FETCH_TORN: return chunks_end(r, ANA_ENDED_TORN, left);
+    case ANA_FETCH_MAGIC:
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "bad chunk magic");
-    case FETCH_SIZES:
+    case ANA_FETCH_SIZES:
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0,
                     "chunk sizes out of range (compressed %u, raw %u)", c->csize, c->rsize);
-    case FETCH_SEQ:
+    case ANA_FETCH_SEQ:
         return fail(err, r, NULL, r->pos + 12, r->pos, UINT64_MAX, 0,
                     "chunk sequence number %u where %llu was expected", c->seq,
                     (unsigned long long)r->st.chunks);
-    case FETCH_NOMEM:
+    case ANA_FETCH_NOMEM:
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "out of memory");
-    case FETCH_READ:
+    case ANA_FETCH_READ:
         return fail(err, r, NULL, r->pos, r->pos, UINT64_MAX, 0, "read error: %s",
                     strerror(errno));
-    case FETCH_FCS:
+    case ANA_FETCH_FCS:
         return fail(err, r, NULL, r->pos + h, r->pos, UINT64_MAX, 0,
                     "compressed frame is damaged (content size does not match the chunk header)");
-    case FETCH_ZSTD:
+    case ANA_FETCH_ZSTD:
         return fail(err, r, NULL, r->pos + h, r->pos, UINT64_MAX, 0,
                     "compressed frame is damaged (%s)",
                     ZSTD_isError(c->got) ? ZSTD_getErrorName(c->got) : "short content");
-    case FETCH_UNPACK:
+    case ANA_FETCH_UNPACK:
         return fail(err, r, NULL, r->pos + h, r->pos, UINT64_MAX, 0,
                     "packed chunk is damaged (its columns do not make %u bytes of records)",
                     c->rsize);
     }
     r->chunk_off = r->pos;
     r->pos += h + c->csize;
+    r->raw = c->raw;
     r->rlen = c->rsize;
-    r->rpos = 0;
-    r->in_segment = 0;
+    r->d = (ana_dec){ 0 };
+    r->bi = r->boff = 0;
     r->st.chunks++;
     r->st.packed_chunks += c->packed;
     r->st.raw_bytes += c->rsize;
-    if (r->ahead)
-        ahead_ask(r->ahead, r->pos, r->st.chunks);
     return 1;
+}
+
+/* What a record read tells the reader itself, in file order: the definitions it has seen,
+ * an END. */
+static void noted(ana_reader *r, const ana_record *rec)
+{
+    uint32_t kind = rec->kind;
+    if (ana_live_is_def(kind))
+        ana_live_known_add(&r->known, kind, kind == ANA_K_STACK    ? rec->u.stack.id
+                                            : kind == ANA_K_KERNEL ? rec->u.kernel.id
+                                                                   : rec->u.pycode.id);
+    else if (kind == ANA_K_END && !r->in_live)
+        r->st.ended = rec->u.end.reason == ANA_END_RECOVERED ? ANA_ENDED_RECOVERED : ANA_ENDED_EXIT;
+}
+
+/* The next record of the workers' batch: 1 = rec filled; 0 = none left (then decoding goes
+ * on here from where the worker stopped). */
+static int from_batch(ana_reader *r, ana_record *rec)
+{
+    ana_batch *b = r->cur;
+    if (r->bi < b->n) {
+        r->st.unknown_records += ana_ahead_next(b, r->bi++, &r->boff, rec);
+        noted(r, rec);
+        return 1;
+    }
+    if (r->bi++ == b->n) {
+        r->st.unknown_records += b->unknown_tail;
+        r->d = b->stop;
+    }
+    return 0;
 }
 
 int ana_reader_next(ana_reader *r, ana_record *rec, ana_error *err)
 {
     for (;;) {
-        if (r->rpos >= r->rlen) {
+        if (r->cur && r->bi <= r->cur->n && from_batch(r, rec))
+            return 1;
+        if (r->d.rpos >= r->rlen) {
             int c = load_chunk(r, err);
             if (c <= 0)
                 return c;
             continue;
         }
-        uint64_t at = r->rpos;
+        uint64_t at;
         uint32_t kind;
-        size_t plen;
-        size_t hn = ana_record_header(r->c.raw + at, r->rlen - at, &kind, &plen);
-        if (!hn)
+        switch (ana_chunk_step(&r->d, r->raw, r->rlen, r->st.time_shift, rec, &r->scratch, 0,
+                               &at, &kind)) {
+        case ANA_STEP_REC: noted(r, rec); return 1;
+        case ANA_STEP_SEGMENT: continue;
+        case ANA_STEP_UNKNOWN: r->st.unknown_records++; continue;
+        case ANA_STEP_HEADER:
             return fail(err, r, NULL, r->chunk_off, r->chunk_off, at, 0,
                         "record header runs past the end of its chunk");
-        const uint8_t *payload = r->c.raw + at + hn;
-        r->rpos = at + hn + plen;
-        if (!r->in_segment && kind != ANA_K_SEGMENT)
+        case ANA_STEP_NO_SEGMENT:
             return fail(err, r, NULL, r->chunk_off, r->chunk_off, at, kind,
                         "chunk does not begin with a SEGMENT record");
-        if (kind == 0 || kind >= ANA_K_COUNT) {
-            r->st.unknown_records++;
-            continue;
-        }
-        /* Worst case of the decoded size: each byte of an argv of empty strings becomes a
-         * 16-byte ana_str and a NUL (one-byte frames only become 8-byte addresses), plus
-         * the alignment of each array. */
-        size_t need = plen * 17 + 256;
-        if (grow(&r->scratch.buf, &r->scratch.cap, need) < 0)
+        case ANA_STEP_FULL: /* not when the scratch may grow */
+        case ANA_STEP_NOMEM:
             return fail(err, r, NULL, r->chunk_off, r->chunk_off, at, kind, "out of memory");
-        r->scratch.used = 0;
-        int d = ana_record_decode_fast(kind, payload, plen, r->prev_ns, rec, &r->scratch);
-        if (d != ANA_DEC_OK)
+        case ANA_STEP_MALFORMED:
             return fail(err, r, NULL, r->chunk_off, r->chunk_off, at, kind,
-                        d == ANA_DEC_NOMEM ? "out of memory" : "malformed record payload");
-        if (kind == ANA_K_SEGMENT) {
-            r->in_segment = 1;
-            r->seg_tid = rec->u.segment.tid;
-            r->prev_ns = rec->u.segment.base_ns;
-            continue;
+                        "malformed record payload");
         }
-        rec->tid = r->seg_tid;
-        r->prev_ns = rec->time_ns; /* in ticks (1.5) */
-        ana_record_from_ticks(rec, r->st.time_shift);
-        if (ana_live_is_def(kind))
-            ana_live_known_add(&r->known, kind, kind == ANA_K_STACK    ? rec->u.stack.id
-                                                : kind == ANA_K_KERNEL ? rec->u.kernel.id
-                                                                       : rec->u.pycode.id);
-        else if (kind == ANA_K_END && !r->in_live)
-            r->st.ended = rec->u.end.reason == ANA_END_RECOVERED ? ANA_ENDED_RECOVERED : ANA_ENDED_EXIT;
-        return 1;
     }
 }
 
 int ana_reader_skip_to_last_chunk(ana_reader *r, ana_error *err)
 {
-    ahead_stop(r); /* what it read ahead is not the chunk wanted next */
+    ana_ahead_stop(r->ahead); /* what they read ahead is not the chunk wanted next */
     r->live_off = 1;
     if (r->in_live)
         return 0;
@@ -508,8 +348,9 @@ int ana_reader_skip_to_last_chunk(ana_reader *r, ana_error *err)
     if (last != UINT64_MAX) {
         r->pos = last;
         r->st.chunks = last_seq;
-        r->rpos = r->rlen;
-        r->in_segment = 0;
+        r->d.rpos = r->rlen;
+        r->d.in_segment = 0;
+        r->bi = SIZE_MAX; /* none of cur's records either */
     }
     return 0;
 }
@@ -523,12 +364,9 @@ void ana_reader_close(ana_reader *r)
 {
     if (!r)
         return;
-    ahead_stop(r);
+    ana_ahead_free(r->ahead);
     close(r->fd);
-    ZSTD_freeDCtx(r->c.dctx);
-    free(r->c.cbuf);
-    free(r->c.raw);
-    free(r->c.pbuf);
+    ana_chunk_free(&r->c);
     free(r->scratch.buf);
     ana_live_known_free(&r->known);
     free(r);

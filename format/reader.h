@@ -1,7 +1,8 @@
 /* reader.h — streaming, crash-tolerant reader of .anat traces (docs/trace-format.md,
  * "Reader rules").
  *
- * Single-threaded: one reader per thread. Memory is bounded by the largest chunk. Records
+ * One caller thread per reader (which may start threads of its own: ana_reader_set_threads).
+ * Memory is bounded by the largest chunk (times the threads). Records
  * returned by ana_reader_next() (their strings and frames included) stay valid until the
  * next call to ana_reader_next() or ana_reader_close(); copy what you keep. */
 #ifndef ANA_READER_H
@@ -64,11 +65,18 @@ typedef struct ana_reader_stats {
 void ana_reader_get_stats(const ana_reader *r, ana_reader_stats *st);
 const char *ana_ended_name(ana_ended e); /* "exit", "truncated", "torn", "recovered", "unknown" */
 
-/* Read-ahead (off by default): a thread of the reader's own reads and decompresses the next
- * chunk while the caller decodes the current one's records. What ana_reader_next returns,
- * every error and its offset, and how the trace ended are the same either way; only the
- * time differs. Call before the first ana_reader_next. 0, or -1 (no thread: it reads alone).
- * For the analyzer; the preload, which must not start threads in a program, leaves it off. */
+/* Worker threads (none by default): with n >= 2, n threads of the reader's own read,
+ * decompress and decode the chunks after the caller's current one, each into a batch of
+ * records; the caller gets them in file order, one batch at a time, and at most n + 1
+ * chunks are held at once. What ana_reader_next returns, every error and its offset, how
+ * the trace ended and the stats are the same with any n; only the time differs. The
+ * definitions, END and stats are taken as the caller reads each record, and the live file
+ * is read by the caller's thread alone. Call before the first ana_reader_next. 0, or -1 (no
+ * thread could start: it reads alone; with fewer than asked, with those). n <= 1: no
+ * threads. For the analyzer; the preload, which must not start threads in a program,
+ * leaves it off. */
+int ana_reader_set_threads(ana_reader *r, int n);
+/* With on, one such thread (reading ahead); off: none. */
 int ana_reader_set_read_ahead(ana_reader *r, int on);
 
 /* Whether, past the trace's last chunk, the reader goes on into the trace's live file (on by

@@ -56,6 +56,11 @@ int ana_cli_bad_option(const char *cmd, char **argv, int c);
  * usage message printed. */
 int ana_cli_top(const char *cmd, const char *arg, size_t *top);
 
+/* -j N / --jobs N: the threads a trace is read with (import.h, ana_import_set_jobs), 1 to
+ * ANA_CLI_JOBS_MAX. 0, or ANA_EXIT_BAD with the usage message printed. */
+#define ANA_CLI_JOBS_MAX 256
+int ana_cli_jobs(const char *cmd, const char *arg);
+
 /* --metric M of flame graphs (flame.h): 0 with *metric set, or ANA_EXIT_BAD with the
  * usage message (listing the metrics) printed. */
 int ana_cli_metric(const char *cmd, const char *arg, int *metric);

@@ -20,7 +20,7 @@
 
 static const char ana_diff_usage[] =
     "Usage: anatomist diff BASE HEAD [--format markdown|json|html|folded] [--metric M]\n"
-    "                      [-o FILE] [--top N] [--fail-on SPEC] [--no-symbols]\n"
+    "                      [-o FILE] [--top N] [--fail-on SPEC] [--no-symbols] [-j N]\n"
     "       anatomist diff --base B [--base B...] --head H [--head H...] [--format\n"
     "                      markdown|json] [-o FILE] [--fail-on SPEC]   (two jobs)\n"
     "\n"
@@ -61,6 +61,8 @@ static const char ana_diff_usage[] =
     "  --no-symbols    do not open the programs' ELF files: sites show module+offset\n"
     "  --base P, --head P  a job's traces, directories or report JSON documents (repeat\n"
     "                  for each file); with them, no BASE HEAD operands\n"
+    "  -j, --jobs N    threads that read the trace ahead of the command (default:\n"
+    "                  one per online CPU; 1: none, the command reads it alone)\n"
     "  -h, --help      show this help\n"
     "\n"
     "Metric keys: step-time, peak-memory, gpu-busy, gpu-idle, gpu-time, memory-at-end,\n"
@@ -156,12 +158,13 @@ static int ana_diff_parse(int argc, char **argv, ana_diff_args *a)
         { "metric", required_argument, NULL, ANA_DIFF_OPT_METRIC },
         { "base", required_argument, NULL, ANA_DIFF_OPT_BASE },
         { "head", required_argument, NULL, ANA_DIFF_OPT_HEAD },
+        { "jobs", required_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hj:o:", opts, NULL)) != -1) {
         switch (c) {
         case 'o': a->output = optarg; break;
         case ANA_DIFF_OPT_NO_SYMBOLS: a->symbols = 0; break;
@@ -184,6 +187,10 @@ static int ana_diff_parse(int argc, char **argv, ana_diff_args *a)
             break;
         case ANA_DIFF_OPT_BASE: ana_diff_add_set(a, 0, optarg); break;
         case ANA_DIFF_OPT_HEAD: ana_diff_add_set(a, 1, optarg); break;
+        case 'j':
+            if (ana_cli_jobs("diff", optarg) != 0)
+                return ANA_EXIT_BAD;
+            break;
         case 'h': fputs(ana_diff_usage, stdout); return -1;
         default: return ana_cli_bad_option("diff", argv, c);
         }

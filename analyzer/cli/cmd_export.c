@@ -18,7 +18,7 @@
 
 static const char ana_export_usage[] =
     "Usage: anatomist export TRACE [--format FORMAT] [-o FILE] [--metric METRIC]\n"
-    "                        [--no-symbols] [-q]\n"
+    "                        [--no-symbols] [-q] [-j N]\n"
     "\n"
     "Writes the trace in a format other tools read (docs/export.md):\n"
     "  chrome   Chrome trace event JSON, for Perfetto (ui.perfetto.dev) and\n"
@@ -41,6 +41,8 @@ static const char ana_export_usage[] =
     "                  alloc-bytes or alloc-count (anatomist flame --help)\n"
     "  --no-symbols    do not open the program's ELF files: frames show module+offset only\n"
     "  -q, --quiet     no summary line on stderr\n"
+    "  -j, --jobs N    threads that read the trace ahead of the command (default:\n"
+    "                  one per online CPU; 1: none, the command reads it alone)\n"
     "  -h, --help      show this help\n"
     "\n"
     "Examples:\n"
@@ -113,13 +115,14 @@ static int ana_export_parse(int argc, char **argv, ana_export_args *a)
         { "metric", required_argument, NULL, ANA_EXPORT_OPT_METRIC },
         { "no-symbols", no_argument, NULL, ANA_EXPORT_OPT_NO_SYMBOLS },
         { "quiet", no_argument, NULL, 'q' },
+        { "jobs", required_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
     int c;
     *a = (ana_export_args){ .format = -1, .metric = -1, .symbols = 1 };
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":ho:q", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hj:o:q", opts, NULL)) != -1) {
         switch (c) {
         case ANA_EXPORT_OPT_FORMAT:
             if ((a->format = ana_export_format_parse(optarg)) < 0)
@@ -133,6 +136,10 @@ static int ana_export_parse(int argc, char **argv, ana_export_args *a)
         case 'o': a->out = optarg; break;
         case 'q': a->quiet = 1; break;
         case ANA_EXPORT_OPT_NO_SYMBOLS: a->symbols = 0; break;
+        case 'j':
+            if (ana_cli_jobs("export", optarg) != 0)
+                return ANA_EXIT_BAD;
+            break;
         case 'h': fputs(ana_export_usage, stdout); return -1;
         default: return ana_cli_bad_option("export", argv, c);
         }

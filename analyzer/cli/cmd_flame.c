@@ -15,7 +15,7 @@
 
 static const char ana_flame_usage[] =
     "Usage: anatomist flame TRACE [--metric METRIC] [--format FORMAT] [-o FILE]\n"
-    "                       [--no-symbols]\n"
+    "                       [--no-symbols] [-j N]\n"
     "\n"
     "A flame graph of the trace: the host call stacks (outermost frame at the bottom,\n"
     "symbolized and demangled, with inlined functions as frames of their own when the\n"
@@ -43,6 +43,8 @@ static const char ana_flame_usage[] =
     "                  .html), else folded\n"
     "  -o FILE         write to FILE (default, and -: standard output)\n"
     "  --no-symbols    do not open the program's ELF files: frames show module+offset only\n"
+    "  -j, --jobs N    threads that read the trace ahead of the command (default:\n"
+    "                  one per online CPU; 1: none, the command reads it alone)\n"
     "  -h, --help      show this help\n"
     "\n"
     "Examples:\n"
@@ -89,13 +91,14 @@ static int ana_flame_parse(int argc, char **argv, ana_flame_args *a)
         { "format", required_argument, NULL, ANA_FLAME_OPT_FORMAT },
         { "output", required_argument, NULL, 'o' },
         { "no-symbols", no_argument, NULL, ANA_FLAME_OPT_NO_SYMBOLS },
+        { "jobs", required_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
     int c;
     *a = (ana_flame_args){ .metric = ANA_FLAME_GPU_TIME, .format = -1, .symbols = 1 };
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hj:o:", opts, NULL)) != -1) {
         switch (c) {
         case ANA_FLAME_OPT_METRIC:
             if (ana_cli_metric("flame", optarg, &a->metric) != 0)
@@ -108,6 +111,10 @@ static int ana_flame_parse(int argc, char **argv, ana_flame_args *a)
             break;
         case 'o': a->out = optarg; break;
         case ANA_FLAME_OPT_NO_SYMBOLS: a->symbols = 0; break;
+        case 'j':
+            if (ana_cli_jobs("flame", optarg) != 0)
+                return ANA_EXIT_BAD;
+            break;
         case 'h': fputs(ana_flame_usage, stdout); return -1;
         default: return ana_cli_bad_option("flame", argv, c);
         }

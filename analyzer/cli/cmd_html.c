@@ -15,7 +15,7 @@
 #include <string.h>
 
 static const char ana_html_usage[] =
-    "Usage: anatomist html TRACE [-o FILE] [--top N] [--no-symbols]\n"
+    "Usage: anatomist html TRACE [-o FILE] [--top N] [--no-symbols] [-j N]\n"
     "       anatomist html DIR|TRACE...|REPORT.json... [-o FILE] [--top N]   (a job's ranks)\n"
     "\n"
     "Writes the report of a trace (an .anat file or a PyTorch profiler JSON trace) as one\n"
@@ -42,6 +42,8 @@ static const char ana_html_usage[] =
     "  --top N            rows per ranked list, as in `anatomist report`; 0 = all\n"
     "                     (default 10)\n"
     "  --no-symbols       do not open the program's ELF files: frames show module+offset only\n"
+    "  -j, --jobs N       threads that read the trace ahead of the command (default:\n"
+    "                     one per online CPU; 1: none, the command reads it alone)\n"
     "  -h, --help         show this help\n"
     "\n"
     "Examples:\n"
@@ -118,6 +120,7 @@ int ana_cmd_html(int argc, char **argv)
         { "output", required_argument, NULL, 'o' },
         { "top", required_argument, NULL, ANA_HTML_OPT_TOP },
         { "no-symbols", no_argument, NULL, ANA_HTML_OPT_NO_SYMBOLS },
+        { "jobs", required_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
@@ -125,12 +128,16 @@ int ana_cmd_html(int argc, char **argv)
     const char *output = NULL;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hj:o:", opts, NULL)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;
         case ANA_HTML_OPT_NO_SYMBOLS: ro.symbols = 0; break;
         case ANA_HTML_OPT_TOP:
             if (ana_cli_top("html", optarg, &ro.top) != 0)
+                return ANA_EXIT_BAD;
+            break;
+        case 'j':
+            if (ana_cli_jobs("html", optarg) != 0)
                 return ANA_EXIT_BAD;
             break;
         case 'h': fputs(ana_html_usage, stdout); return ANA_EXIT_OK;

@@ -13,7 +13,7 @@
 #include <string.h>
 
 static const char ana_info_usage[] =
-    "Usage: anatomist info TRACE [--json]\n"
+    "Usage: anatomist info TRACE [--json] [-j N]\n"
     "\n"
     "Describes a trace file: format version, size and compression, the profiled process,\n"
     "how many records of each kind it holds, dropped records, time span, and how the trace\n"
@@ -23,8 +23,10 @@ static const char ana_info_usage[] =
     "it died in the middle of a write, and the incomplete tail was discarded).\n"
     "\n"
     "Options:\n"
-    "  --json       print JSON (schema anatomist.info/1, see docs/report-schema.md)\n"
-    "  -h, --help   show this help\n"
+    "  --json         print JSON (schema anatomist.info/1, see docs/report-schema.md)\n"
+    "  -j, --jobs N   threads that read the trace ahead of the command (default:\n"
+    "                 one per online CPU; 1: none, the command reads it alone)\n"
+    "  -h, --help     show this help\n"
     "\n"
     "Examples:\n"
     "  anatomist info anatomist-1234.anat\n"
@@ -174,16 +176,20 @@ static void ana_info_text(const ana_trace *t)
 int ana_cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "json", no_argument, NULL, 'j' },
+        { "json", no_argument, NULL, 256 },
+        { "jobs", required_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
     int json = 0, c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        if (c == 'j')
+    while ((c = getopt_long(argc, argv, ":hj:", opts, NULL)) != -1) {
+        if (c == 256)
             json = 1;
-        else if (c == 'h')
+        else if (c == 'j') {
+            if (ana_cli_jobs("info", optarg) != 0)
+                return ANA_EXIT_BAD;
+        } else if (c == 'h')
             return fputs(ana_info_usage, stdout), ANA_EXIT_OK;
         else
             return ana_cli_bad_option("info", argv, c);

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 static const char ana_oom_usage[] =
-    "Usage: anatomist oom TRACE [--json] [--top N] [--no-symbols]\n"
+    "Usage: anatomist oom TRACE [--json] [--top N] [--no-symbols] [-j N]\n"
     "\n"
     "The post-mortem of the last device allocation that failed for want of memory\n"
     "(cudaErrorMemoryAllocation / CUDA_ERROR_OUT_OF_MEMORY; docs/oom.md):\n"
@@ -30,6 +30,8 @@ static const char ana_oom_usage[] =
     "  --json          print the `oom` object of the report's JSON (null when nothing failed)\n"
     "  --top N         allocation sites listed; 0 = all (default 10)\n"
     "  --no-symbols    do not open the program's ELF files: frames show module+offset only\n"
+    "  -j, --jobs N    threads that read the trace ahead of the command (default:\n"
+    "                  one per online CPU; 1: none, the command reads it alone)\n"
     "  -h, --help      show this help\n"
     "\n"
     "Examples:\n"
@@ -69,18 +71,23 @@ int ana_cmd_oom(int argc, char **argv)
         { "json", no_argument, NULL, ANA_OOM_OPT_JSON },
         { "top", required_argument, NULL, ANA_OOM_OPT_TOP },
         { "no-symbols", no_argument, NULL, ANA_OOM_OPT_NO_SYMBOLS },
+        { "jobs", required_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
     ana_report_opts ro = { .top = 10, .symbols = 1, .min_gap_ns = ANA_GPU_MIN_GAP_NS };
     int json = 0, c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hj:", opts, NULL)) != -1) {
         switch (c) {
         case ANA_OOM_OPT_JSON: json = 1; break;
         case ANA_OOM_OPT_NO_SYMBOLS: ro.symbols = 0; break;
         case ANA_OOM_OPT_TOP:
             if (ana_cli_top("oom", optarg, &ro.top) != 0)
+                return ANA_EXIT_BAD;
+            break;
+        case 'j':
+            if (ana_cli_jobs("oom", optarg) != 0)
                 return ANA_EXIT_BAD;
             break;
         case 'h': fputs(ana_oom_usage, stdout); return ANA_EXIT_OK;

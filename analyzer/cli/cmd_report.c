@@ -15,7 +15,7 @@
 
 static const char ana_report_usage[] =
     "Usage: anatomist report TRACE [--json] [--top N] [--min-gap TIME] [--at WHEN]\n"
-    "                        [--no-symbols]\n"
+    "                        [--no-symbols] [-j N]\n"
     "       anatomist report TRACE|DIR|REPORT.json... [--json] [--top N]   (a job's ranks)\n"
     "\n"
     "Reports what a trace says about the program:\n"
@@ -60,6 +60,8 @@ static const char ana_report_usage[] =
     "  --no-symbols    do not open the program's ELF files: frames show module+offset only\n"
     "  --at WHEN       also split the device memory live at WHEN by category: a time since\n"
     "                  the trace began (1500ms, 2s) or step:N (the peak of step N)\n"
+    "  -j, --jobs N    threads that read the trace ahead of the command (default:\n"
+    "                  one per online CPU; 1: none, the command reads it alone)\n"
     "  -h, --help      show this help\n"
     "\n"
     "Examples:\n"
@@ -97,13 +99,14 @@ int ana_cmd_report(int argc, char **argv)
         { "no-symbols", no_argument, NULL, ANA_OPT_NO_SYMBOLS },
         { "min-gap", required_argument, NULL, ANA_OPT_MIN_GAP },
         { "at", required_argument, NULL, ANA_OPT_AT },
+        { "jobs", required_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
         { 0, 0, 0, 0 },
     };
     ana_report_opts ro = { .top = 10, .symbols = 1, .min_gap_ns = ANA_GPU_MIN_GAP_NS };
     int json = 0, c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hj:", opts, NULL)) != -1) {
         switch (c) {
         case ANA_OPT_JSON: json = 1; break;
         case ANA_OPT_NO_SYMBOLS: ro.symbols = 0; break;
@@ -117,6 +120,10 @@ int ana_cmd_report(int argc, char **argv)
                                                      "10us or 2ms, not '%s'", optarg);
             break;
         case ANA_OPT_AT: ro.at_spec = optarg; break;
+        case 'j':
+            if (ana_cli_jobs("report", optarg) != 0)
+                return ANA_EXIT_BAD;
+            break;
         case 'h': fputs(ana_report_usage, stdout); return ANA_EXIT_OK;
         default: return ana_cli_bad_option("report", argv, c);
         }

@@ -51,6 +51,16 @@ int ana_cli_top(const char *cmd, const char *arg, size_t *top)
     return 0;
 }
 
+int ana_cli_jobs(const char *cmd, const char *arg)
+{
+    uint64_t v;
+    if (ana_parse_uint(arg, ANA_CLI_JOBS_MAX, &v) != 0 || v == 0)
+        return ana_cli_usage_error(cmd, "%s: --jobs wants a number of threads from 1 to %d, "
+                                        "not '%s'", cmd, ANA_CLI_JOBS_MAX, arg);
+    ana_import_set_jobs((int)v);
+    return 0;
+}
+
 int ana_cli_metric(const char *cmd, const char *arg, int *metric)
 {
     char names[256] = "";

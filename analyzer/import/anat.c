@@ -5,8 +5,20 @@
  * format/. */
 #include "import/import.h"
 
+#include <unistd.h>
+
 static ana_import_progress_fn progress;
 static void *progress_ctx;
+static int jobs; /* ana_import_set_jobs; 0: one per online CPU */
+
+void ana_import_set_jobs(int n) { jobs = n; }
+
+/* The threads to read with: jobs, or one per online CPU. */
+static int threads(void)
+{
+    long n = jobs > 0 ? jobs : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
 
 void ana_import_set_progress(ana_import_progress_fn fn, void *ctx)
 {
@@ -32,7 +44,7 @@ int ana_anat_load(const char *path, unsigned flags, ana_trace **out, ana_error *
     *out = NULL;
     if (ana_reader_open(path, &rd, err) != 0)
         return -1;
-    ana_reader_set_read_ahead(rd, 1); /* if no thread can start, it reads alone */
+    ana_reader_set_threads(rd, threads()); /* if no thread can start, it reads alone */
     ana_trace *t = ana_trace_new(path, flags);
     uint64_t n = 0;
     if (progress)

@@ -33,6 +33,12 @@ typedef struct ana_import_progress {
 typedef void (*ana_import_progress_fn)(void *ctx, const ana_import_progress *p);
 void ana_import_set_progress(ana_import_progress_fn fn, void *ctx);
 
+/* The threads an .anat load reads with (format/reader.h, ana_reader_set_threads): n of them
+ * read, decompress and decode chunks ahead of the one being added to the model; 1 = none,
+ * the caller reads alone. 0 (the default): one per online CPU. What is loaded is the same
+ * with any n. */
+void ana_import_set_jobs(int n);
+
 /* A rank's summary (analyses/ranks.h) back from a report (ranks_read.c). Reads the "rank"
  * member of a `report --json` document at path into out (source set to
  * path). 0, or -1 with why in err (not JSON, no "rank" member, a bad value). */

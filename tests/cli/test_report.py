@@ -4,7 +4,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from anacli import CliTest, main  # noqa: E402
+from anacli import CliTest, anatomist, main  # noqa: E402
 
 GiB = 1 << 30
 FRAME_KEYS = {"function", "file", "line", "module", "offset", "address", "language"}
@@ -170,6 +170,26 @@ class ReportChurn(CliTest):
         self.assertEqual(m["peak_at_ns"], 1000 + 10 * 1000)
         self.assertEqual((m["live_at_end_bytes"], m["live_at_end_count"]), (1000 * 4096, 1000))
         self.assertEqual(m["unknown_frees"], 0)
+
+    def test_jobs_change_nothing_but_time(self):
+        """-j N: the same bytes out (and the same error) with any number of threads."""
+        path, _ = self.gen("churn", n=100000)
+        self.assertGreater(self.json_of("info", "--json", path)["chunks"], 3)
+        cut = self.path("cut.anat")
+        with open(path, "rb") as f, open(cut, "wb") as g:
+            g.write(f.read()[: os.path.getsize(path) * 2 // 3])
+        corrupt, _ = self.gen("corrupt")
+        for cmd in (["report", "--json"], ["report"], ["info", "--json"], ["oom", "--json"]):
+            for trace in (path, cut, corrupt):
+                outs = [anatomist(*cmd, "-j", str(n), trace) for n in (1, 2, 3, 8)]
+                outs.append(anatomist(*cmd, trace))
+                for o in outs[1:]:
+                    self.assertEqual((o.returncode, o.stdout, o.stderr),
+                                     (outs[0].returncode, outs[0].stdout, outs[0].stderr),
+                                     f"{cmd} {trace}")
+        for bad in ("0", "257", "x", "-1"):
+            p = self.fails(2, "report", "--jobs", bad, path)
+            self.assertIn("--jobs wants a number of threads from 1 to 256", p.stderr)
 
 
 class ReportEmpty(CliTest):

@@ -137,13 +137,15 @@ static void write_files(const char *dir, const state *s, char *trace, size_t cap
     fclose(f);
 }
 
-/* Reads the trace (and its live file): the sizes of its allocations, in file order. */
-static int read_sizes(const char *trace, uint64_t *sizes, ana_ended *ended)
+/* Reads the trace (and its live file) with that many threads (ana_reader_set_threads):
+ * the sizes of its allocations, in file order. */
+static int read_sizes_threads(const char *trace, uint64_t *sizes, ana_ended *ended, int threads)
 {
     ana_reader *r;
     ana_error err;
     ana_record rec;
     cr_assert_eq(ana_reader_open(trace, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(ana_reader_set_threads(r, threads), 0);
     int n = 0, rc;
     while ((rc = ana_reader_next(r, &rec, &err)) == 1)
         if (rec.kind == ANA_K_ALLOC) {
@@ -156,6 +158,20 @@ static int read_sizes(const char *trace, uint64_t *sizes, ana_ended *ended)
     ana_reader_get_stats(r, &st);
     *ended = st.ended;
     ana_reader_close(r);
+    return n;
+}
+
+/* The same, alone and with worker threads: the same records, the same end. */
+static int read_sizes(const char *trace, uint64_t *sizes, ana_ended *ended)
+{
+    uint64_t other[2 * N];
+    ana_ended other_ended;
+    int n = read_sizes_threads(trace, sizes, ended, 1);
+    for (int threads = 2; threads <= 3; threads++) {
+        cr_assert_eq(read_sizes_threads(trace, other, &other_ended, threads), n);
+        cr_assert_eq(other_ended, *ended);
+        cr_assert_arr_eq(other, sizes, (size_t)n * sizeof(*sizes));
+    }
     return n;
 }
 
