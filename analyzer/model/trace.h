@@ -64,7 +64,7 @@ typedef struct ana_trace_kernel {
 #define ANA_TRACE_WIDE_BIT 0x80000000u
 #define ANA_TRACE_WIDE28_BIT 0x08000000u
 
-/* What the GPU ran (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET): 32 bytes each, as a trace may
+/* What the GPU ran (GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET): 24 bytes each, as a trace may
  * hold millions. */
 enum ana_gpu_type { ANA_GPU_KERNEL = 0, ANA_GPU_MEMCPY = 1, ANA_GPU_MEMSET = 2 };
 /* What GPU activities of one lane share: device, stream, type and copy kinds. A trace has a
@@ -146,7 +146,7 @@ typedef struct ana_ptr_table {
 #define ANA_TRACE_PTRS_CAP 512
 
 #define ANA_TRACE_KERNEL_DENSE (1u << 20)
-#define ANA_TRACE_INTERN_CACHE 509 /* slots of the caches before the sites' and lanes' maps */
+#define ANA_TRACE_INTERN_CACHE 509 /* slots of the caches before the interning maps */
 
 typedef struct ana_api_stats {
     uint64_t calls, ok, failed, bytes; /* bytes: requested by successful calls */
@@ -254,7 +254,7 @@ typedef struct ana_trace {
     uint64_t *use_ptrs;   /* the distinct addresses of uses (ana_ptr_use ptr_w) */
     size_t n_use_ptrs, cap_use_ptrs;
     ana_u64map use_ptr_idx; /* address -> index into use_ptrs */
-    uint64_t use_ptr_cache[2][256]; /* recent addresses and 1 + their index, by hash */
+    uint32_t use_ptr_cache[ANA_TRACE_INTERN_CACHE]; /* 1 + index of a recent address */
 } ana_trace;
 
 /* The value of a *_w field (see ANA_TRACE_WIDE_BIT). */

@@ -10,11 +10,16 @@
 #include <string.h>
 
 /* Index of v in the table *tab of *n entries (capacity *cap) through the map idx, added
- * when new; a trace with `limit` distinct values is refused (exit status 2), what names
- * them in the message. */
-static uint32_t ana_trace_intern_u64(ana_trace *t, ana_u64map *idx, uint64_t **tab, size_t *n,
-                                     size_t *cap, uint64_t v, uint64_t limit, const char *what)
+ * when new, with a cache (ANA_TRACE_INTERN_CACHE slots of 1 + index, or NULL) in front of
+ * the map; a trace with `limit` distinct values is refused (exit status 2), what names them
+ * in the message. */
+static uint32_t ana_trace_intern_u64(ana_trace *t, ana_u64map *idx, uint32_t *cache, uint64_t **tab,
+                                     size_t *n, size_t *cap, uint64_t v, uint64_t limit,
+                                     const char *what)
 {
+    uint32_t *slot = cache ? &cache[(v >> 4) % ANA_TRACE_INTERN_CACHE] : NULL;
+    if (slot && *slot && (*tab)[*slot - 1] == v)
+        return *slot - 1;
     uint64_t k;
     if (!ana_u64map_get(idx, v, &k)) {
         if (*n >= limit) {
@@ -25,13 +30,15 @@ static uint32_t ana_trace_intern_u64(ana_trace *t, ana_u64map *idx, uint64_t **t
         (*tab)[*n] = v;
         ana_u64map_put(idx, v, k = (*n)++);
     }
+    if (slot)
+        *slot = (uint32_t)k + 1;
     return (uint32_t)k;
 }
 
 /* Index of v in t->wide (added when new). */
 static uint32_t ana_trace_intern(ana_trace *t, uint64_t v)
 {
-    return ana_trace_intern_u64(t, &t->wide_idx, &t->wide, &t->n_wide, &t->cap_wide, v,
+    return ana_trace_intern_u64(t, &t->wide_idx, NULL, &t->wide, &t->n_wide, &t->cap_wide, v,
                                 ANA_TRACE_WIDE28_BIT, "ids of 2^27 and up");
 }
 
@@ -42,15 +49,9 @@ uint32_t ana_trace_narrow(ana_trace *t, uint64_t v)
 
 uint32_t ana_trace_use_ptr_w(ana_trace *t, uint64_t p)
 {
-    /* uses repeat a few addresses (weights, a step's buffers): a small cache before the map */
-    size_t h = (size_t)((p >> 8) * 0x9E3779B97F4A7C15ull >> 56);
-    if (t->use_ptr_cache[1][h] && t->use_ptr_cache[0][h] == p)
-        return (uint32_t)(t->use_ptr_cache[1][h] - 1);
-    uint32_t k = ana_trace_intern_u64(t, &t->use_ptr_idx, &t->use_ptrs, &t->n_use_ptrs,
-                                      &t->cap_use_ptrs, p, UINT32_MAX, "device addresses (2^32)");
-    t->use_ptr_cache[0][h] = p;
-    t->use_ptr_cache[1][h] = (uint64_t)k + 1;
-    return k;
+    /* uses repeat a few addresses (weights, a step's buffers): the cache mostly answers */
+    return ana_trace_intern_u64(t, &t->use_ptr_idx, t->use_ptr_cache, &t->use_ptrs, &t->n_use_ptrs,
+                                &t->cap_use_ptrs, p, UINT32_MAX, "device addresses (2^32)");
 }
 
 /* The index of the n-byte value v in the table *tab of *n_tab entries (capacity *cap),
