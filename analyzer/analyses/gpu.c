@@ -51,15 +51,16 @@ static void ana_gpu_classify(const ana_trace *t, ana_gpu_result *g, const ana_gp
                              uint8_t *has_gpu)
 {
     const ana_api_call *c;
-    if (ana_trace_gpu_lane(t, a)->type == ANA_GPU_KERNEL) {
+    const ana_gpu_lane *l = ana_trace_gpu_lane(t, a);
+    if (l->type == ANA_GPU_KERNEL) {
         ana_gpu_add(t, &g->kernels, a);
-    } else if (ana_trace_gpu_lane(t, a)->type == ANA_GPU_MEMSET) {
+    } else if (l->type == ANA_GPU_MEMSET) {
         ana_gpu_add(t, &g->memset, a);
     } else {
-        int dir = ana_gpu_dir_of(ana_trace_gpu_lane(t, a)->copy_kind);
+        int dir = ana_gpu_dir_of(l->copy_kind);
         ana_gpu_add(t, &g->memcpy, a);
         ana_gpu_add(t, &g->copies[dir], a);
-        ana_gpu_add(t, &g->copies_host[dir][ana_gpu_host_of(ana_trace_gpu_lane(t, a))], a);
+        ana_gpu_add(t, &g->copies_host[dir][ana_gpu_host_of(l)], a);
     }
     if (!ana_trace_wide(t, a->corr_w)) {
         g->no_corr++;
@@ -115,8 +116,9 @@ typedef struct ana_gpu_gaps {
 } ana_gpu_gaps;
 
 /* The stream of a; its interval union is spans[index], grown with g->streams. */
-static size_t ana_gpu_stream_of(const ana_trace *t, ana_gpu_result *g, ana_u64map *idx, size_t *cap,
-                                ana_gpu_span **spans, size_t *cap_spans, const ana_gpu_act *a)
+static size_t ana_gpu_stream_of(const ana_trace *t, ana_gpu_result *g, ana_u64map *idx,
+                                size_t *cap, ana_gpu_span **spans, size_t *cap_spans,
+                                const ana_gpu_act *a)
 {
     const ana_gpu_lane *l = ana_trace_gpu_lane(t, a);
     uint64_t key = (uint64_t)(uint32_t)l->device << 32 | l->stream, k;

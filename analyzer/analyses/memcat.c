@@ -268,7 +268,8 @@ static int32_t *ana_mc_map_uses(const ana_trace *t, const ana_mem_result *mem, a
     return ua;
 }
 
-static void ana_mc_place_uses(const ana_trace *t, const ana_steps *s, const int32_t *ua, ana_memcat *m)
+static void ana_mc_place_uses(const ana_trace *t, const ana_steps *s, const int32_t *ua,
+                              ana_memcat *m)
 {
     int training = ana_mc_training(t, s);
     int8_t *is16 = ana_xmalloc(t->n_kernels + 1);

@@ -105,8 +105,9 @@ static void ana_ms_apply(const ana_trace *t, const ana_steps *s, int32_t k, cons
  * first GEMM or after its last, by a launch that also touches a buffer the update does
  * touch and no GEMM writes (its fp32 master: a cast kernel before forward or after the
  * update; a bias add between GEMMs is not one). It counts as updated (upd[a] = 1). */
-static void ana_ms_working_copies(const ana_trace *t, const ana_ms_step *st, int32_t n, const int32_t *use_alloc,
-                                  const uint8_t *w, uint8_t *upd, const uint8_t *gout, size_t na)
+static void ana_ms_working_copies(const ana_trace *t, const ana_ms_step *st, int32_t n,
+                                  const int32_t *use_alloc, const uint8_t *w, uint8_t *upd,
+                                  const uint8_t *gout, size_t na)
 {
     uint8_t *copy = ana_xcalloc(na + 1, 1);
     for (int32_t k = 0; k < n; k++)
@@ -304,10 +305,11 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
             if (a < 0 || ana_trace_use_kind(&t->uses[i]) != ANA_USE_GEMM_OUT ||
                 !(m->allocs[a].sflags & ANA_MCS_GRADIENT))
                 continue;
-            if (ana_u64map_get(&gp, ana_trace_use_ptr(t, &t->uses[i]), &v))
+            uint64_t p = ana_trace_use_ptr(t, &t->uses[i]);
+            if (ana_u64map_get(&gp, p, &v))
                 accum = 1;
             else
-                ana_u64map_put(&gp, ana_trace_use_ptr(t, &t->uses[i]), 1), ngp++;
+                ana_u64map_put(&gp, p, 1), ngp++;
         }
         uint8_t cur = ANA_PHASE_FORWARD;
         uint64_t last_fwd_gemm = 0, p0 = 0; /* p0: the first weight address forward read */
@@ -320,10 +322,11 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
             long a = use_alloc[i];
             if (!ana_ms_gemm(kind) || a < 0)
                 continue;
+            uint64_t p = ana_trace_use_ptr(t, u);
             int grad = kind == ANA_USE_GEMM_OUT && (m->allocs[a].sflags & ANA_MCS_GRADIENT);
             int again = kind == ANA_USE_GEMM_IN && w[a] && cur == ANA_PHASE_FORWARD &&
-                        ana_u64map_get(&read, ana_trace_use_ptr(t, u), &v);
-            if (again && ana_trace_use_ptr(t, u) == p0) {
+                        ana_u64map_get(&read, p, &v);
+            if (again && p == p0) {
                 /* The forward pass starts over without a backward between: the one before
                  * was an evaluation (its buffers serve no backward), undecided. */
                 if (pt.n && pt.ph[pt.n - 1] == ANA_PHASE_FORWARD)
@@ -335,8 +338,8 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
             }
             if (kind == ANA_USE_GEMM_IN && w[a] && cur == ANA_PHASE_FORWARD) {
                 if (!p0)
-                    p0 = ana_trace_use_ptr(t, u);
-                ana_u64map_put(&read, ana_trace_use_ptr(t, u), 1);
+                    p0 = p;
+                ana_u64map_put(&read, p, 1);
             }
             if ((grad || again) && cur != ANA_PHASE_BACKWARD) {
                 /* Between forward's last GEMM and backward's first lie the loss and its
@@ -350,14 +353,14 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
             }
             if (cur == ANA_PHASE_FORWARD)
                 last_fwd_gemm = u->time_ns;
-            if (grad && !ana_u64map_get(&wrote, ana_trace_use_ptr(t, u), &v))
-                ana_u64map_put(&wrote, ana_trace_use_ptr(t, u), 1), nwrote++;
+            if (grad && !ana_u64map_get(&wrote, p, &v))
+                ana_u64map_put(&wrote, p, 1), nwrote++;
             if (accum && cur == ANA_PHASE_BACKWARD && !grad && kind == ANA_USE_GEMM_IN && w[a] &&
                 nwrote >= ngp) {
                 cur = ANA_PHASE_FORWARD, last_fwd_gemm = u->time_ns, restarts++;
                 ana_u64map_free(&read);
                 ana_u64map_init(&read);
-                ana_u64map_put(&read, ana_trace_use_ptr(t, u), 1);
+                ana_u64map_put(&read, p, 1);
                 ana_ms_push(&pt, u->time_ns, cur);
             }
         }

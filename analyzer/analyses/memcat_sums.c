@@ -170,12 +170,12 @@ double ana_mc_gemm_params(const ana_trace *t, const ana_mem_result *mem, const a
         if (ua[i] < 0 || ana_trace_use_kind(u) != ANA_USE_GEMM_IN ||
             m->allocs[ua[i]].cat != ANA_MCAT_WEIGHTS || !ana_memcat_live_at(m, mem, (size_t)ua[i], mem->peak_idx))
             continue;
-        uint64_t el = ana_trace_use_arg(t, u) >> 8;
-        if (!ana_u64map_get(&seen, ana_trace_use_ptr(t, u), &v)) {
-            ana_u64map_put(&seen, ana_trace_use_ptr(t, u), el);
+        uint64_t el = ana_trace_use_arg(t, u) >> 8, p = ana_trace_use_ptr(t, u);
+        if (!ana_u64map_get(&seen, p, &v)) {
+            ana_u64map_put(&seen, p, el);
             sum += (double)el;
         } else if (el > v) {
-            ana_u64map_put(&seen, ana_trace_use_ptr(t, u), el);
+            ana_u64map_put(&seen, p, el);
             sum += (double)(el - v);
         }
     }

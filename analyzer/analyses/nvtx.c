@@ -25,21 +25,34 @@ typedef struct ana_nv_index {
     int per_thread, owns;
 } ana_nv_index;
 
+/* The thread of call i. */
+static uint64_t ana_nv_tid(const ana_trace *t, size_t i)
+{
+    return ana_trace_wide(t, ana_trace_call_site(t, &t->calls[i])->tid_w);
+}
+
+/* The call (index into t->calls) of GPU activity g when it is a kernel that took time, with
+ * that time in *dur; SIZE_MAX otherwise. */
+static size_t ana_nv_kernel_call(const ana_trace *t, size_t g, uint64_t *dur)
+{
+    const ana_gpu_act *a = &t->gpu[g];
+    const ana_api_call *c;
+    *dur = ana_trace_wide(t, a->dur_w);
+    if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL || !*dur ||
+        !(c = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w))))
+        return SIZE_MAX;
+    return (size_t)(c - t->calls);
+}
+
 /* The by-time index: t->calls is already in time order. The calls that ran GPU time are
  * marked a bit each first, so that only they take room (12 bytes each), not every call. */
 static void ana_nv_index_by_time(const ana_trace *t, ana_nv_index *x)
 {
-    size_t nw = t->n_calls / 64 + 1, n = 0;
-    uint64_t *ran = ana_xcalloc(nw, sizeof(uint64_t));
-    for (size_t i = 0; i < t->n_gpu; i++) {
-        const ana_api_call *c;
-        if (ana_trace_gpu_lane(t, &t->gpu[i])->type == ANA_GPU_KERNEL &&
-            ana_trace_wide(t, t->gpu[i].dur_w) &&
-            (c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w)))) {
-            size_t k = (size_t)(c - t->calls);
+    size_t nw = t->n_calls / 64 + 1, n = 0, k;
+    uint64_t *ran = ana_xcalloc(nw, sizeof(uint64_t)), dur;
+    for (size_t i = 0; i < t->n_gpu; i++)
+        if ((k = ana_nv_kernel_call(t, i, &dur)) != SIZE_MAX)
             ran[k / 64] |= 1ull << (k % 64);
-        }
-    }
     uint64_t *rank = ana_xmalloc(nw * sizeof(uint64_t)); /* marked calls before each word */
     for (size_t w = 0; w < nw; w++) {
         rank[w] = n;
@@ -48,21 +61,17 @@ static void ana_nv_index_by_time(const ana_trace *t, ana_nv_index *x)
     *x = (ana_nv_index){ .t = t, .n = n, .owns = 1 };
     x->call = ana_xcalloc(n + 1, sizeof(uint32_t));
     x->pre = ana_xcalloc(n + 1, sizeof(uint64_t));
-    for (size_t w = 0, k = 0; w < nw; w++)
+    k = 0;
+    for (size_t w = 0; w < nw; w++)
         for (uint64_t b = ran[w]; b; b &= b - 1)
             x->call[k++] = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(b));
-    for (size_t i = 0; i < t->n_gpu; i++) { /* each call's GPU time, then the running sums */
-        const ana_api_call *c;
-        uint64_t dur = ana_trace_wide(t, t->gpu[i].dur_w);
-        if (ana_trace_gpu_lane(t, &t->gpu[i])->type == ANA_GPU_KERNEL && dur &&
-            (c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w)))) {
-            size_t k = (size_t)(c - t->calls), w = k / 64;
-            uint64_t below = ran[w] & ((1ull << (k % 64)) - 1);
-            x->pre[rank[w] + (size_t)__builtin_popcountll(below) + 1] += dur;
+    for (size_t i = 0; i < t->n_gpu; i++) /* each call's GPU time, then the running sums */
+        if ((k = ana_nv_kernel_call(t, i, &dur)) != SIZE_MAX) {
+            uint64_t below = ran[k / 64] & ((1ull << (k % 64)) - 1);
+            x->pre[rank[k / 64] + (size_t)__builtin_popcountll(below) + 1] += dur;
         }
-    }
-    for (size_t k = 0; k < n; k++)
-        x->pre[k + 1] += x->pre[k];
+    for (size_t j = 0; j < n; j++)
+        x->pre[j + 1] += x->pre[j];
     free(rank);
     free(ran);
 }
@@ -83,7 +92,7 @@ static void ana_nv_index_by_thread(const ana_nv_index *bt, ana_nv_index *x)
     ana_u64map at; /* tid -> bucket, then -> next slot of the bucket */
     ana_u64map_init(&at);
     for (size_t i = 0; i < bt->n; i++) {
-        uint64_t tid = ana_trace_wide(t, ana_trace_call_site(t, &t->calls[bt->call[i]])->tid_w);
+        uint64_t tid = ana_nv_tid(t, bt->call[i]);
         if (!ana_u64map_get(&at, tid, &k)) {
             ANA_GROW(tids, cap_tids, n_tids + 1);
             tids[n_tids++] = tid;
@@ -99,7 +108,7 @@ static void ana_nv_index_by_thread(const ana_nv_index *bt, ana_nv_index *x)
         for (size_t i = 0; i < n_tids; i++)
             ana_u64map_put(&at, tids[i], i);
         for (size_t i = 0; i < bt->n; i++) {
-            ana_u64map_get(&at, ana_trace_wide(t, ana_trace_call_site(t, &t->calls[bt->call[i]])->tid_w), &k);
+            ana_u64map_get(&at, ana_nv_tid(t, bt->call[i]), &k);
             count[k]++;
         }
         for (size_t i = 0, off = 0; i < n_tids; i++) { /* count -> first slot */
@@ -110,7 +119,7 @@ static void ana_nv_index_by_thread(const ana_nv_index *bt, ana_nv_index *x)
         x->call = ana_xcalloc(bt->n + 1, sizeof(uint32_t));
         x->pre = ana_xcalloc(bt->n + 1, sizeof(uint64_t));
         for (size_t i = 0; i < bt->n; i++) { /* each call's GPU time, then the running sums */
-            ana_u64map_get(&at, ana_trace_wide(t, ana_trace_call_site(t, &t->calls[bt->call[i]])->tid_w), &k);
+            ana_u64map_get(&at, ana_nv_tid(t, bt->call[i]), &k);
             x->call[count[k]] = bt->call[i];
             x->pre[++count[k]] = bt->pre[i + 1] - bt->pre[i];
         }
@@ -138,7 +147,7 @@ static size_t ana_nv_bound(const ana_nv_index *x, uint64_t tid, uint64_t time, i
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const ana_api_call *c = &x->t->calls[x->call[mid]];
-        uint64_t ctid = x->per_thread ? ana_trace_wide(x->t, ana_trace_call_site(x->t, c)->tid_w) : 0;
+        uint64_t ctid = x->per_thread ? ana_nv_tid(x->t, x->call[mid]) : 0;
         int below = ctid < tid || (ctid == tid && (after ? c->time_ns <= time : c->time_ns < time));
         if (below)
             lo = mid + 1;

@@ -165,7 +165,8 @@ static void ana_st_graph_hints(const ana_trace *t, uint8_t *cache, ana_u64map *o
 
 /* A call's key: the same number for calls of one kind, API and argument (kernel or bytes:
  * arg_w is one value's one code), numbered in order of first appearance. */
-static uint32_t ana_st_key(ana_st *st, ana_u64map *keys, unsigned kind, unsigned api, uint32_t arg_w)
+static uint32_t ana_st_key(ana_st *st, ana_u64map *keys, unsigned kind, unsigned api,
+                           uint32_t arg_w)
 {
     uint64_t k = (uint64_t)(kind & 0xff) << 48 | (uint64_t)(api & 0xffff) << 32 | arg_w, id;
     if (!ana_u64map_get(keys, k, &id))
@@ -190,7 +191,8 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
         const ana_api_call *c = &t->calls[i];
         const ana_call_site *cs = ana_trace_call_site(t, c);
         uint64_t h;
-        st->key[i] = ana_st_key(st, &keys, cs->kind, cs->kind == ANA_K_LAUNCH ? 0 : cs->api, c->arg_w);
+        unsigned api = cs->kind == ANA_K_LAUNCH ? 0 : cs->api; /* a launch: its kernel alone */
+        st->key[i] = ana_st_key(st, &keys, cs->kind, api, c->arg_w);
         st->hint[i] = ana_st_hint_of(t, cache, cs->kind, c->arg_w);
         if (!t->graph_launches || !t->n_gpu)
             continue;

@@ -293,8 +293,8 @@ int ana_st_period(ana_st *st, char *why, size_t cap)
 static int ana_st_span_open(const ana_st *st, size_t i)
 {
     const ana_st_step *s = &st->steps[i];
-    return s->kind == ST_SPAN &&
-           !(i + 1 < st->n_steps && st->steps[i + 1].kind == ST_SPAN && st->steps[i + 1].a == s->b + 1);
+    const ana_st_step *next = i + 1 < st->n_steps ? &st->steps[i + 1] : NULL;
+    return s->kind == ST_SPAN && !(next && next->kind == ST_SPAN && next->a == s->b + 1);
 }
 
 /* end[i]: where step i ends, for every ST_SPAN step. The open ones (ana_st_span_open: the

@@ -78,9 +78,9 @@ static void ana_trace_expand_tables(ana_trace *t)
         }
         if (ana_trace_use_kind(&u) != ANA_USE_KERNEL)
             continue;
+        uint64_t ptr = ana_trace_use_ptr(t, &u);
         for (size_t k = 0; k < n_live; k++) {
             const ana_ptr_table *tb = &t->tables[live[k]];
-            uint64_t ptr = ana_trace_use_ptr(t, &u);
             if (!tb->n || ptr < tb->dst || ptr - tb->dst >= tb->bytes)
                 continue;
             uint64_t kernel = ana_trace_use_arg(t, &u);
@@ -88,11 +88,10 @@ static void ana_trace_expand_tables(ana_trace *t)
                 t->table_launches++;
             last_time = u.time_ns, last_kernel = kernel;
             for (size_t j = 0; j < tb->n; j++) {
+                uint32_t w = ana_trace_use_ptr_w(t, t->table_ptrs[tb->first + j]);
                 ANA_GROW(t->uses, t->cap_uses, t->n_uses + 1);
-                t->uses[t->n_uses] = (ana_ptr_use){ .time_ns = u.time_ns,
-                                                    .ptr_w = ana_trace_use_ptr_w(t, t->table_ptrs[tb->first + j]),
-                                                    .kind_arg = u.kind_arg };
-                t->n_uses++;
+                t->uses[t->n_uses++] = (ana_ptr_use){ .time_ns = u.time_ns, .ptr_w = w,
+                                                      .kind_arg = u.kind_arg };
             }
         }
     }

@@ -424,9 +424,10 @@ static void ana_chrome_projection(ana_chrome *c, const ana_range_span *s, const 
             !ana_u64map_get(&c->act_by_corr, corr, &idx))
             continue;
         const ana_gpu_act *g = &t->gpu[idx];
+        int32_t gdev = ana_trace_gpu_lane(t, g)->device;
         if (lo == UINT64_MAX)
-            device = ana_trace_gpu_lane(t, g)->device;
-        else if (ana_trace_gpu_lane(t, g)->device != device)
+            device = gdev;
+        else if (gdev != device)
             continue;
         lo = g->start_ns < lo ? g->start_ns : lo;
         uint64_t end = g->start_ns + ana_trace_wide(t, g->dur_w);

@@ -275,7 +275,8 @@ static void ana_sq_activities(ana_sq *q, int type)
         const ana_gpu_act *a = &t->gpu[i];
         uint64_t arg = ana_trace_wide(t, a->arg_w), dur = ana_trace_wide(t, a->dur_w);
         const ana_trace_kernel *k = type == ANA_GPU_KERNEL ? ana_trace_kernel_by_id(t, arg) : NULL;
-        if (ana_trace_gpu_lane(t, a)->type != type)
+        const ana_gpu_lane *l = ana_trace_gpu_lane(t, a);
+        if (l->type != type)
             continue;
         ana_sq_u(q, a->start_ns);
         ana_sq_u(q, a->start_ns + dur);
@@ -285,14 +286,14 @@ static void ana_sq_activities(ana_sq *q, int type)
             ana_sq_sid(q, k ? q->kname_ids[k - t->kernels] : -1);
             ana_sq_t(q, k ? ana_report_kernel_class(q->r, k) : ana_class_name(ANA_CLASS_OTHER));
         } else if (type == ANA_GPU_MEMCPY) {
-            ana_sq_t(q, ana_gpu_dir_names[ana_gpu_dir_of(ana_trace_gpu_lane(t, a)->copy_kind)]);
-            ana_sq_u(q, ana_trace_gpu_lane(t, a)->copy_kind);
-            ana_sq_t(q, ana_sq_mem_kind(ana_trace_gpu_lane(t, a)->src_kind));
+            ana_sq_t(q, ana_gpu_dir_names[ana_gpu_dir_of(l->copy_kind)]);
+            ana_sq_u(q, l->copy_kind);
+            ana_sq_t(q, ana_sq_mem_kind(l->src_kind));
         }
         if (type != ANA_GPU_KERNEL)
-            ana_sq_t(q, ana_sq_mem_kind(ana_trace_gpu_lane(t, a)->dst_kind));
-        ana_sq_i(q, ana_trace_gpu_lane(t, a)->device);
-        ana_sq_u(q, ana_trace_gpu_lane(t, a)->stream);
+            ana_sq_t(q, ana_sq_mem_kind(l->dst_kind));
+        ana_sq_i(q, l->device);
+        ana_sq_u(q, l->stream);
         ana_sq_u(q, ana_trace_wide(t, a->corr_w));
         ana_sq_row(q);
     }
@@ -392,7 +393,10 @@ static void ana_sq_gemm(ana_sq *q, const ana_gemm_call *g, const ana_api_call *f
     ana_report_gemm_trans(s, tr);
     ana_sq_u(q, g->call);
     first ? ana_sq_u(q, first->time_ns) : ana_sq_null(q);
-    first ? ana_sq_u(q, ana_trace_wide(q->t, ana_trace_call_site(q->t, first)->tid_w)) : ana_sq_null(q);
+    if (first)
+        ana_sq_u(q, ana_trace_wide(q->t, ana_trace_call_site(q->t, first)->tid_w));
+    else
+        ana_sq_null(q);
     ana_sq_t(q, ana_report_api_name(s->api, buf, sizeof(buf)));
     ana_sq_u(q, s->m);
     ana_sq_u(q, s->n);

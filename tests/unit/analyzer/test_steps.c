@@ -191,7 +191,8 @@ Test(steps, step_ranges_hold_other_threads_launches)
             cr_expect_eq(s.steps[i].phases, by);
             for (size_t c = first[i]; c < first[i] + 5; c++)
                 cr_expect_eq(s.call_step[c], i, "call %zu (mode %d)", c, mode);
-            cr_expect_eq(ana_trace_wide(b.t, ana_trace_call_site(b.t, &b.t->calls[first[i] + 2])->tid_w), TID + 1);
+            cr_expect_eq(ana_trace_wide(b.t, ana_trace_call_site(b.t, &b.t->calls[first[i] + 2])->tid_w),
+                         TID + 1);
             expect_phases(&s, first[i], want[mode], 5);
         }
         tb_free(&b, &s);

@@ -1,8 +1,9 @@
 /* The model's lookups against linear scans: ana_trace_call_bound (which gallops from where
  * the last search ended) for times asked in order and at random, ana_trace_call_by_corr
  * with dense and sparse correlation ids, ana_sort (insertion sort while an array is
- * nearly in order, qsort past that) and ana_sort_stable against a plain stable sort, and the 32-bit fields of
- * calls, GPU activities and pointer uses holding values of 2^31 and up (wide values). */
+ * nearly in order, qsort past that) and ana_sort_stable against a plain stable sort, the
+ * 32-bit fields of calls, GPU activities and pointer uses holding values of 2^31 and up
+ * (wide values), and kernel ids on both sides of the dense table's bound. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,7 +175,8 @@ Test(trace_index, wide_values_read_back)
         const ana_api_call *c = &t->calls[i];
         uint64_t tid = ana_trace_wide(t, ana_trace_call_site(t, c)->tid_w);
         if (i)
-            cr_assert_lt(ana_trace_wide(t, ana_trace_call_site(t, &t->calls[i - 1])->tid_w), tid, "call %zu", i);
+            cr_assert_lt(ana_trace_wide(t, ana_trace_call_site(t, &t->calls[i - 1])->tid_w), tid,
+                         "call %zu", i);
         /* the call with this tid was the file's record n-1-k where vals[n-1-k] == tid */
         size_t k = 0;
         while (vals[n - 1 - k] != tid)
@@ -182,7 +184,8 @@ Test(trace_index, wide_values_read_back)
         cr_assert_eq(ana_trace_wide(t, c->corr_w), vals[k], "call %zu", i);
         cr_assert_eq(ana_trace_wide(t, c->arg_w), vals[k]);
         cr_assert_eq(ana_trace_wide(t, c->call_w), vals[k]);
-        cr_assert_eq(ana_trace_wide(t, ana_trace_call_site(t, c)->stack_w), vals[k]); /* no STACK: its own canon */
+        /* no STACK: its own canon */
+        cr_assert_eq(ana_trace_wide(t, ana_trace_call_site(t, c)->stack_w), vals[k]);
         cr_assert_eq(ana_trace_call_by_corr(t, vals[k]), c);
         const ana_gpu_act *a = &t->gpu[i]; /* by start: file order */
         cr_assert_eq(a->start_ns, 6000 + i);
