@@ -240,43 +240,71 @@ static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training
         a->elem = e;
 }
 
-/* The allocation each use fell in (-1: none), by a sweep in time order: 4 bytes a use, as
- * a trace holds about one use per record. */
-static int32_t *ana_mc_map_uses(const ana_trace *t, const ana_mem_result *mem, ana_memcat *m)
+/* The allocation each use fell in (-1: none), by a sweep in time order, into ua: 4 bytes
+ * a use, as a trace holds about one use per record, so in a temporary file when the uses
+ * are. */
+static void ana_mc_map_uses(const ana_trace *t, const ana_mem_result *mem, ana_memcat *m,
+                            ana_spill *ua)
 {
     ana_mc_sweep w;
     if (m->n_allocs >= INT32_MAX) {
         fprintf(stderr, "anatomist: %s: too many allocations (2^31) to analyze\n", t->path);
         exit(ANA_EXIT_BAD);
     }
-    int32_t *ua = ana_xmalloc((t->n_uses + 1) * sizeof(int32_t));
+    ana_spill_init(ua, sizeof(int32_t), "uses' allocations");
+    ua->block = t->use_spill.block / sizeof(ana_ptr_use) * sizeof(int32_t); /* as many items */
+    if (ana_spill_in_file(&t->use_spill))
+        ana_spill_to_file(ua);
+    else
+        ana_spill_reserve(ua, t->n_uses);
     ana_mc_sweep_init(&w, m, mem);
-    for (size_t i = 0; i < t->n_uses; i++) {
-        const ana_ptr_use *u = &t->uses[i];
-        ana_mc_sweep_to(&w, m, mem, u->time_ns);
-        ua[i] = (int32_t)ana_mc_lookup(&w, ana_trace_use_ptr(t, u));
-        if (ua[i] < 0) {
-            m->uses_unmapped++;
-            continue;
+    ana_spill_cur c;
+    ana_trace_uses_open(t, &c);
+    const void *p;
+    size_t n;
+    int32_t out[4096];
+    while ((n = ana_spill_peek(&c, &p))) {
+        n = n < 4096 ? n : 4096;
+        const ana_ptr_use *us = p;
+        for (size_t i = 0; i < n; i++) {
+            const ana_ptr_use *u = &us[i];
+            ana_mc_sweep_to(&w, m, mem, u->time_ns);
+            out[i] = (int32_t)ana_mc_lookup(&w, ana_trace_use_ptr(t, u));
+            if (out[i] < 0) {
+                m->uses_unmapped++;
+                continue;
+            }
+            m->uses_mapped++;
+            unsigned kind = ana_trace_use_kind(u);
+            if (kind == ANA_USE_KERNEL || kind == ANA_USE_GEMM_IN || kind == ANA_USE_GEMM_OUT)
+                m->evidence = 1;
         }
-        m->uses_mapped++;
-        unsigned kind = ana_trace_use_kind(u);
-        if (kind == ANA_USE_KERNEL || kind == ANA_USE_GEMM_IN || kind == ANA_USE_GEMM_OUT)
-            m->evidence = 1;
+        ana_spill_push(ua, out, n);
+        ana_spill_take(&c, n);
     }
+    ana_spill_close(&c);
+    ana_spill_seal(ua);
     ana_mc_sweep_free(&w);
-    return ua;
 }
 
-static void ana_mc_place_uses(const ana_trace *t, const ana_steps *s, const int32_t *ua,
+static void ana_mc_place_uses(const ana_trace *t, const ana_steps *s, const ana_spill *ua,
                               ana_memcat *m)
 {
     int training = ana_mc_training(t, s);
     int8_t *is16 = ana_xmalloc(t->n_kernels + 1);
     memset(is16, -1, t->n_kernels + 1);
-    for (size_t i = 0; i < t->n_uses; i++)
-        if (ua[i] >= 0)
-            ana_mc_note_use(t, s, training, &m->allocs[ua[i]], &t->uses[i], is16);
+    ana_mc_uses r;
+    const ana_ptr_use *u;
+    const int32_t *a;
+    size_t n;
+    ana_mc_uses_open(&r, t, ua);
+    while ((n = ana_mc_uses_next(&r, &u, &a))) {
+        for (size_t i = 0; i < n; i++)
+            if (a[i] >= 0)
+                ana_mc_note_use(t, s, training, &m->allocs[a[i]], &u[i], is16);
+        ana_mc_uses_take(&r, n);
+    }
+    ana_mc_uses_close(&r);
     free(is16);
 }
 
@@ -356,18 +384,19 @@ void ana_memcat_build(const ana_trace *t, const ana_mem_result *mem, const ana_s
 {
     memset(out, 0, sizeof(*out));
     ana_mc_collect(t, mem, s, out);
-    int32_t *ua = ana_mc_map_uses(t, mem, out);
+    ana_spill ua;
+    ana_mc_map_uses(t, mem, out, &ua);
     /* The steps as the names and NVTX left them, with structure filling what they did not
      * decide (memcat_struct.c): every rule below reads these phases. */
     ana_steps sp = *s;
     if (s->call_phase && t->n_calls) {
         sp.call_phase = ana_xmalloc(t->n_calls);
         memcpy(sp.call_phase, s->call_phase, t->n_calls);
-        ana_mc_struct(t, s, mem, out, ua, sp.call_phase);
+        ana_mc_struct(t, s, mem, out, &ua, sp.call_phase);
         if (out->structure)
             ana_mc_times(t, mem, &sp, out);
     }
-    ana_mc_place_uses(t, &sp, ua, out);
+    ana_mc_place_uses(t, &sp, &ua, out);
     ana_mc_decide(t, &sp, mem, out);
     if (sp.call_phase != s->call_phase)
         free(sp.call_phase);
@@ -381,8 +410,8 @@ void ana_memcat_build(const ana_trace *t, const ana_mem_result *mem, const ana_s
             out->segment_bytes_at_peak += mem->lives[out->allocs[a].life].size;
         }
     ana_mc_step_peaks(t, mem, s, out);
-    ana_mc_per_param(mem, out, ana_mc_gemm_params(t, mem, out, ua));
-    free(ua);
+    ana_mc_per_param(mem, out, ana_mc_gemm_params(t, mem, out, &ua));
+    ana_spill_free(&ua);
 }
 
 void ana_memcat_free(ana_memcat *m)

@@ -35,7 +35,6 @@
 #include "model/util.h"
 
 typedef struct ana_ms_step {
-    size_t lo, hi;        /* its uses: [lo, hi) of t->uses */
     uint64_t last_gemm;   /* time of its last GEMM use, 0 none */
     uint64_t first_gemm;  /* time of its first GEMM use, 0 none */
 } ana_ms_step;
@@ -105,20 +104,26 @@ static void ana_ms_apply(const ana_trace *t, const ana_steps *s, int32_t k, cons
  * first GEMM or after its last, by a launch that also touches a buffer the update does
  * touch and no GEMM writes (its fp32 master: a cast kernel before forward or after the
  * update; a bias add between GEMMs is not one). It counts as updated (upd[a] = 1). */
-static void ana_ms_working_copies(const ana_trace *t, const ana_ms_step *st, int32_t n,
-                                  const int32_t *use_alloc, const uint8_t *w, uint8_t *upd,
+static void ana_ms_working_copies(const ana_trace *t, const ana_steps *s, const ana_ms_step *st,
+                                  int32_t n, const ana_spill *ua, const uint8_t *w, uint8_t *upd,
                                   const uint8_t *gout, size_t na)
 {
     uint8_t *copy = ana_xcalloc(na + 1, 1);
-    for (int32_t k = 0; k < n; k++)
-        for (size_t i = st[k].lo; i < st[k].hi;) {
+    ana_mc_uses r;
+    const ana_ptr_use *us;
+    const int32_t *use_alloc;
+    ana_mc_uses_open(&r, t, ua);
+    for (int32_t k = 0; k < n; k++) {
+        size_t hi = ana_mc_uses_span(&r, s->steps[k].start_ns, s->steps[k].end_ns, &us, &use_alloc);
+        for (size_t i = 0; i < hi;) {
             /* one launch: the kernel uses at one time with one kernel */
             size_t j = i;
-            const ana_ptr_use *u = &t->uses[i];
+            const ana_ptr_use *u = &us[i];
             int master = 0;
-            while (j < st[k].hi && t->uses[j].time_ns == u->time_ns &&
-                   ana_trace_use_kind(&t->uses[j]) == ANA_USE_KERNEL && ana_trace_use_kind(u) == ANA_USE_KERNEL &&
-                   ana_trace_use_arg(t, &t->uses[j]) == ana_trace_use_arg(t, u)) {
+            while (j < hi && us[j].time_ns == u->time_ns &&
+                   ana_trace_use_kind(&us[j]) == ANA_USE_KERNEL &&
+                   ana_trace_use_kind(u) == ANA_USE_KERNEL &&
+                   ana_trace_use_arg(t, &us[j]) == ana_trace_use_arg(t, u)) {
                 long a = use_alloc[j++];
                 master |= a >= 0 && upd[a] && !gout[a] && !w[a];
             }
@@ -135,19 +140,27 @@ static void ana_ms_working_copies(const ana_trace *t, const ana_ms_step *st, int
             }
             i = j;
         }
+    }
+    ana_mc_uses_close(&r);
     for (size_t a = 0; a < na; a++)
         upd[a] |= copy[a];
     free(copy);
 }
 
 /* Per step, for each kernel: launched after the step's last GEMM, or before it. */
-static void ana_ms_kernel_sides(const ana_trace *t, const ana_ms_step *st, int32_t n, uint32_t *after,
-                                uint32_t *before, size_t nk)
+static void ana_ms_kernel_sides(const ana_trace *t, const ana_steps *s, const ana_ms_step *st,
+                                int32_t n, const ana_spill *ua, uint32_t *after, uint32_t *before,
+                                size_t nk)
 {
     int32_t *seen_a = ana_xcalloc(nk + 1, sizeof(int32_t)), *seen_b = ana_xcalloc(nk + 1, sizeof(int32_t));
-    for (int32_t k = 0; k < n; k++)
-        for (size_t i = st[k].lo; i < st[k].hi; i++) {
-            const ana_ptr_use *u = &t->uses[i];
+    ana_mc_uses r;
+    const ana_ptr_use *us;
+    const int32_t *as;
+    ana_mc_uses_open(&r, t, ua);
+    for (int32_t k = 0; k < n; k++) {
+        size_t hi = ana_mc_uses_span(&r, s->steps[k].start_ns, s->steps[k].end_ns, &us, &as);
+        for (size_t i = 0; i < hi; i++) {
+            const ana_ptr_use *u = &us[i];
             size_t ki;
             if (ana_trace_use_kind(u) != ANA_USE_KERNEL || (ki = ana_ms_kidx(t, u)) == SIZE_MAX)
                 continue;
@@ -156,12 +169,14 @@ static void ana_ms_kernel_sides(const ana_trace *t, const ana_ms_step *st, int32
             if (seen[ki] != k + 1)
                 seen[ki] = k + 1, (late ? after : before)[ki]++;
         }
+    }
+    ana_mc_uses_close(&r);
     free(seen_a);
     free(seen_b);
 }
 
 void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m,
-                   const int32_t *use_alloc, uint8_t *phase)
+                   const ana_spill *ua, uint8_t *phase)
 {
     int32_t n = (int32_t)s->n_steps;
     size_t na = m->n_allocs, nk = t->n_kernels;
@@ -175,16 +190,19 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
             *input = ana_xcalloc(na + 1, 1);
     for (size_t a = 0; a < na; a++)
         gin_last[a] = -1;
-    /* Each step's uses, its last GEMM, and per allocation its GEMM reads and writes. */
-    size_t i = 0;
+    /* Each step's uses, its last GEMM, and per allocation its GEMM reads and writes. Each
+     * pass below reads the steps' uses again, in time order (memcat_int.h ana_mc_uses). */
+    ana_mc_uses r;
+    const ana_ptr_use *us;
+    const int32_t *use_alloc;
+    size_t i, hi;
+    ana_mc_uses_open(&r, t, ua);
     for (int32_t k = 0; k < n; k++) {
-        while (i < t->n_uses && t->uses[i].time_ns < s->steps[k].start_ns)
-            i++;
-        st[k].lo = i;
-        while (i < t->n_uses && t->uses[i].time_ns < s->steps[k].end_ns) {
-            const ana_ptr_use *u = &t->uses[i];
+        hi = ana_mc_uses_span(&r, s->steps[k].start_ns, s->steps[k].end_ns, &us, &use_alloc);
+        for (i = 0; i < hi; i++) {
+            const ana_ptr_use *u = &us[i];
             unsigned kind = ana_trace_use_kind(u);
-            long a = use_alloc[i++];
+            long a = use_alloc[i];
             if (ana_ms_gemm(kind)) {
                 st[k].last_gemm = u->time_ns;
                 if (!st[k].first_gemm)
@@ -203,8 +221,8 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
                     gin_max[a] = gin_now[a];
             }
         }
-        st[k].hi = i;
     }
+    ana_mc_uses_close(&r);
     /* Weights: kept across steps, read by GEMMs in at least half of the steps that ran
      * GEMMs the trace saw (a step replayed as a CUDA graph shows none), never written by
      * one, not a step's input (copied from the host in the step). */
@@ -228,13 +246,15 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
     uint8_t *kupd = ana_xcalloc(nk + 1, 1);
     uint32_t *kafter = ana_xcalloc(nk + 1, sizeof(uint32_t)), *kbefore = ana_xcalloc(nk + 1, sizeof(uint32_t));
     uint64_t *kcount = ana_xcalloc(nk + 1, sizeof(uint64_t));
-    ana_ms_kernel_sides(t, st, n, kafter, kbefore, nk);
+    ana_ms_kernel_sides(t, s, st, n, ua, kafter, kbefore, nk);
     ana_u64map seen;
     uint64_t dummy;
     ana_u64map_init(&seen);
-    for (int32_t k = 0; k < n && nw; k++)
-        for (i = st[k].lo; i < st[k].hi; i++) {
-            const ana_ptr_use *u = &t->uses[i];
+    ana_mc_uses_open(&r, t, ua);
+    for (int32_t k = 0; k < n && nw; k++) {
+        hi = ana_mc_uses_span(&r, s->steps[k].start_ns, s->steps[k].end_ns, &us, &use_alloc);
+        for (i = 0; i < hi; i++) {
+            const ana_ptr_use *u = &us[i];
             long a = use_alloc[i];
             size_t ki;
             if (u->time_ns <= st[k].last_gemm || !st[k].last_gemm || a < 0 ||
@@ -249,6 +269,8 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
                 kcount[ki]++;
             }
         }
+    }
+    ana_mc_uses_close(&r);
     ana_u64map_free(&seen);
     size_t best = SIZE_MAX;
     for (size_t ki = 0; ki < nk; ki++)
@@ -260,9 +282,11 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
      * update begins and ends; a sign of training beside it. */
     uint64_t *first_upd = ana_xcalloc((size_t)n + 1, sizeof(uint64_t)), *last_upd = ana_xcalloc((size_t)n + 1, sizeof(uint64_t));
     int sized = 0, any = 0;
-    for (int32_t k = 0; k < n; k++)
-        for (i = st[k].lo; i < st[k].hi; i++) {
-            const ana_ptr_use *u = &t->uses[i];
+    ana_mc_uses_open(&r, t, ua);
+    for (int32_t k = 0; k < n; k++) {
+        hi = ana_mc_uses_span(&r, s->steps[k].start_ns, s->steps[k].end_ns, &us, &use_alloc);
+        for (i = 0; i < hi; i++) {
+            const ana_ptr_use *u = &us[i];
             long a = use_alloc[i];
             size_t ki;
             if (ana_trace_use_kind(u) != ANA_USE_KERNEL || (ki = ana_ms_kidx(t, u)) == SIZE_MAX || !kupd[ki])
@@ -273,6 +297,8 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
             if (a >= 0)
                 upd[a] = 1, any = 1;
         }
+    }
+    ana_mc_uses_close(&r);
     for (size_t a = 0; a < na && any && !sized; a++)
         if (upd[a] && gout[a] && !w[a])
             for (size_t b = 0; b < na && !sized; b++)
@@ -281,7 +307,7 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
         m->allocs[a].sflags |= (gout[a] ? ANA_MCS_GEMM_OUT : 0) | (gin_steps[a] ? ANA_MCS_GEMM_IN : 0);
     if (!any || !(sized || twice))
         goto out;
-    ana_ms_working_copies(t, st, n, use_alloc, w, upd, gout, na);
+    ana_ms_working_copies(t, s, st, n, ua, w, upd, gout, na);
     for (size_t a = 0; a < na; a++)
         m->allocs[a].sflags |= (w[a] && upd[a] ? ANA_MCS_WEIGHT : 0) |
                                (upd[a] && gout[a] && !w[a] ? ANA_MCS_GRADIENT : 0) | (upd[a] ? ANA_MCS_UPDATED : 0);
@@ -290,7 +316,9 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
      * writes a gradient; forward again (the next micro-batch) as the header says; the
      * same until the update's first launch, the update to its last, then undecided. */
     ana_ms_points pt = { 0 };
+    ana_mc_uses_open(&r, t, ua);
     for (int32_t k = 0; k < n; k++) {
+        hi = ana_mc_uses_span(&r, s->steps[k].start_ns, s->steps[k].end_ns, &us, &use_alloc);
         uint64_t end = first_upd[k] ? first_upd[k] : UINT64_MAX, v;
         /* The gradient addresses the step's GEMMs write, and whether one is written twice
          * (micro-batches accumulate: only then does a forward follow a backward). */
@@ -300,12 +328,12 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
         ana_u64map_init(&read);
         size_t ngp = 0, nwrote = 0;
         int accum = 0;
-        for (i = st[k].lo; i < st[k].hi && t->uses[i].time_ns < end; i++) {
+        for (i = 0; i < hi && us[i].time_ns < end; i++) {
             long a = use_alloc[i];
-            if (a < 0 || ana_trace_use_kind(&t->uses[i]) != ANA_USE_GEMM_OUT ||
+            if (a < 0 || ana_trace_use_kind(&us[i]) != ANA_USE_GEMM_OUT ||
                 !(m->allocs[a].sflags & ANA_MCS_GRADIENT))
                 continue;
-            uint64_t p = ana_trace_use_ptr(t, &t->uses[i]);
+            uint64_t p = ana_trace_use_ptr(t, &us[i]);
             if (ana_u64map_get(&gp, p, &v))
                 accum = 1;
             else
@@ -316,8 +344,8 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
         size_t restarts = 0;                /* micro-batch forwards after a backward */
         pt.n = 0;
         ana_ms_push(&pt, s->steps[k].start_ns, cur);
-        for (i = st[k].lo; i < st[k].hi && t->uses[i].time_ns < end; i++) {
-            const ana_ptr_use *u = &t->uses[i];
+        for (i = 0; i < hi && us[i].time_ns < end; i++) {
+            const ana_ptr_use *u = &us[i];
             unsigned kind = ana_trace_use_kind(u);
             long a = use_alloc[i];
             if (!ana_ms_gemm(kind) || a < 0)
@@ -376,6 +404,7 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
          * it decides the step (NVTX ranges still win). */
         ana_ms_apply(t, s, k, &pt, restarts > 0 && s->steps[k].phases != ANA_PHASES_NVTX, phase);
     }
+    ana_mc_uses_close(&r);
     free(pt.at);
     free(pt.ph);
 out:

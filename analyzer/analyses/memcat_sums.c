@@ -159,26 +159,37 @@ void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_
  * largest, where one address is read with several shapes). Biases and norms, which no
  * GEMM reads, are not in it. 0 when no GEMM read a weight. */
 double ana_mc_gemm_params(const ana_trace *t, const ana_mem_result *mem, const ana_memcat *m,
-                          const int32_t *ua)
+                          const ana_spill *ua)
 {
     ana_u64map seen; /* address -> elements */
     ana_u64map_init(&seen);
     double sum = 0;
     uint64_t v;
-    for (size_t i = 0; i < t->n_uses; i++) {
-        const ana_ptr_use *u = &t->uses[i];
-        if (ua[i] < 0 || ana_trace_use_kind(u) != ANA_USE_GEMM_IN ||
-            m->allocs[ua[i]].cat != ANA_MCAT_WEIGHTS || !ana_memcat_live_at(m, mem, (size_t)ua[i], mem->peak_idx))
-            continue;
-        uint64_t el = ana_trace_use_arg(t, u) >> 8, p = ana_trace_use_ptr(t, u);
-        if (!ana_u64map_get(&seen, p, &v)) {
-            ana_u64map_put(&seen, p, el);
-            sum += (double)el;
-        } else if (el > v) {
-            ana_u64map_put(&seen, p, el);
-            sum += (double)(el - v);
+    ana_mc_uses r;
+    const ana_ptr_use *us;
+    const int32_t *as;
+    size_t n;
+    ana_mc_uses_open(&r, t, ua);
+    while ((n = ana_mc_uses_next(&r, &us, &as))) {
+        for (size_t i = 0; i < n; i++) {
+            const ana_ptr_use *u = &us[i];
+            int32_t a = as[i];
+            if (a < 0 || ana_trace_use_kind(u) != ANA_USE_GEMM_IN ||
+                m->allocs[a].cat != ANA_MCAT_WEIGHTS ||
+                !ana_memcat_live_at(m, mem, (size_t)a, mem->peak_idx))
+                continue;
+            uint64_t el = ana_trace_use_arg(t, u) >> 8, p = ana_trace_use_ptr(t, u);
+            if (!ana_u64map_get(&seen, p, &v)) {
+                ana_u64map_put(&seen, p, el);
+                sum += (double)el;
+            } else if (el > v) {
+                ana_u64map_put(&seen, p, el);
+                sum += (double)(el - v);
+            }
         }
+        ana_mc_uses_take(&r, n);
     }
+    ana_mc_uses_close(&r);
     ana_u64map_free(&seen);
     return sum;
 }

@@ -94,6 +94,7 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     ana_stacks_init(&t->stacks);
     ana_py_init(&t->py);
     ana_libs_init(&t->libs);
+    ana_trace_uses_init(t);
     return t;
 }
 
@@ -133,6 +134,9 @@ void ana_trace_free(ana_trace *t)
     free(t->gpu);
     free(t->calls);
     free(t->uses);
+    ana_spill_free(&t->use_spill);
+    ana_spill_free(&t->use_runs);
+    free(t->run_starts);
     free(t->tables);
     free(t->table_ptrs);
     ana_u64map_free(&t->table_dsts);

@@ -24,6 +24,7 @@
 #include "model/libs.h"
 #include "model/memevents.h"
 #include "model/pyframes.h"
+#include "model/spill.h"
 #include "model/stacks.h"
 #include "model/u64map.h"
 
@@ -234,8 +235,19 @@ typedef struct ana_trace {
     ana_libs libs; /* library calls and NVTX (empty in summary mode) */
     const char *source; /* "anatomist" (a .anat trace) or "kineto" (imported, kineto.h) */
     ana_u64map call_ctx; /* imported traces: library call id -> enum ana_ctx (classify.h) */
-    ana_ptr_use *uses;   /* sorted by time (then file order) */
-    size_t n_uses, cap_uses;
+    /* The uses, read in time order (then file order) through a cursor on use_spill
+     * (ana_trace_uses_open): in memory while the trace has at most uses_run of them (the
+     * setting ANATOMIST_SPILL_USES), else in a temporary file (spill.h), so that they do
+     * not hold memory in proportion to the run's length. n_uses counts them all. While
+     * the model is built, uses holds those not yet spilled; each time it fills (uses_run)
+     * it is sorted and written to use_runs as a run, and ana_trace_finish merges the runs. */
+    ana_spill use_spill;
+    size_t n_uses;
+    ana_ptr_use *uses;
+    size_t n_run_uses, cap_uses, uses_run;
+    ana_spill use_runs;
+    uint64_t *run_starts; /* where each run of use_runs begins */
+    size_t n_runs, cap_runs;
     uint64_t launch_ptrs; /* LAUNCH records that carried pointer words (1.3) */
     uint64_t launch_ptrs_cut; /* LAUNCH records at the cap of pointer words (more may have been) */
     /* Pointer tables (2.1 PTR_TABLE): host-to-device copies whose bytes held device pointers; a
@@ -256,6 +268,12 @@ typedef struct ana_trace {
     ana_u64map use_ptr_idx; /* address -> index into use_ptrs */
     uint32_t use_ptr_cache[ANA_TRACE_INTERN_CACHE]; /* 1 + index of a recent address */
 } ana_trace;
+
+/* A cursor on the uses in time order (spill.h: ana_spill_peek gives ana_ptr_use items). */
+static inline void ana_trace_uses_open(const ana_trace *t, ana_spill_cur *c)
+{
+    ana_spill_open(c, &t->use_spill, 0, UINT64_MAX);
+}
 
 /* The value of a *_w field (see ANA_TRACE_WIDE_BIT). */
 static inline uint64_t ana_trace_wide(const ana_trace *t, uint32_t w)

@@ -5,6 +5,8 @@
 
 #include "model/trace.h"
 
+/* Sets up the uses' storage (trace_uses.c; from ana_trace_new). */
+void ana_trace_uses_init(ana_trace *t);
 /* Keeps the device pointers a record's call used (trace_uses.c; from ana_trace_add). */
 void ana_trace_uses_of(ana_trace *t, const ana_record *r);
 /* Sorts the uses and adds the pointers of the tables kernels read (trace_uses.c; from

@@ -171,6 +171,11 @@ Test(trace_index, wide_values_read_back)
     cr_assert_eq(t->n_calls, n);
     cr_assert_eq(t->n_gpu, n);
     cr_assert_eq(t->n_uses, n);
+    ana_spill_cur uc;
+    const void *pv;
+    ana_trace_uses_open(t, &uc);
+    cr_assert_eq(ana_spill_peek(&uc, &pv), n); /* in memory: one view of all */
+    const ana_ptr_use *uses = pv;
     for (size_t i = 0; i < n; i++) {
         const ana_api_call *c = &t->calls[i];
         uint64_t tid = ana_trace_wide(t, ana_trace_call_site(t, c)->tid_w);
@@ -192,11 +197,12 @@ Test(trace_index, wide_values_read_back)
         cr_assert_eq(ana_trace_wide(t, a->corr_w), vals[i]);
         cr_assert_eq(ana_trace_wide(t, a->dur_w), vals[i]);
         cr_assert_eq(ana_trace_wide(t, a->arg_w), vals[i]);
-        const ana_ptr_use *u = &t->uses[i]; /* same time: file order */
+        const ana_ptr_use *u = &uses[i]; /* same time: file order */
         cr_assert_eq(ana_trace_use_ptr(t, u), 0x7f0000000000ull + i * 64);
         cr_assert_eq(ana_trace_use_kind(u), ANA_USE_KERNEL);
         cr_assert_eq(ana_trace_use_arg(t, u), vals[i]);
     }
+    ana_spill_close(&uc);
     ana_trace_free(t);
 }
 

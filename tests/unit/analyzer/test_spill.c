@@ -1,0 +1,197 @@
+/* Spills (model/spill.h) and the uses read through one: items read back in memory and in
+ * a file, whole and by ranges, with blocks of every size; a trace's pointer uses in time
+ * order (equal times in the order they were added) however many runs they were spilled
+ * in (ANATOMIST_SPILL_USES), against a stable sort done here; and the pointers of a
+ * pointer table placed after every other use of the launch's time. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/spill.h"
+#include "model/trace.h"
+#include "model/util.h"
+#include "../random.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next64(void) { return ana_xorshift64(&rng); }
+
+/* Reads items [from, to) of s with takes of random sizes; checks item i is i * 3 + 1. */
+static void check_range(const ana_spill *s, uint64_t from, uint64_t to, size_t block)
+{
+    ana_spill_cur c;
+    ana_spill_open(&c, s, from, to);
+    if (block)
+        c.block = block;
+    uint64_t at = from, end = to < s->n ? to : s->n;
+    const void *p;
+    size_t n;
+    while ((n = ana_spill_peek(&c, &p))) {
+        size_t k = 1 + next64() % n;
+        const uint64_t *v = p;
+        for (size_t i = 0; i < k; i++)
+            cr_assert_eq(v[i], (at + i) * 3 + 1, "item %llu", (unsigned long long)(at + i));
+        ana_spill_take(&c, k);
+        at += k;
+    }
+    cr_assert_eq(at, end, "read to %llu of %llu", (unsigned long long)at, (unsigned long long)end);
+    ana_spill_close(&c);
+}
+
+Test(spill, items_back_in_memory_and_in_a_file)
+{
+    for (int file = 0; file < 2; file++)
+        for (int when = 0; when < 2; when++) { /* to the file before the items, or midway */
+            ana_spill s;
+            ana_spill_init(&s, sizeof(uint64_t), "test items");
+            uint64_t n = 0, total = 20000;
+            if (file && !when)
+                ana_spill_to_file(&s);
+            while (n < total) {
+                uint64_t batch[300];
+                size_t k = 1 + next64() % 300;
+                k = k < total - n ? k : (size_t)(total - n);
+                for (size_t i = 0; i < k; i++)
+                    batch[i] = (n + i) * 3 + 1;
+                ana_spill_push(&s, batch, k);
+                n += k;
+                if (file && when && n > total / 2)
+                    ana_spill_to_file(&s);
+            }
+            ana_spill_seal(&s);
+            cr_assert_eq(ana_spill_in_file(&s), file);
+            cr_assert_eq(s.n, total);
+            size_t blocks[] = { 0, 8, 24, 4096 };
+            for (size_t b = 0; b < 4; b++) {
+                check_range(&s, 0, UINT64_MAX, blocks[b]);
+                check_range(&s, 777, 15000, blocks[b]);
+                check_range(&s, 19999, 30000, blocks[b]);
+                check_range(&s, 5000, 5000, blocks[b]);
+            }
+            ana_spill_free(&s);
+        }
+}
+
+typedef struct want_use {
+    uint64_t time, ptr;
+    size_t order;
+} want_use;
+
+static int want_cmp(const void *a, const void *b)
+{
+    const want_use *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Every use of t, in the order the cursor gives them, as (time, address). */
+static size_t read_uses(const ana_trace *t, want_use *out, size_t cap)
+{
+    ana_spill_cur c;
+    ana_trace_uses_open(t, &c);
+    const void *p;
+    size_t n, got = 0;
+    while ((n = ana_spill_peek(&c, &p))) {
+        const ana_ptr_use *u = p;
+        for (size_t i = 0; i < n; i++) {
+            cr_assert_lt(got, cap);
+            out[got++] = (want_use){ u[i].time_ns, ana_trace_use_ptr(t, &u[i]), 0 };
+        }
+        ana_spill_take(&c, n);
+    }
+    ana_spill_close(&c);
+    return got;
+}
+
+Test(spill, uses_in_time_order_whatever_the_runs)
+{
+    enum { N = 3000 };
+    const char *runs[] = { NULL, "0", "1", "7", "64", "100000" };
+    want_use *want = ana_xcalloc(3 * N, sizeof(*want)), *got = ana_xcalloc(3 * N, sizeof(*got));
+    for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+        if (runs[r])
+            setenv("ANATOMIST_SPILL_USES", runs[r], 1);
+        else
+            unsetenv("ANATOMIST_SPILL_USES");
+        ana_trace *t = ana_trace_new("spill", ANA_LOAD_ALL);
+        size_t nw = 0;
+        for (size_t i = 0; i < N; i++) {
+            uint64_t ptrs[3];
+            ana_record rec = { .kind = ANA_K_LAUNCH, .tid = 1 + next64() % 4,
+                               .time_ns = 1000 + next64() % 500 }; /* many equal times */
+            uint32_t k = 1 + (uint32_t)(next64() % 3);
+            for (uint32_t j = 0; j < k; j++) {
+                ptrs[j] = 0x7f0000000000ull + (i * 4 + j) * 256;
+                want[nw] = (want_use){ rec.time_ns, ptrs[j], nw };
+                nw++;
+            }
+            rec.u.launch = (ana_rec_launch){ .kernel = 1 + i % 5, .ptrs = { ptrs, k } };
+            ana_trace_add(t, &rec);
+        }
+        ana_trace_finish(t);
+        qsort(want, nw, sizeof(*want), want_cmp);
+        cr_assert_eq(t->n_uses, nw, "runs %s", runs[r] ? runs[r] : "default");
+        cr_assert_eq(read_uses(t, got, 3 * N), nw);
+        for (size_t i = 0; i < nw; i++)
+            cr_assert(got[i].time == want[i].time && got[i].ptr == want[i].ptr,
+                      "runs %s, use %zu: %llu %llx, want %llu %llx", runs[r] ? runs[r] : "default", i,
+                      (unsigned long long)got[i].time, (unsigned long long)got[i].ptr,
+                      (unsigned long long)want[i].time, (unsigned long long)want[i].ptr);
+        /* the setting spills only when the uses outgrow it */
+        int spilled = runs[r] && strcmp(runs[r], "0") && (size_t)atoi(runs[r]) < nw;
+        cr_assert_eq(ana_spill_in_file(&t->use_spill), spilled, "runs %s", runs[r] ? runs[r] : "default");
+        ana_trace_free(t);
+    }
+    unsetenv("ANATOMIST_SPILL_USES");
+    free(want);
+    free(got);
+}
+
+static void add_launch(ana_trace *t, uint64_t tid, uint64_t time, uint64_t kernel, uint64_t *ptrs,
+                       uint32_t n)
+{
+    ana_record r = { .kind = ANA_K_LAUNCH, .tid = tid, .time_ns = time };
+    r.u.launch = (ana_rec_launch){ .kernel = kernel, .ptrs = { ptrs, n } };
+    ana_trace_add(t, &r);
+}
+
+/* A table at D (two pointers P1, P2) copied at 100; at 200 one launch hands a kernel D + 8,
+ * another (added after it) X; at 300 a launch hands Y. The table's pointers are uses of
+ * the first launch, after X (the other use of time 200), before Y. Whether the uses were
+ * spilled or not. */
+Test(spill, table_pointers_follow_the_uses_of_their_time)
+{
+    const uint64_t D = 0x7f0000001000ull, P1 = 0x7f0000100000ull, P2 = 0x7f0000200000ull;
+    const uint64_t X = 0x7f0000300000ull, Y = 0x7f0000400000ull;
+    const char *runs[] = { "0", "1", "2" };
+    for (size_t r = 0; r < 3; r++) {
+        setenv("ANATOMIST_SPILL_USES", runs[r], 1);
+        ana_trace *t = ana_trace_new("tables", ANA_LOAD_ALL);
+        uint64_t y = Y, x = X, d8 = D + 8, tp[2] = { P1, P2 }, at[2] = { 0, 8 };
+        add_launch(t, 2, 300, 4, &y, 1); /* a later time first in the file */
+        ana_record m = { .kind = ANA_K_MEMCPY, .tid = 1, .time_ns = 100 };
+        m.u.memcpy = (ana_rec_memcpy){ .dst = D, .src = 0x5000, .bytes = 16, .dir = 1 };
+        ana_trace_add(t, &m);
+        ana_record pt = { .kind = ANA_K_PTR_TABLE, .tid = 1, .time_ns = 100 };
+        pt.u.ptr_table = (ana_rec_ptr_table){ .dst = D, .bytes = 16, .ptrs = { tp, 2 },
+                                              .ptr_at = { at, 2 } };
+        ana_trace_add(t, &pt);
+        add_launch(t, 1, 200, 9, &d8, 1);
+        add_launch(t, 3, 200, 5, &x, 1);
+        ana_trace_finish(t);
+        want_use got[16];
+        size_t n = read_uses(t, got, 16);
+        /* the copy's destination and source (time 100), then 200's, then Y */
+        const want_use want[] = { { 100, D, 0 }, { 100, 0x5000, 0 }, { 200, D + 8, 0 }, { 200, X, 0 },
+                                  { 200, P1, 0 }, { 200, P2, 0 }, { 300, Y, 0 } };
+        cr_assert_eq(n, 7, "runs %s: %zu uses", runs[r], n);
+        for (size_t i = 0; i < n; i++)
+            cr_assert(got[i].time == want[i].time && got[i].ptr == want[i].ptr,
+                      "runs %s, use %zu: %llu %llx", runs[r], i, (unsigned long long)got[i].time,
+                      (unsigned long long)got[i].ptr);
+        cr_assert_eq(t->table_launches, 1);
+        ana_trace_free(t);
+    }
+    unsetenv("ANATOMIST_SPILL_USES");
+}
