@@ -248,6 +248,8 @@ typedef struct ana_trace {
     ana_spill use_runs;
     uint64_t *run_starts; /* where each run of use_runs begins */
     size_t n_runs, cap_runs;
+    uint64_t runs_last_ns; /* the time of the last use of the last run */
+    int runs_unordered;    /* a run began before the one before it ended: they need merging */
     uint64_t launch_ptrs; /* LAUNCH records that carried pointer words (1.3) */
     uint64_t launch_ptrs_cut; /* LAUNCH records at the cap of pointer words (more may have been) */
     /* Pointer tables (2.1 PTR_TABLE): host-to-device copies whose bytes held device pointers; a

@@ -19,7 +19,9 @@ static int ana_ptr_use_cmp(const void *a, const void *b)
     return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
 }
 
-#define ANA_USES_RUN_DEFAULT (1u << 22) /* 64 MiB of uses in memory at most while loading */
+/* 256 MiB of uses in memory at most: below it, spilling would cost more CPU (about 40 %
+ * more for `report` at 1e7 records, docs/overhead.md "Spilling") than the memory is worth */
+#define ANA_USES_RUN_DEFAULT (1u << 24)
 
 void ana_trace_uses_init(ana_trace *t)
 {
@@ -50,6 +52,11 @@ void ana_trace_uses_init(ana_trace *t)
 static void ana_trace_use_run(ana_trace *t)
 {
     ana_sort_stable(t->uses, t->n_run_uses, sizeof(*t->uses), ana_ptr_use_cmp);
+    if (!t->n_run_uses)
+        return;
+    if (t->n_runs && t->uses[0].time_ns < t->runs_last_ns)
+        t->runs_unordered = 1;
+    t->runs_last_ns = t->uses[t->n_run_uses - 1].time_ns;
     ANA_GROW(t->run_starts, t->cap_runs, t->n_runs + 1);
     t->run_starts[t->n_runs++] = t->use_runs.n;
     ana_spill_to_file(&t->use_runs);
@@ -318,6 +325,19 @@ void ana_trace_uses_finish(ana_trace *t)
         t->n_run_uses = t->cap_uses = 0;
         return;
     }
+    if (t->n_runs && !t->runs_unordered && !t->n_tables) {
+        /* runs that follow each other in time (a trace whose threads' segments came in
+         * time order): one after the other, they are the uses in time order already */
+        ana_trace_use_run(t);
+        free(t->uses);
+        t->uses = NULL;
+        t->n_run_uses = t->cap_uses = 0;
+        ana_spill_seal(&t->use_runs);
+        ana_spill_free(&t->use_spill);
+        t->use_spill = t->use_runs;
+        ana_spill_init(&t->use_runs, sizeof(ana_ptr_use), "pointer uses");
+        return;
+    }
     ana_use_out *o = ana_xmalloc(sizeof(*o));
     ana_uo_init(o, t);
     if (!t->n_runs) {
@@ -325,8 +345,7 @@ void ana_trace_uses_finish(ana_trace *t)
         for (size_t i = 0; i < t->n_run_uses; i++)
             ana_uo_add(o, &t->uses[i]);
     } else {
-        if (t->n_run_uses)
-            ana_trace_use_run(t);
+        ana_trace_use_run(t);
         ana_spill_seal(&t->use_runs);
         ana_spill_to_file(&t->use_spill);
         ana_trace_uses_merge(t, o);

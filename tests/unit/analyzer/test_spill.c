@@ -104,7 +104,7 @@ static size_t read_uses(const ana_trace *t, want_use *out, size_t cap)
     return got;
 }
 
-Test(spill, uses_in_time_order_whatever_the_runs)
+static void uses_in_order(int ordered)
 {
     enum { N = 3000 };
     const char *runs[] = { NULL, "0", "1", "7", "64", "100000" };
@@ -118,8 +118,9 @@ Test(spill, uses_in_time_order_whatever_the_runs)
         size_t nw = 0;
         for (size_t i = 0; i < N; i++) {
             uint64_t ptrs[3];
+            /* many equal times; in order, equal times across the runs' bounds too */
             ana_record rec = { .kind = ANA_K_LAUNCH, .tid = 1 + next64() % 4,
-                               .time_ns = 1000 + next64() % 500 }; /* many equal times */
+                               .time_ns = ordered ? 1000 + i / 4 : 1000 + next64() % 500 };
             uint32_t k = 1 + (uint32_t)(next64() % 3);
             for (uint32_t j = 0; j < k; j++) {
                 ptrs[j] = 0x7f0000000000ull + (i * 4 + j) * 256;
@@ -141,12 +142,18 @@ Test(spill, uses_in_time_order_whatever_the_runs)
         /* the setting spills only when the uses outgrow it */
         int spilled = runs[r] && strcmp(runs[r], "0") && (size_t)atoi(runs[r]) < nw;
         cr_assert_eq(ana_spill_in_file(&t->use_spill), spilled, "runs %s", runs[r] ? runs[r] : "default");
+        if (spilled) /* the runs merged only when they overlapped */
+            cr_assert_eq(t->runs_unordered, !ordered, "runs %s", runs[r]);
         ana_trace_free(t);
     }
     unsetenv("ANATOMIST_SPILL_USES");
     free(want);
     free(got);
 }
+
+/* Runs that overlap in time are merged; runs that follow each other are read as they are. */
+Test(spill, uses_in_time_order_whatever_the_runs) { uses_in_order(0); }
+Test(spill, uses_in_time_order_runs_in_order) { uses_in_order(1); }
 
 static void add_launch(ana_trace *t, uint64_t tid, uint64_t time, uint64_t kernel, uint64_t *ptrs,
                        uint32_t n)
