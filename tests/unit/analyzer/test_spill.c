@@ -202,3 +202,14 @@ Test(spill, table_pointers_follow_the_uses_of_their_time)
     }
     unsetenv("ANATOMIST_SPILL_USES");
 }
+
+/* A temporary file that cannot be made ends the command with exit status 2 (and says
+ * where and why on stderr), rather than an analysis going on without its items. */
+Test(spill, no_room_for_the_file_exits_2, .exit_code = 2)
+{
+    setenv("TMPDIR", "/nonexistent-anatomist-dir", 1);
+    ana_spill s;
+    ana_spill_init(&s, sizeof(uint64_t), "test items");
+    ana_spill_to_file(&s);
+    ana_spill_free(&s); /* not reached */
+}
