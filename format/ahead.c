@@ -208,7 +208,7 @@ static int decode_packed(ana_batch *b, unsigned time_shift)
     ana_dec d = { 0 };
     size_t blk = 0;
     struct room rm = { b, &blk };
-    const ana_room room = { room_get, &rm };
+    ana_room room = { room_get, &rm, NULL };
     if (!b->nblocks && more_room(b, &blk) < 0)
         return -1;
     for (;;) {
@@ -223,13 +223,15 @@ static int decode_packed(ana_batch *b, unsigned time_shift)
                 return -1; /* the reader says the chunk does not begin with a SEGMENT */
             rec->tid = d.seg_tid;
             d.prev_ns = rec->time_ns; /* in ticks (1.5) */
-            ana_record_from_ticks(rec, time_shift);
+            if (time_shift)
+                ana_record_from_ticks(rec, time_shift);
             b->unknown_before[b->n++] = 0;
             b->len += rec_size(rec->kind);
             continue;
         case ANA_UNP_RAW:
             if (decode_rebuilt(b, &d, time_shift, raw, len, &blk) < 0)
                 return -1;
+            room.cur = NULL; /* b->blocks may have moved */
             continue;
         case ANA_UNP_END:
             d.rpos = b->c.rsize;

@@ -45,7 +45,8 @@ uint32_t ana_ahead_next(const ana_batch *b, size_t i, size_t *off, ana_record *r
  * (pack.h), else (or when it gives up) unpacked and decoded record by record up to the end
  * or the first record the reader must see to. Either way b holds the same records and
  * stops at the same place (tests/unit/format/test_unpack_direct.c); b->result becomes
- * ANA_FETCH_UNPACK when the columns do not unpack. What the workers do with each chunk. */
+ * ANA_FETCH_UNPACK when the columns do not unpack. What the workers do with each chunk,
+ * and the reader alone with each packed one. */
 void ana_batch_decode(ana_batch *b, unsigned time_shift, int direct);
 void ana_batch_free(ana_batch *b); /* its buffers and its chunk's, not b itself */
 

@@ -47,11 +47,13 @@ void ana_unpacker_free(ana_unpacker *u);
  * header's raw size). 0, or -1 when its header or directory is not right. */
 int ana_unpacker_open(ana_unpacker *u, const uint8_t *in, size_t n, size_t rsize);
 
-/* Where the frames of a record read straight go: a scratch with at least need bytes free
- * (get may move on to another), or NULL when there is no memory. */
+/* Where the frames of a record read straight go: cur while it has the room, else what get
+ * gives, a scratch with at least need bytes free (it may move on to another; NULL: no
+ * memory), which becomes cur. The caller sets cur to NULL when it moves scratches itself. */
 typedef struct ana_room {
     ana_scratch *(*get)(void *ctx, size_t need);
     void *ctx;
+    ana_scratch *cur;
 } ana_room;
 
 enum ana_unpacked {
@@ -64,7 +66,7 @@ enum ana_unpacked {
     ANA_UNP_BAD  /* give up (see above); the unpacker is of no more use for this payload */
 };
 
-int ana_unpacker_next(ana_unpacker *u, ana_record *rec, const ana_room *room,
+int ana_unpacker_next(ana_unpacker *u, ana_record *rec, ana_room *room,
                       const uint8_t **raw, size_t *len);
 
 #endif

@@ -144,55 +144,15 @@ static int unpack_record(struct rcol *all, const struct plan *pl, uint32_t kind,
 
 /* ---- the records straight from the columns ---- */
 
-/* A kind decoded straight from the columns: its fields after dt (after corr and dur for GPU
- * activity) in the order of codec.c's row list, each read from the body or its column. */
-enum { D_END, D_U, D_S, D_FRAMES, D_DUR, D_CORR, D_CALL };
-
-struct dstep {
-    uint8_t op, slot; /* slot: the field's column (D_DUR, D_CORR, D_CALL) */
-    uint16_t off;     /* where the field lives in the kind's ana_rec_* struct */
-};
-
 struct ana_unpacker {
     struct rcol cols[NCOLS];
     struct plan plan;
     struct model m;
-    struct dstep steps[ANA_K_COUNT][MAXOPS];
-    uint8_t direct[ANA_K_COUNT];
     uint64_t nrec, r;    /* records in the payload, records read */
     size_t rsize, raw;   /* bytes the records take: as the chunk says, as read so far */
     uint8_t *tmp;        /* a record rebuilt (ANA_UNP_RAW) */
     size_t tcap;
 };
-
-/* The kinds decode_fast.c decodes: the same fields of rec are written, nothing else. */
-static void steps_build(ana_unpacker *u)
-{
-    static const uint32_t kinds[] = {
-        ANA_K_LAUNCH, ANA_K_GPU_KERNEL, ANA_K_ALLOC, ANA_K_FREE, ANA_K_MEMCPY, ANA_K_MEMSET,
-        ANA_K_GPU_MEMCPY, ANA_K_GPU_MEMSET, ANA_K_GEMM, ANA_K_COLL, ANA_K_LIBCALL };
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        uint32_t k = kinds[i];
-        const struct ana_field *f = ana_fields[k];
-        unsigned slot = 1, n = 0;
-        if (is_gpu_activity(k)) {
-            f += 2;
-            slot += 2;
-        }
-        u->direct[k] = 1;
-        for (; f->type != F_END && n < MAXOPS - 1; f++, slot++) {
-            uint8_t op = f->type == F_S ? D_S : f->type == F_FRAMES ? D_FRAMES : D_U;
-            if (f->type != F_U && f->type != F_S && f->type != F_FRAMES)
-                u->direct[k] = 0; /* strings: rebuilt and decoded as before */
-            else if (f->role != R_NONE)
-                op = f->role == R_DUR ? D_DUR : f->role == R_CORR ? D_CORR : D_CALL;
-            u->steps[k][n++] = (struct dstep){ op, (uint8_t)slot, f->off };
-        }
-        u->steps[k][n].op = D_END;
-        if (f->type != F_END)
-            u->direct[k] = 0;
-    }
-}
 
 ana_unpacker *ana_unpacker_new(void)
 {
@@ -200,7 +160,6 @@ ana_unpacker *ana_unpacker_new(void)
     if (!u)
         return NULL;
     plan_build(&u->plan);
-    steps_build(u);
     return u;
 }
 
@@ -281,7 +240,7 @@ done:
 /* The bytes a varint of v takes. */
 static inline size_t vlen(uint64_t v)
 {
-    return v < 0x80 ? 1 : (size_t)(70 - __builtin_clzll(v)) / 7;
+    return v < 0x80 ? 1 : (70u - (unsigned)__builtin_clzll(v)) / 7u;
 }
 
 /* A varint of the body (decode_fast.c's rules: at most 10 bytes, none past the end). */
@@ -309,14 +268,16 @@ static inline __attribute__((always_inline)) uint64_t bget(struct rcol *b, int *
 
 /* F_FRAMES as decode_fast.c reads it (n, the first address, zigzag deltas; the same room
  * taken in the scratch, at its alignment), from the body. 0, or -1. */
-static int frames(struct rcol *b, ana_frames *fr, const ana_room *room)
+static int frames(struct rcol *b, ana_frames *fr, ana_room *room)
 {
     int bad = 0;
     uint64_t n = bget(b, &bad);
     if (bad || n > (uint64_t)(b->end - b->p))
         return -1;
     size_t need = (size_t)n * sizeof(uint64_t) + 1, al = _Alignof(uint64_t);
-    ana_scratch *sc = room->get(room->ctx, need + al);
+    ana_scratch *sc = room->cur;
+    if (!sc || sc->cap - sc->used < need + al)
+        sc = room->cur = room->get(room->ctx, need + al);
     if (!sc)
         return -1;
     size_t at = (sc->used + al - 1) & ~(al - 1);
@@ -333,64 +294,190 @@ static int frames(struct rcol *b, ana_frames *fr, const ana_room *room)
     return 0;
 }
 
-/* The record of a direct kind into rec, as unpack_payload would have written it and
- * decode_fast.c would have read it: the payload's length, or 0 when either would fail. */
-static size_t direct(ana_unpacker *u, uint32_t kind, ana_record *rec, const ana_room *room)
-{
-    struct rcol *cols = &u->cols[col_of(kind, 0)], *body = &cols[BODY];
-    struct model *m = &u->m;
-    struct ctx *c = m->cur;
-    uint8_t *x = (uint8_t *)&rec->u;
-    int bad = 0;
-    uint64_t prev_t = c->t, t;
+/* Reading one record: its kind's columns and body, the model, its time; the bytes its
+ * payload would take so far (dt, the coded fields; the body's are counted at the end). */
+struct rd {
+    struct rcol *cols, *body;
+    struct model *m;
+    struct ctx *c;
+    uint64_t t;
     size_t plen;
-    if (kind == ANA_K_LAUNCH)
-        memset(&rec->u.launch, 0, sizeof(rec->u.launch));
+    int bad;
+};
+
+/* Each kind's fields in the order of its row list in codec.c (ana_fields): B = a plain
+ * varint of the body, BS = a zigzag one, then the fields with columns of their own at their
+ * slot (1 + the field's place in the list, pack_int.h), FR = frames of the body. */
+#define RD static inline __attribute__((always_inline)) void /* one body per kind */
+#define B(f) x->f = bget(r->body, &r->bad)
+#define BS(f) x->f = ana_unzigzag(bget(r->body, &r->bad))
+#define DUR(f, slot) r->plen += vlen(x->f = get(&r->cols[slot], &r->bad))
+#define CORR(f, slot)                                                                      \
+    do {                                                                                   \
+        x->f = counter_in(&r->c->corr, get(&r->cols[slot], &r->bad));                      \
+        call_seen(r->m, x->f, r->t);                                                       \
+        r->plen += vlen(x->f);                                                             \
+    } while (0)
+#define CALL(f, slot) r->plen += vlen(x->f = counter_in(&r->c->call, get(&r->cols[slot], &r->bad)))
+#define FR(f, room)                                                                        \
+    do {                                                                                   \
+        if (frames(r->body, &x->f, room) < 0)                                              \
+            r->bad = 1;                                                                    \
+    } while (0)
+
+/* decode_fast.c zeroes the struct first: every byte but the frames' padding is written
+ * here (the same fields) */
+RD rd_launch(struct rd *r, ana_rec_launch *x, ana_room *room)
+{
+    B(api); BS(ret); B(kernel); B(grid_x); B(grid_y); B(grid_z); B(block_x); B(block_y);
+    B(block_z); B(shmem); B(stream); B(stack); DUR(dur_ns, 13); CORR(corr, 14); B(via);
+    B(lib); CALL(call, 17);
+    if (!r->bad)
+        FR(ptrs, room);
+    if (!r->bad)
+        FR(ptr_at, room);
+}
+
+RD rd_alloc(struct rd *r, ana_rec_alloc *x)
+{
+    B(api); BS(ret); B(ptr); B(size); BS(device); B(stream); B(stack); DUR(dur_ns, 8);
+    B(flags); CORR(corr, 10); B(via); B(lib); CALL(call, 13);
+}
+
+RD rd_free(struct rd *r, ana_rec_free *x)
+{
+    B(api); BS(ret); B(ptr); BS(device); B(stream); B(stack); DUR(dur_ns, 7);
+    CORR(corr, 8); B(via); B(lib); CALL(call, 11);
+}
+
+RD rd_memcpy(struct rd *r, ana_rec_memcpy *x)
+{
+    B(api); BS(ret); B(dst); B(src); B(bytes); B(dir); B(stream); B(stack); DUR(dur_ns, 9);
+    CORR(corr, 10); B(via); B(lib); CALL(call, 13);
+}
+
+RD rd_memset(struct rd *r, ana_rec_memset *x)
+{
+    B(api); BS(ret); B(ptr); BS(value); B(bytes); B(stream); B(stack); DUR(dur_ns, 8);
+    CORR(corr, 9); B(via); B(lib); CALL(call, 12);
+}
+
+RD rd_gemm(struct rd *r, ana_rec_gemm *x)
+{
+    B(api); BS(ret); CALL(call, 3); B(handle); B(stream); B(m); B(n); B(k); B(batch);
+    B(trans_a); B(trans_b); B(lda); B(ldb); B(ldc); B(a_type); B(b_type); B(c_type);
+    B(compute_type); B(math_mode); B(epilogue); B(workspace); B(flops); B(stack);
+    DUR(dur_ns, 24); B(a); B(b); B(c); B(d); B(ws);
+}
+
+RD rd_coll(struct rd *r, ana_rec_coll *x)
+{
+    B(api); BS(ret); CALL(call, 3); B(comm); B(stream); B(count); B(dtype); B(bytes); B(op);
+    BS(peer); B(sendbuff); B(recvbuff); B(group); B(seq); B(stack); DUR(dur_ns, 16);
+}
+
+RD rd_libcall(struct rd *r, ana_rec_libcall *x)
+{
+    B(lib); B(api); BS(ret); CALL(call, 4); B(handle); B(arg); B(arg2); B(stack);
+    DUR(dur_ns, 9);
+}
+
+/* GPU activity: corr and dur are read with dt (rd_gpu); the rest is body. */
+RD rd_gpu_kernel(struct rd *r, ana_rec_gpu_kernel *x)
+{
+    B(kernel); BS(device); B(context); B(stream); B(grid_x); B(grid_y); B(grid_z);
+    B(block_x); B(block_y); B(block_z); B(shmem_static); B(shmem_dynamic); B(regs);
+    B(graph); B(graph_node);
+}
+
+RD rd_gpu_memcpy(struct rd *r, ana_rec_gpu_memcpy *x)
+{
+    B(bytes); B(copy_kind); B(src_kind); B(dst_kind); B(flags); BS(device); B(context);
+    B(stream); BS(src_device); BS(dst_device); B(graph); B(graph_node);
+}
+
+RD rd_gpu_memset(struct rd *r, ana_rec_gpu_memset *x)
+{
+    B(bytes); B(value); B(mem_kind); B(flags); BS(device); B(context); B(stream); B(graph);
+    B(graph_node);
+}
+
+#undef B
+#undef BS
+#undef DUR
+#undef CORR
+#undef CALL
+#undef FR
+
+/* A GPU activity record's time, correlation id and duration (unpack_payload's order). */
+RD rd_gpu(struct rd *r, uint64_t *corr, uint64_t *dur)
+{
+    struct ctx *c = r->c;
+    uint64_t prev_t = c->t, call_t;
+    int found;
+    *corr = counter_in(&c->corr, get(&r->cols[1], &r->bad));
+    *dur = get(&r->cols[2], &r->bad);
+    uint64_t pred = gpu_predict(r->m, c, *corr, prev_t, &call_t, &found);
+    r->t = c->t = pred + (uint64_t)ana_unzigzag(get(&r->cols[0], &r->bad));
+    gpu_seen(c, r->t, *dur, call_t, found);
+    r->plen = vlen(ana_zigzag((int64_t)(r->t - prev_t))) + vlen(*corr) + vlen(*dur);
+}
+
+/* Whether records of the kind are read straight (direct()): decode_fast.c's kinds. */
+static int is_direct(uint32_t kind)
+{
+    switch (kind) {
+    case ANA_K_LAUNCH: case ANA_K_GPU_KERNEL: case ANA_K_ALLOC: case ANA_K_FREE:
+    case ANA_K_MEMCPY: case ANA_K_MEMSET: case ANA_K_GPU_MEMCPY: case ANA_K_GPU_MEMSET:
+    case ANA_K_GEMM: case ANA_K_COLL: case ANA_K_LIBCALL: return 1;
+    default: return 0;
+    }
+}
+
+/* The record of a direct kind into rec, as unpack_payload would have written it and
+ * decode_fast.c would have read it (the same fields of rec->u): the payload's length, or 0
+ * when either would fail. */
+__attribute__((flatten)) /* the varint readers inlined into each kind's reader */
+static size_t direct(ana_unpacker *u, uint32_t kind, ana_record *rec, ana_room *room)
+{
+    struct rcol *cols = &u->cols[col_of(kind, 0)];
+    struct rcol body = cols[BODY]; /* a copy, which the compiler keeps in registers */
+    struct rd r = { cols, &body, &u->m, u->m.cur, 0, 0, 0 };
     if (is_gpu_activity(kind)) {
-        const struct ana_field *f = ana_fields[kind];
-        uint64_t corr = counter_in(&c->corr, get(&cols[1], &bad)), dur = get(&cols[2], &bad);
-        uint64_t call_t;
-        int found;
-        uint64_t pred = gpu_predict(m, c, corr, prev_t, &call_t, &found);
-        t = c->t = pred + (uint64_t)ana_unzigzag(get(&cols[0], &bad));
-        if (bad)
-            return 0;
-        gpu_seen(c, t, dur, call_t, found);
-        memcpy(x + f[0].off, &corr, sizeof(corr));
-        memcpy(x + f[1].off, &dur, sizeof(dur));
-        plen = vlen(ana_zigzag((int64_t)(t - prev_t))) + vlen(corr) + vlen(dur);
-    } else {
-        t = c->t += (uint64_t)ana_unzigzag(get(&cols[0], &bad));
-        plen = vlen(ana_zigzag((int64_t)(t - prev_t)));
-    }
-    const uint8_t *b0 = body->p;
-    for (const struct dstep *s = u->steps[kind]; s->op != D_END; s++) {
-        uint64_t v;
-        if (s->op == D_U) {
-            v = bget(body, &bad);
-        } else if (s->op == D_S) {
-            v = (uint64_t)ana_unzigzag(bget(body, &bad));
-        } else if (s->op == D_FRAMES) {
-            if (frames(body, (ana_frames *)(x + s->off), room) < 0)
-                return 0;
-            continue;
+        uint64_t corr, dur;
+        rd_gpu(&r, &corr, &dur);
+        if (kind == ANA_K_GPU_KERNEL) {
+            rec->u.gpu_kernel.corr = corr, rec->u.gpu_kernel.dur_ns = dur;
+        } else if (kind == ANA_K_GPU_MEMCPY) {
+            rec->u.gpu_memcpy.corr = corr, rec->u.gpu_memcpy.dur_ns = dur;
         } else {
-            v = get(&cols[s->slot], &bad);
-            if (s->op == D_CORR) {
-                v = counter_in(&c->corr, v);
-                call_seen(m, v, t);
-            } else if (s->op == D_CALL) {
-                v = counter_in(&c->call, v);
-            }
-            plen += vlen(v);
+            rec->u.gpu_memset.corr = corr, rec->u.gpu_memset.dur_ns = dur;
         }
-        memcpy(x + s->off, &v, sizeof(v));
+    } else {
+        uint64_t prev_t = r.c->t;
+        r.t = r.c->t += (uint64_t)ana_unzigzag(get(&cols[0], &r.bad));
+        r.plen = vlen(ana_zigzag((int64_t)(r.t - prev_t)));
     }
-    if (bad)
+    const uint8_t *b0 = body.p;
+    switch (kind) {
+    case ANA_K_LAUNCH: rd_launch(&r, &rec->u.launch, room); break;
+    case ANA_K_GPU_KERNEL: rd_gpu_kernel(&r, &rec->u.gpu_kernel); break;
+    case ANA_K_ALLOC: rd_alloc(&r, &rec->u.alloc); break;
+    case ANA_K_FREE: rd_free(&r, &rec->u.free); break;
+    case ANA_K_MEMCPY: rd_memcpy(&r, &rec->u.memcpy); break;
+    case ANA_K_MEMSET: rd_memset(&r, &rec->u.memset); break;
+    case ANA_K_GPU_MEMCPY: rd_gpu_memcpy(&r, &rec->u.gpu_memcpy); break;
+    case ANA_K_GPU_MEMSET: rd_gpu_memset(&r, &rec->u.gpu_memset); break;
+    case ANA_K_GEMM: rd_gemm(&r, &rec->u.gemm); break;
+    case ANA_K_COLL: rd_coll(&r, &rec->u.coll); break;
+    default: rd_libcall(&r, &rec->u.libcall); break;
+    }
+    if (r.bad)
         return 0;
+    cols[BODY].p = body.p;
     rec->kind = kind;
-    rec->time_ns = t;
-    return plen + (size_t)(body->p - b0);
+    rec->time_ns = r.t;
+    return r.plen + (size_t)(body.p - b0);
 }
 
 /* A record of another kind rebuilt into u->tmp, as ana_unpack writes it. */
@@ -415,7 +502,7 @@ static int rebuild(ana_unpacker *u, uint32_t kind, const uint8_t **raw, size_t *
     return u->raw <= u->rsize ? ANA_UNP_RAW : ANA_UNP_BAD;
 }
 
-int ana_unpacker_next(ana_unpacker *u, ana_record *rec, const ana_room *room,
+int ana_unpacker_next(ana_unpacker *u, ana_record *rec, ana_room *room,
                       const uint8_t **raw, size_t *len)
 {
     if (u->r == u->nrec)
@@ -425,7 +512,7 @@ int ana_unpacker_next(ana_unpacker *u, ana_record *rec, const ana_room *room,
     uint64_t kind = get(&u->cols[0], &bad);
     if (bad || kind == 0 || kind >= ANA_K_COUNT)
         return ANA_UNP_BAD;
-    if (!u->direct[kind])
+    if (!is_direct((uint32_t)kind))
         return rebuild(u, (uint32_t)kind, raw, len);
     size_t plen = direct(u, (uint32_t)kind, rec, room);
     if (!plen)
