@@ -4,8 +4,9 @@
  * list: numbers, strings, string lists, frames by content), the same place where decoding
  * stops and the same result. On the packed chunks of bench/gen_trace traces (seeds, thread
  * counts beyond the packer's 64 per chunk, a time shift), on the chunk payloads of the
- * sample traces the fuzz seeds hold (tests/fuzz/corpus/trace) packed here, and on those
- * payloads cut short, with bytes flipped and with a raw size off by one. The good chunks
+ * sample traces the fuzz seeds hold (tests/fuzz/corpus/trace) packed here, on chunks of
+ * records of every kind with random fields, and on those payloads cut short, with bytes
+ * flipped and with a raw size off by one. The good chunks
  * must all be read straight, so that the comparison is not of the old way with itself. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -285,4 +286,95 @@ Test(unpack_direct, sample_trace_payloads_both_ways)
     ana_packer_free(pk);
     cr_assert_gt(seen.payloads, 100);
     cr_assert_gt(seen.direct, 100);
+}
+
+/* A value of a random width (0 to 64 bits). */
+static uint64_t rand_width(void)
+{
+    unsigned w = (unsigned)(next_rand() % 65);
+    return w == 0 ? 0 : next_rand() >> (64 - w);
+}
+
+static const char text[] = "the quick brown fox jumps over the lazy dog 0123456789";
+
+/* A record of that kind at t, every field of its row list random (strings, string lists
+ * and frames point into what the caller keeps until it is encoded). */
+static ana_record random_record(uint32_t kind, uint64_t t, ana_str *strs, uint64_t *ips)
+{
+    ana_record r;
+    memset(&r, 0, sizeof(r));
+    r.kind = kind;
+    r.time_ns = t;
+    uint8_t *x = (uint8_t *)&r.u;
+    for (const struct ana_field *f = ana_fields[kind]; f->type != F_END; f++) {
+        uint64_t v = rand_width();
+        if (f->type == F_U || f->type == F_S) {
+            memcpy(x + f->off, &v, sizeof(v));
+        } else if (f->type == F_STR || f->type == F_BLOB) {
+            *(ana_str *)(x + f->off) = (ana_str){ text + v % 10, (uint32_t)(v % 40) };
+        } else if (f->type == F_STRV) {
+            uint32_t n = (uint32_t)(v % 4);
+            for (uint32_t i = 0; i < n; i++)
+                strs[i] = (ana_str){ text + i, (uint32_t)(next_rand() % 30) };
+            *(ana_strv *)(x + f->off) = (ana_strv){ strs, n };
+        } else {
+            uint32_t n = (uint32_t)(v % 6);
+            for (uint32_t i = 0; i < n; i++)
+                ips[i] = rand_width();
+            *(ana_frames *)(x + f->off) = (ana_frames){ ips, n };
+            ips += 8; /* LAUNCH and PTR_TABLE have two lists */
+        }
+    }
+    return r;
+}
+
+/* Chunks of records of every kind 2.0 packs with random fields, threads switching by
+ * SEGMENTs (more of them than a chunk's 64 contexts), each packed and read both ways. */
+Test(unpack_direct, every_kind_random_fields)
+{
+    ana_packer *pk = ana_packer_new();
+    size_t cap = 1 << 20;
+    uint8_t *raw = malloc(cap), *packed = malloc(ana_pack_bound(cap));
+    cr_assert(pk && raw && packed);
+    memset(&seen, 0, sizeof(seen));
+    int chunks = 0;
+    for (int k = 0; k < 40; k++) {
+        size_t n = 0;
+        uint64_t prev = 0;
+        for (int i = 0; i < 3000; i++) {
+            ana_str strs[4];
+            uint64_t ips[16];
+            ana_record r;
+            if (i % 40 == 0) {
+                r = (ana_record){ .kind = ANA_K_SEGMENT };
+                r.u.segment = (ana_rec_segment){ 100 + next_rand() % 90,
+                                                 next_rand() >> (next_rand() % 64) };
+                prev = r.u.segment.base_ns;
+            } else {
+                uint32_t kind = 1 + (uint32_t)(next_rand() % (ANA_K_PTR_TABLE - 1));
+                if (kind == ANA_K_SEGMENT || i % 3 == 0)
+                    kind = ANA_K_LAUNCH + (uint32_t)(i % 2) * (ANA_K_GPU_KERNEL - ANA_K_LAUNCH);
+                /* times mostly forward by a little, sometimes anywhere */
+                uint64_t t = i % 17 ? prev + next_rand() % 5000 : next_rand();
+                r = random_record(kind, t, strs, ips);
+            }
+            size_t w = ana_record_encode(raw + n, cap - n, &r, prev);
+            cr_assert_gt(w, 0);
+            n += w;
+            if (r.kind != ANA_K_SEGMENT)
+                prev = r.time_ns;
+        }
+        size_t pn = ana_pack(pk, raw, n, packed, ana_pack_bound(cap));
+        if (!pn)
+            continue; /* a counter the packing cannot code */
+        chunks++;
+        both_ways(packed, pn, n, (unsigned)(k % 3) * 3);
+        if (k % 8 == 0)
+            damaged(packed, pn, n, 0);
+    }
+    cr_assert_gt(chunks, 30);
+    cr_assert_gt(seen.direct, 30);
+    free(raw);
+    free(packed);
+    ana_packer_free(pk);
 }
