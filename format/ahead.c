@@ -1,9 +1,11 @@
 /* ahead.c — the reader's worker threads (ahead.h): each claims the next chunk of the file,
  * in order, reads, decompresses and decodes it into its batch while the reader's caller is
  * at an earlier one; the reader takes the batches in the order of the file.
- * Called by reader.c; calls chunk.c, safe_open.c (and reads codec.c's table of fields). */
+ * Called by reader.c; calls chunk.c, unpack.c, codec.c (and reads its table of fields),
+ * safe_open.c. */
 #include "ahead.h"
 #include "codec_int.h"
+#include "pack.h"
 #include "safe_open.h"
 
 #include <pthread.h>
@@ -120,21 +122,18 @@ uint32_t ana_ahead_next(const ana_batch *b, size_t i, size_t *off, ana_record *r
 
 /* Decodes b's records until the end of the chunk or the first one the reader must see to
  * (an error, or no memory here): b->stop is where it stopped. */
-static void decode(const ana_ahead *a, ana_batch *b)
+static void decode(ana_batch *b, unsigned time_shift)
 {
     ana_dec d = { 0 };
     uint32_t unknown = 0;
     size_t blk = 0;
-    for (size_t i = 0; i < b->nblocks; i++)
-        b->blocks[i].used = 0;
-    b->n = b->len = 0;
     int room = b->nblocks || more_room(b, &blk) == 0; /* else all is left to the reader */
     while (room && d.rpos < b->c.rsize && room_for_rec(b) == 0) {
         ana_dec before = d;
         uint64_t at;
         uint32_t kind;
         ana_record *rec = (ana_record *)(b->recs + b->len); /* 8-aligned: rec_size is */
-        enum ana_step s = ana_chunk_step(&d, b->c.raw, b->c.rsize, a->time_shift, rec,
+        enum ana_step s = ana_chunk_step(&d, b->c.raw, b->c.rsize, time_shift, rec,
                                          &b->blocks[blk], 1, &at, &kind);
         if (s == ANA_STEP_SEGMENT)
             continue;
@@ -154,6 +153,138 @@ static void decode(const ana_ahead *a, ana_batch *b)
     }
     b->stop = d;
     b->unknown_tail = unknown;
+}
+
+/* The block of b a record's frames go in: the current one when it has need bytes free. */
+struct room {
+    ana_batch *b;
+    size_t *blk;
+};
+
+static ana_scratch *room_get(void *ctx, size_t need)
+{
+    struct room *r = ctx;
+    while (r->b->blocks[*r->blk].cap - r->b->blocks[*r->blk].used < need)
+        if (more_room(r->b, r->blk) < 0)
+            return NULL;
+    return &r->b->blocks[*r->blk];
+}
+
+/* A record the unpacker rebuilt (a kind it does not read straight) decoded as decode()
+ * does: 0, or -1 when it is one the reader must see to. */
+static int decode_rebuilt(ana_batch *b, ana_dec *d, unsigned time_shift, const uint8_t *raw,
+                          size_t len, size_t *blk)
+{
+    for (;;) {
+        ana_dec one = *d;
+        one.rpos = 0;
+        uint64_t at;
+        uint32_t kind;
+        ana_record *rec = (ana_record *)(b->recs + b->len);
+        enum ana_step s = ana_chunk_step(&one, raw, len, time_shift, rec, &b->blocks[*blk], 1,
+                                         &at, &kind);
+        if (s == ANA_STEP_FULL && more_room(b, blk) == 0)
+            continue;
+        if (s != ANA_STEP_REC && s != ANA_STEP_SEGMENT)
+            return -1;
+        *d = one;
+        if (s == ANA_STEP_REC) {
+            b->unknown_before[b->n++] = 0;
+            b->len += rec_size(kind);
+        }
+        return 0;
+    }
+}
+
+/* A packed chunk decoded straight from its columns (pack.h, ana_unpacker), what the reader
+ * would read from its unpacked records: 0, or -1 when the unpacker gives up or a record is
+ * one the reader must see to (then the chunk is to be unpacked and decoded by decode()). */
+static int decode_packed(ana_batch *b, unsigned time_shift)
+{
+    if (!b->unp && !(b->unp = ana_unpacker_new()))
+        return -1;
+    if (ana_unpacker_open(b->unp, b->c.pbuf, b->c.got, b->c.rsize) < 0)
+        return -1;
+    ana_dec d = { 0 };
+    size_t blk = 0;
+    struct room rm = { b, &blk };
+    ana_room room = { room_get, &rm, NULL };
+    if (!b->nblocks && more_room(b, &blk) < 0)
+        return -1;
+    for (;;) {
+        if (room_for_rec(b) < 0)
+            return -1;
+        ana_record *rec = (ana_record *)(b->recs + b->len);
+        const uint8_t *raw;
+        size_t len;
+        switch (ana_unpacker_next(b->unp, rec, &room, &raw, &len)) {
+        case ANA_UNP_REC:
+            if (!d.in_segment)
+                return -1; /* the reader says the chunk does not begin with a SEGMENT */
+            rec->tid = d.seg_tid;
+            d.prev_ns = rec->time_ns; /* in ticks (1.5) */
+            if (time_shift)
+                ana_record_from_ticks(rec, time_shift);
+            b->unknown_before[b->n++] = 0;
+            b->len += rec_size(rec->kind);
+            continue;
+        case ANA_UNP_RAW:
+            if (decode_rebuilt(b, &d, time_shift, raw, len, &blk) < 0)
+                return -1;
+            room.cur = NULL; /* b->blocks may have moved */
+            continue;
+        case ANA_UNP_END:
+            d.rpos = b->c.rsize;
+            b->stop = d;
+            return 0;
+        default:
+            return -1;
+        }
+    }
+}
+
+/* b empty, for its chunk's records. */
+static void batch_reset(ana_batch *b)
+{
+    for (size_t i = 0; i < b->nblocks; i++)
+        b->blocks[i].used = 0;
+    b->n = b->len = 0;
+    b->stop = (ana_dec){ 0 };
+    b->unknown_tail = 0;
+}
+
+void ana_batch_decode(ana_batch *b, unsigned time_shift, int direct)
+{
+    pthread_once(&extent_once, extent_init);
+    int columns = b->c.packed && !b->c.raw_filled; /* the records are still in columns */
+    batch_reset(b);
+    b->direct = 0;
+    if (columns && direct) {
+        if (decode_packed(b, time_shift) == 0) {
+            b->direct = 1;
+            return;
+        }
+        batch_reset(b);
+    }
+    if (columns) {
+        if (ana_unpack(b->c.pbuf, b->c.got, b->c.raw, b->c.rsize) != b->c.rsize) {
+            b->result = ANA_FETCH_UNPACK; /* the reader reads it again and says so */
+            return;
+        }
+        b->c.raw_filled = 1;
+    }
+    decode(b, time_shift);
+}
+
+void ana_batch_free(ana_batch *b)
+{
+    ana_chunk_free(&b->c);
+    ana_unpacker_free(b->unp);
+    free(b->recs);
+    free(b->unknown_before);
+    for (size_t k = 0; k < b->nblocks; k++)
+        free(b->blocks[k].buf);
+    free(b->blocks);
 }
 
 static void *worker(void *arg)
@@ -178,12 +309,11 @@ static void *worker(void *arg)
         a->scan_pos += ANA_CHUNK_HEADER_SIZE + csize;
         a->scan_seq++;
         pthread_mutex_unlock(&a->mu);
+        b->c.keep_packed = 1;
         b->result = ana_chunk_fetch(a->fd, a->size, b->pos, b->seq, &b->c);
-        b->n = b->len = 0;
-        b->stop = (ana_dec){ 0 };
-        b->unknown_tail = 0;
+        batch_reset(b);
         if (b->result == ANA_FETCH_OK)
-            decode(a, b);
+            ana_batch_decode(b, a->time_shift, 1);
         pthread_mutex_lock(&a->mu);
         b->state = SLOT_READY;
         pthread_cond_signal(&a->done); /* the reader's thread is the one that waits */
@@ -280,15 +410,8 @@ void ana_ahead_free(ana_ahead *a)
     pthread_mutex_destroy(&a->mu);
     pthread_cond_destroy(&a->work);
     pthread_cond_destroy(&a->done);
-    for (int i = 0; a->slots && i < a->nslots; i++) {
-        ana_batch *b = &a->slots[i];
-        ana_chunk_free(&b->c);
-        free(b->recs);
-        free(b->unknown_before);
-        for (size_t k = 0; k < b->nblocks; k++)
-            free(b->blocks[k].buf);
-        free(b->blocks);
-    }
+    for (int i = 0; a->slots && i < a->nslots; i++)
+        ana_batch_free(&a->slots[i]);
     free(a->slots);
     free(a->threads);
     free(a);

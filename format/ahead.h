@@ -28,6 +28,8 @@ typedef struct ana_batch {
     ana_dec stop;               /* where the worker stopped: rpos == c.rsize when at the end */
     ana_scratch *blocks;        /* the records' strings and frames */
     size_t nblocks;
+    struct ana_unpacker *unp;   /* a packed chunk's columns read (pack.h), kept for the next */
+    int direct;                 /* 1: the records were read straight from the columns */
     int state, result;          /* (ahead.c) */
 } ana_batch;
 
@@ -37,6 +39,16 @@ typedef struct ana_batch {
  * them unused, and the copies are what a batch costs). So rec gets what decoding it would
  * have written there. Returns the records of unknown kinds skipped before it. */
 uint32_t ana_ahead_next(const ana_batch *b, size_t i, size_t *off, ana_record *rec);
+
+/* Decodes the chunk b->c (read whole, ana_chunk_fetch, packed ones with keep_packed) into
+ * b: a packed one straight from its columns when `direct` and the unpacker reads it all
+ * (pack.h), else (or when it gives up) unpacked and decoded record by record up to the end
+ * or the first record the reader must see to. Either way b holds the same records and
+ * stops at the same place (tests/unit/format/test_unpack_direct.c); b->result becomes
+ * ANA_FETCH_UNPACK when the columns do not unpack. What the workers do with each chunk,
+ * and the reader alone with each packed one. */
+void ana_batch_decode(ana_batch *b, unsigned time_shift, int direct);
+void ana_batch_free(ana_batch *b); /* its buffers and its chunk's, not b itself */
 
 /* Starts that many workers (threads >= 1) on the file fd (size bytes) whose chunk number
  * seq begins at pos, times in ticks of 2^time_shift ns. NULL when not even one can start

@@ -55,7 +55,8 @@ enum ana_fetch ana_chunk_fetch(int fd, uint64_t size, uint64_t pos, uint64_t seq
                                  c->cbuf, c->csize);
     if (ZSTD_isError(c->got) || c->got != c->fcs)
         return ANA_FETCH_ZSTD;
-    if (c->packed && ana_unpack(c->pbuf, c->got, c->raw, c->rsize) != c->rsize)
+    c->raw_filled = !c->packed || !c->keep_packed;
+    if (c->packed && c->raw_filled && ana_unpack(c->pbuf, c->got, c->raw, c->rsize) != c->rsize)
         return ANA_FETCH_UNPACK;
     return ANA_FETCH_OK;
 }

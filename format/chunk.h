@@ -21,6 +21,9 @@ typedef struct ana_chunk {
     ZSTD_DCtx *dctx;
     uint32_t csize, rsize, seq;
     int packed;
+    int keep_packed;     /* the caller's choice: a packed chunk's columns stay in pbuf (got
+                          * bytes of them), raw is not filled (ahead.c reads them) */
+    int raw_filled;      /* raw holds the chunk's records (not so: kept packed) */
     size_t got;          /* what ZSTD_decompressDCtx returned */
     unsigned long long fcs;
 } ana_chunk;

@@ -29,7 +29,8 @@ struct ana_reader {
     ana_dec d;               /* where decoding them stands */
     ana_scratch scratch;
     ana_ahead *ahead;        /* NULL: no worker threads */
-    ana_batch *cur;          /* the workers' batch of the current chunk, or NULL */
+    ana_batch *own;          /* without them: the batch a packed chunk is read into */
+    ana_batch *cur;          /* the batch of the current chunk (the workers' or own), or NULL */
     size_t bi, boff;         /* cur's next record and its offset in cur->recs; bi past
                               * cur->n: decoding on from cur->stop */
     int live_off, in_live, live_done;
@@ -201,18 +202,43 @@ static int start_workers(ana_reader *r, int n)
 int ana_reader_set_threads(ana_reader *r, int n) { return n < 2 ? 0 : start_workers(r, n); }
 int ana_reader_set_read_ahead(ana_reader *r, int on) { return on ? start_workers(r, 1) : 0; }
 
+/* Reads the next chunk here, into own's chunk (*c): a packed one is decoded into own,
+ * straight from its columns where it can (ahead.h, ana_batch_decode), and becomes cur;
+ * the records of another are decoded one at a time from its bytes. */
+static enum ana_fetch read_own(ana_reader *r, ana_chunk **c)
+{
+    if (!r->own) {
+        ana_batch *b = calloc(1, sizeof(*b));
+        if (!b || !(b->c.dctx = ZSTD_createDCtx())) {
+            free(b);
+            return ANA_FETCH_NOMEM;
+        }
+        b->c.keep_packed = 1;
+        r->own = b;
+    }
+    *c = &r->own->c;
+    enum ana_fetch fr = ana_chunk_fetch(r->fd, r->size, r->pos, r->st.chunks, *c);
+    if (fr != ANA_FETCH_OK || !(*c)->packed)
+        return fr;
+    r->own->result = ANA_FETCH_OK;
+    ana_batch_decode(r->own, r->st.time_shift, 1);
+    if (r->own->result != ANA_FETCH_OK)
+        return (enum ana_fetch)r->own->result;
+    r->cur = r->own;
+    return ANA_FETCH_OK;
+}
+
 /* Loads the next chunk: the workers' batch of it when they have it whole, else read here.
  * 1 = loaded, 0 = end of file (ended set), -1 = error. */
 static int load_chunk(ana_reader *r, ana_error *err)
 {
     if (r->in_live)
         return 0;
-    if (r->cur)
+    if (r->cur && r->cur != r->own)
         ana_ahead_release(r->ahead, r->cur);
     r->cur = r->ahead ? ana_ahead_take(r->ahead, r->pos, r->st.chunks) : NULL;
     ana_chunk *c = r->cur ? &r->cur->c : &r->c;
-    enum ana_fetch fr =
-        r->cur ? ANA_FETCH_OK : ana_chunk_fetch(r->fd, r->size, r->pos, r->st.chunks, c);
+    enum ana_fetch fr = r->cur ? ANA_FETCH_OK : read_own(r, &c);
     uint64_t left = r->size - r->pos, h = ANA_CHUNK_HEADER_SIZE;
     switch (fr) {
     case ANA_FETCH_OK: break;
@@ -365,6 +391,9 @@ void ana_reader_close(ana_reader *r)
     if (!r)
         return;
     ana_ahead_free(r->ahead);
+    if (r->own)
+        ana_batch_free(r->own);
+    free(r->own);
     close(r->fd);
     ana_chunk_free(&r->c);
     free(r->scratch.buf);
