@@ -227,8 +227,9 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
     ana_anat_ctx cx;
     ana_anat_ctx_init(t, &cx);
 
-    for (size_t i = 0; i < t->n_gpu; i++) {
-        const ana_gpu_act *act = &t->gpu[i];
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
+    for (const ana_gpu_act *act; (act = ana_trace_gpu_next(&it));) {
         uint64_t dur = ana_trace_wide(t, act->dur_w);
         const ana_api_call *issued = ana_trace_call_by_corr(t, ana_trace_wide(t, act->corr_w));
         int ctx = ana_anat_ctx_of(t, &cx, act, issued);
@@ -273,6 +274,7 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
             s->gpu_last_ns = act->start_ns + dur;
         ana_anat_union_add(t, &unions[step], act);
     }
+    ana_trace_gpu_end(&it);
     for (size_t i = 0; i < a->steps.n_steps; i++)
         a->step_rows[i].busy_ns = ana_anat_union_total(&unions[i]);
     uint64_t sum = 0;

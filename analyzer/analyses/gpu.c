@@ -149,8 +149,11 @@ static void ana_gpu_sweep(const ana_trace *t, ana_gpu_result *g, ana_gpu_gaps *g
     ana_gpu_span *spans = NULL, dev = { 0 };
     size_t cap_streams = 0, cap_spans = 0, cap_devices = 0;
     ana_u64map_init(&idx);
-    for (size_t i = 0; i < t->n_gpu; i++) {
-        const ana_gpu_act *a = &t->gpu[i];
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
+    int32_t last_device = 0;
+    size_t i = 0;
+    for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it)); i++) {
         const ana_gpu_lane *l = ana_trace_gpu_lane(t, a);
         ana_gpu_classify(t, g, a, has_gpu);
         size_t k = ana_gpu_stream_of(t, g, &idx, &cap_streams, &spans, &cap_spans, a);
@@ -159,7 +162,7 @@ static void ana_gpu_sweep(const ana_trace *t, ana_gpu_result *g, ana_gpu_gaps *g
         s->memcpys += l->type == ANA_GPU_MEMCPY;
         s->memsets += l->type == ANA_GPU_MEMSET;
         ana_gpu_span_add(t, &spans[k], a);
-        if (i == 0 || l->device != ana_trace_gpu_lane(t, &t->gpu[i - 1])->device) {
+        if (i == 0 || l->device != last_device) {
             if (i)
                 ana_gpu_device_close(&g->devices[g->n_devices - 1], &dev);
             ANA_GROW(g->devices, cap_devices, g->n_devices + 1);
@@ -167,6 +170,7 @@ static void ana_gpu_sweep(const ana_trace *t, ana_gpu_result *g, ana_gpu_gaps *g
                                                            .first_ns = a->start_ns };
             dev = ana_gpu_span_at(a);
         }
+        last_device = l->device;
         uint64_t gap = ana_gpu_span_add(t, &dev, a);
         if (gap && gap >= g->min_gap_ns) {
             ana_gpu_device *d = &g->devices[g->n_devices - 1];
@@ -174,9 +178,10 @@ static void ana_gpu_sweep(const ana_trace *t, ana_gpu_result *g, ana_gpu_gaps *g
             d->gaps_ns += gap;
             ANA_GROW(gaps->v, gaps->cap, gaps->n + 1);
             gaps->v[gaps->n++] = (ana_gpu_gap){ .device = l->device, .start_ns = a->start_ns - gap,
-                                                .dur_ns = gap, .next = a };
+                                                .dur_ns = gap, .next = *a };
         }
     }
+    ana_trace_gpu_end(&it);
     if (g->n_devices)
         ana_gpu_device_close(&g->devices[g->n_devices - 1], &dev);
     for (size_t i = 0; i < g->n_streams; i++)
@@ -230,7 +235,7 @@ static void ana_gpu_keep_gaps(const ana_trace *t, ana_gpu_gaps *gaps, size_t max
     g->gaps = gaps->v;
     for (size_t i = 0; i < g->n_gaps; i++) {
         ana_gpu_gap *p = &g->gaps[i];
-        p->after = ana_trace_call_by_corr(t, ana_trace_wide(t, p->next->corr_w));
+        p->after = ana_trace_call_by_corr(t, ana_trace_wide(t, p->next.corr_w));
         p->before = ana_gpu_call_before(t, p->start_ns);
     }
 }

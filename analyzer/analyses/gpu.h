@@ -53,7 +53,7 @@ typedef struct ana_gpu_kname {
 typedef struct ana_gpu_gap {
     int32_t device;
     uint64_t start_ns, dur_ns;  /* absolute start */
-    const ana_gpu_act *next;    /* the first activity after the gap */
+    ana_gpu_act next;           /* the first activity after the gap (a copy) */
     const ana_api_call *after;  /* the call that issued it (by corr), or NULL */
     const ana_api_call *before; /* the last LAUNCH/MEMCPY/MEMSET before the gap began */
 } ana_gpu_gap;

@@ -17,8 +17,9 @@ ana_call_gpu *ana_libcalls_link(const ana_trace *t, ana_u64map *map, size_t *n)
     ana_u64map_init(map);
     /* t->gpu is sorted by device, then start: the first kernel seen of a call is the
      * earliest on its device. */
-    for (size_t i = 0; i < t->n_gpu; i++) {
-        const ana_gpu_act *a = &t->gpu[i];
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
+    for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));) {
         const ana_api_call *c;
         uint64_t k, call;
         if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL ||
@@ -35,6 +36,7 @@ ana_call_gpu *ana_libcalls_link(const ana_trace *t, ana_u64map *map, size_t *n)
         v[k].gpu_ns += ana_trace_wide(t, a->dur_w);
         v[k].kernels++;
     }
+    ana_trace_gpu_end(&it);
     return v;
 }
 
@@ -286,11 +288,13 @@ static void ana_lc_coll_algos(const ana_trace *t, ana_libcalls *lc, const uint64
         if (owner[i] && row_of[i] != SIZE_MAX && !lc->colls[row_of[i]].kernel)
             p[n++] = (ana_lc_pending){ owner[i], row_of[i] };
     ana_sort(p, n, sizeof(*p), ana_lc_pending_cmp);
-    for (size_t i = 0; n && i < t->n_gpu; i++) {
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
+    for (const ana_gpu_act *a; n && (a = ana_trace_gpu_next(&it));) {
         const ana_api_call *c;
         size_t lo = 0, hi = n;
-        if (ana_trace_gpu_lane(t, &t->gpu[i])->type != ANA_GPU_KERNEL ||
-            !(c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[i].corr_w))))
+        if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL ||
+            !(c = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w))))
             continue;
         uint64_t call = ana_trace_wide(t, c->call_w);
         while (lo < hi) { /* first pending entry of this owner */
@@ -301,8 +305,9 @@ static void ana_lc_coll_algos(const ana_trace *t, ana_libcalls *lc, const uint64
                 hi = mid;
         }
         for (; lo < n && p[lo].owner == call; lo++)
-            ana_lc_coll_algo(t, &lc->colls[p[lo].row], ana_trace_wide(t, t->gpu[i].arg_w));
+            ana_lc_coll_algo(t, &lc->colls[p[lo].row], ana_trace_wide(t, a->arg_w));
     }
+    ana_trace_gpu_end(&it);
     free(p);
 }
 
@@ -370,9 +375,12 @@ void ana_libcalls_analyze(const ana_trace *t, ana_libcalls *lc)
     ana_u64map map;
     size_t n;
     memset(lc, 0, sizeof(*lc));
-    for (size_t i = 0; i < t->n_gpu; i++)
-        if (ana_trace_gpu_lane(t, &t->gpu[i])->type == ANA_GPU_KERNEL)
-            lc->kernel_ns += ana_trace_wide(t, t->gpu[i].dur_w);
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
+    for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));)
+        if (ana_trace_gpu_lane(t, a)->type == ANA_GPU_KERNEL)
+            lc->kernel_ns += ana_trace_wide(t, a->dur_w);
+    ana_trace_gpu_end(&it);
     ana_call_gpu *v = ana_libcalls_link(t, &map, &n);
     ana_lc_gemms(t, &map, v, lc);
     ana_lc_colls(t, &map, v, lc);

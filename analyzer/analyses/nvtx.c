@@ -31,11 +31,10 @@ static uint64_t ana_nv_tid(const ana_trace *t, size_t i)
     return ana_trace_wide(t, ana_trace_call_site(t, &t->calls[i])->tid_w);
 }
 
-/* The call (index into t->calls) of GPU activity g when it is a kernel that took time, with
+/* The call (index into t->calls) of GPU activity a when it is a kernel that took time, with
  * that time in *dur; SIZE_MAX otherwise. */
-static size_t ana_nv_kernel_call(const ana_trace *t, size_t g, uint64_t *dur)
+static size_t ana_nv_kernel_call(const ana_trace *t, const ana_gpu_act *a, uint64_t *dur)
 {
-    const ana_gpu_act *a = &t->gpu[g];
     const ana_api_call *c;
     *dur = ana_trace_wide(t, a->dur_w);
     if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL || !*dur ||
@@ -50,9 +49,12 @@ static void ana_nv_index_by_time(const ana_trace *t, ana_nv_index *x)
 {
     size_t nw = t->n_calls / 64 + 1, n = 0, k;
     uint64_t *ran = ana_xcalloc(nw, sizeof(uint64_t)), dur;
-    for (size_t i = 0; i < t->n_gpu; i++)
-        if ((k = ana_nv_kernel_call(t, i, &dur)) != SIZE_MAX)
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
+    for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));)
+        if ((k = ana_nv_kernel_call(t, a, &dur)) != SIZE_MAX)
             ran[k / 64] |= 1ull << (k % 64);
+    ana_trace_gpu_end(&it);
     uint64_t *rank = ana_xmalloc(nw * sizeof(uint64_t)); /* marked calls before each word */
     for (size_t w = 0; w < nw; w++) {
         rank[w] = n;
@@ -65,11 +67,13 @@ static void ana_nv_index_by_time(const ana_trace *t, ana_nv_index *x)
     for (size_t w = 0; w < nw; w++)
         for (uint64_t b = ran[w]; b; b &= b - 1)
             x->call[k++] = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(b));
-    for (size_t i = 0; i < t->n_gpu; i++) /* each call's GPU time, then the running sums */
-        if ((k = ana_nv_kernel_call(t, i, &dur)) != SIZE_MAX) {
+    ana_trace_gpu_begin(t, &it); /* each call's GPU time, then the running sums */
+    for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));)
+        if ((k = ana_nv_kernel_call(t, a, &dur)) != SIZE_MAX) {
             uint64_t below = ran[k / 64] & ((1ull << (k % 64)) - 1);
             x->pre[rank[k / 64] + (size_t)__builtin_popcountll(below) + 1] += dur;
         }
+    ana_trace_gpu_end(&it);
     for (size_t j = 0; j < n; j++)
         x->pre[j + 1] += x->pre[j];
     free(rank);

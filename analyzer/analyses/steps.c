@@ -152,8 +152,9 @@ static void ana_st_graph_hints(const ana_trace *t, uint8_t *cache, ana_u64map *o
     ana_u64map_init(out);
     if (!t->graph_launches)
         return;
-    for (size_t i = 0; i < t->n_gpu; i++) {
-        const ana_gpu_act *g = &t->gpu[i];
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
+    for (const ana_gpu_act *g; (g = ana_trace_gpu_next(&it));) {
         uint64_t corr = ana_trace_wide(t, g->corr_w), v = 0;
         if (ana_trace_gpu_lane(t, g)->type != ANA_GPU_KERNEL || !corr)
             continue;
@@ -161,6 +162,7 @@ static void ana_st_graph_hints(const ana_trace *t, uint8_t *cache, ana_u64map *o
         if (!ana_u64map_get(out, corr, &v) || 1u + h > v)
             ana_u64map_put(out, corr, 1u + h);
     }
+    ana_trace_gpu_end(&it);
 }
 
 /* A call's key: the same number for calls of one kind, API and argument (kernel or bytes:

@@ -320,8 +320,10 @@ uint64_t *ana_st_span_ends(const ana_st *st)
         reach[n_open] = n_open && reach[n_open - 1] > s->b ? reach[n_open - 1] : s->b;
         open[n_open++] = i;
     }
-    for (size_t g = 0; n_open && g < t->n_gpu; g++) {
-        const ana_api_call *c = ana_trace_call_by_corr(t, ana_trace_wide(t, t->gpu[g].corr_w));
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
+    for (const ana_gpu_act *g; n_open && (g = ana_trace_gpu_next(&it));) {
+        const ana_api_call *c = ana_trace_call_by_corr(t, ana_trace_wide(t, g->corr_w));
         if (!c)
             continue;
         size_t ci = (size_t)(c - t->calls), lo = 0, hi = n_open;
@@ -332,11 +334,12 @@ uint64_t *ana_st_span_ends(const ana_st *st)
             else
                 hi = mid;
         }
-        uint64_t e = t->gpu[g].start_ns + ana_trace_wide(t, t->gpu[g].dur_w);
+        uint64_t e = g->start_ns + ana_trace_wide(t, g->dur_w);
         for (size_t k = lo; k-- > 0 && reach[k] >= ci;)
             if (st->steps[open[k]].b >= ci && e > end[open[k]])
                 end[open[k]] = e;
     }
+    ana_trace_gpu_end(&it);
     free(reach);
     free(open);
     return end;

@@ -22,7 +22,7 @@ static void ana_spill_fail(const ana_spill *s, const char *doing, int err)
 {
     fprintf(stderr,
             "anatomist: cannot %s the temporary file of the trace's %s in %s: %s (set TMPDIR to "
-            "a directory with room: about 16 bytes per record of the trace)\n",
+            "a directory with room: up to about 50 bytes per record of the trace)\n",
             doing, s->what, ana_spill_dir(), strerror(err));
     exit(ANA_EXIT_BAD);
 }

@@ -13,19 +13,22 @@
 /* The trace whose arrays ana_trace_finish sorts: the comparators read its wide values. */
 static const ana_trace *ana_trace_sorting;
 
+/* (the sorter's ctx is the trace) */
 static int ana_gpu_act_cmp(const void *a, const void *b)
 {
     const ana_gpu_act *x = a, *y = b;
-    int32_t dx = ana_trace_gpu_lane(ana_trace_sorting, x)->device;
-    int32_t dy = ana_trace_gpu_lane(ana_trace_sorting, y)->device;
+    const ana_trace *t = ana_sorter_ctx;
+    int32_t dx = ana_trace_gpu_lane(t, x)->device, dy = ana_trace_gpu_lane(t, y)->device;
     if (dx != dy)
         return dx < dy ? -1 : 1;
     if (x->start_ns != y->start_ns)
         return x->start_ns < y->start_ns ? -1 : 1;
-    uint64_t cx = ana_trace_wide(ana_trace_sorting, x->corr_w);
-    uint64_t cy = ana_trace_wide(ana_trace_sorting, y->corr_w);
+    uint64_t cx = ana_trace_wide(t, x->corr_w), cy = ana_trace_wide(t, y->corr_w);
     return cx < cy ? -1 : cx > cy;
 }
+
+/* 192 MiB of GPU activities in memory at most (as ANA_USES_RUN_DEFAULT) */
+#define ANA_GPU_RUN_DEFAULT (1u << 23)
 
 static int ana_api_call_cmp(const void *a, const void *b)
 {
@@ -62,8 +65,8 @@ void ana_trace_finish(ana_trace *t)
     for (size_t i = 0; i < t->n_mev; i++)
         t->mev[i].stack = ana_stacks_canon(&t->stacks, t->mev[i].stack);
     ana_mem_sort(t->mev, t->n_mev);
+    ana_sorter_finish(&t->gpu_sort, &t->gpu_spill, NULL, NULL);
     ana_trace_sorting = t;
-    ana_sort(t->gpu, t->n_gpu, sizeof(*t->gpu), ana_gpu_act_cmp);
     ana_sort(t->calls, t->n_calls, sizeof(*t->calls), ana_api_call_cmp);
     ana_trace_sorting = NULL;
     for (size_t i = 0; i < t->n_sites; i++) /* sites may now repeat: they are not looked up */
@@ -95,6 +98,9 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     ana_py_init(&t->py);
     ana_libs_init(&t->libs);
     ana_trace_uses_init(t);
+    ana_spill_init(&t->gpu_spill, sizeof(ana_gpu_act), "GPU activities");
+    size_t run = ana_sorter_setting("ANATOMIST_SPILL_GPU", ANA_GPU_RUN_DEFAULT, sizeof(ana_gpu_act));
+    ana_sorter_init(&t->gpu_sort, sizeof(ana_gpu_act), run, 0, ana_gpu_act_cmp, t, "GPU activities");
     return t;
 }
 
@@ -131,12 +137,11 @@ void ana_trace_free(ana_trace *t)
     free(t->info);
     ana_capture_free(t);
     free(t->mev);
-    free(t->gpu);
+    ana_sorter_free(&t->gpu_sort);
+    ana_spill_free(&t->gpu_spill);
     free(t->calls);
-    free(t->uses);
+    ana_sorter_free(&t->use_sort);
     ana_spill_free(&t->use_spill);
-    ana_spill_free(&t->use_runs);
-    free(t->run_starts);
     free(t->tables);
     free(t->table_ptrs);
     ana_u64map_free(&t->table_dsts);

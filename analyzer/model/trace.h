@@ -24,6 +24,7 @@
 #include "model/libs.h"
 #include "model/memevents.h"
 #include "model/pyframes.h"
+#include "model/sorter.h"
 #include "model/spill.h"
 #include "model/stacks.h"
 #include "model/u64map.h"
@@ -213,8 +214,12 @@ typedef struct ana_trace {
     size_t n_info, cap_info;
     struct ana_capture_win *capture; /* capture windows, in file order (capture.h) */
     size_t n_capture, cap_capture;
-    ana_gpu_act *gpu;         /* sorted by device, start, corr */
-    size_t n_gpu, cap_gpu;
+    /* The GPU activities, sorted by device, start, corr: read in that order through
+     * ana_trace_gpu_begin. In memory while the trace has at most ANATOMIST_SPILL_GPU of them
+     * (8 Mi), else sorted in runs on disk and merged there (sorter.h), as the uses are. */
+    ana_spill gpu_spill;
+    ana_sorter gpu_sort; /* while the model is built */
+    size_t n_gpu;
     ana_gpu_lane *lanes;      /* the activities' lanes (ana_trace_gpu_lane), distinct */
     size_t n_lanes, cap_lanes;
     ana_u64map lane_idx;      /* a lane's hash (+ 1, + 2, ... past collisions) -> index */
@@ -236,20 +241,13 @@ typedef struct ana_trace {
     const char *source; /* "anatomist" (a .anat trace) or "kineto" (imported, kineto.h) */
     ana_u64map call_ctx; /* imported traces: library call id -> enum ana_ctx (classify.h) */
     /* The uses, read in time order (then file order) through a cursor on use_spill
-     * (ana_trace_uses_open): in memory while the trace has at most uses_run of them (the
-     * setting ANATOMIST_SPILL_USES), else in a temporary file (spill.h), so that they do
-     * not hold memory in proportion to the run's length. n_uses counts them all. While
-     * the model is built, uses holds those not yet spilled; each time it fills (uses_run)
-     * it is sorted and written to use_runs as a run, and ana_trace_finish merges the runs. */
+     * (ana_trace_uses_open): in memory while the trace has at most ANATOMIST_SPILL_USES of
+     * them (16 Mi), else in a temporary file, so that they do not hold memory in proportion
+     * to the run's length (sorter.h: use_sort sorts them while the model is built).
+     * n_uses counts them all. */
     ana_spill use_spill;
     size_t n_uses;
-    ana_ptr_use *uses;
-    size_t n_run_uses, cap_uses, uses_run;
-    ana_spill use_runs;
-    uint64_t *run_starts; /* where each run of use_runs begins */
-    size_t n_runs, cap_runs;
-    uint64_t runs_last_ns; /* the time of the last use of the last run */
-    int runs_unordered;    /* a run began before the one before it ended: they need merging */
+    ana_sorter use_sort;
     uint64_t launch_ptrs; /* LAUNCH records that carried pointer words (1.3) */
     uint64_t launch_ptrs_cut; /* LAUNCH records at the cap of pointer words (more may have been) */
     /* Pointer tables (2.1 PTR_TABLE): host-to-device copies whose bytes held device pointers; a
@@ -276,6 +274,37 @@ static inline void ana_trace_uses_open(const ana_trace *t, ana_spill_cur *c)
 {
     ana_spill_open(c, &t->use_spill, 0, UINT64_MAX);
 }
+
+/* Reading the GPU activities in order:
+ *   ana_gpu_iter it;
+ *   ana_trace_gpu_begin(t, &it);
+ *   for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));) ...
+ *   ana_trace_gpu_end(&it);
+ * An activity's pointer stays valid until the next call. */
+typedef struct ana_gpu_iter {
+    ana_spill_cur c;
+    const ana_gpu_act *at;
+    size_t left;
+} ana_gpu_iter;
+static inline void ana_trace_gpu_begin(const ana_trace *t, ana_gpu_iter *it)
+{
+    ana_spill_open(&it->c, &t->gpu_spill, 0, UINT64_MAX);
+    it->at = NULL;
+    it->left = 0;
+}
+static inline const ana_gpu_act *ana_trace_gpu_next(ana_gpu_iter *it)
+{
+    if (!it->left) {
+        const void *p;
+        if (!(it->left = ana_spill_peek(&it->c, &p)))
+            return NULL;
+        it->at = p;
+        ana_spill_take(&it->c, it->left);
+    }
+    it->left--;
+    return it->at++;
+}
+static inline void ana_trace_gpu_end(ana_gpu_iter *it) { ana_spill_close(&it->c); }
 
 /* The value of a *_w field (see ANA_TRACE_WIDE_BIT). */
 static inline uint64_t ana_trace_wide(const ana_trace *t, uint32_t w)

@@ -304,12 +304,13 @@ static void ana_trace_add_act(ana_trace *t, const ana_record *r, ana_gpu_lane l,
     l.device = ana_i32(device);
     l.stream = (uint32_t)stream;
     l.type = type;
-    ANA_GROW(t->gpu, t->cap_gpu, t->n_gpu + 1);
-    t->gpu[t->n_gpu++] = (ana_gpu_act){
+    ana_gpu_act v = {
         .start_ns = r->time_ns, .dur_w = ana_trace_narrow(t, dur),
         .corr_w = ana_trace_narrow(t, corr), .arg_w = ana_trace_narrow(t, arg),
         .lane = ana_trace_lane_of(t, &l),
     };
+    *(ana_gpu_act *)ana_sorter_slot(&t->gpu_sort) = v;
+    t->n_gpu++;
 }
 
 static void ana_trace_on_gpu_kernel(ana_trace *t, const ana_record *r)
@@ -450,8 +451,9 @@ static void ana_trace_note_time(ana_trace *t, uint64_t time_ns)
  * kernel of the GPU_KERNEL with its corr, so the launch table names it. */
 void ana_trace_name_launches(ana_trace *t)
 {
-    for (size_t i = 0; i < t->n_gpu; i++) {
-        const ana_gpu_act *a = &t->gpu[i];
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
+    for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));) {
         const ana_api_call *cc;
         uint64_t arg = ana_trace_wide(t, a->arg_w);
         if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL || !arg ||
@@ -471,6 +473,7 @@ void ana_trace_name_launches(ana_trace *t)
         }
         c->arg_w = a->arg_w;
     }
+    ana_trace_gpu_end(&it);
 }
 
 void ana_trace_add(ana_trace *t, const ana_record *rec)

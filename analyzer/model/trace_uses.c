@@ -26,55 +26,17 @@ static int ana_ptr_use_cmp(const void *a, const void *b)
 void ana_trace_uses_init(ana_trace *t)
 {
     ana_spill_init(&t->use_spill, sizeof(ana_ptr_use), "pointer uses");
-    ana_spill_init(&t->use_runs, sizeof(ana_ptr_use), "pointer uses");
-    t->uses_run = ANA_USES_RUN_DEFAULT;
-    const char *v = getenv("ANATOMIST_SPILL_USES");
-    if (!v)
-        return;
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (errno || end == v || *end || *v == '-' || n > SIZE_MAX / sizeof(ana_ptr_use)) {
-        static int said;
-        if (!said++)
-            fprintf(stderr, "anatomist: ignoring ANATOMIST_SPILL_USES=%s (expected a number of "
-                            "uses, 0 for never); using %u\n", v, ANA_USES_RUN_DEFAULT);
-        return;
-    }
-    t->uses_run = n ? (size_t)n : SIZE_MAX;
-    /* a small setting (tests) reads the file in as small blocks, so that a step's uses
-     * span several */
-    if (n && n < ANA_SPILL_BLOCK / sizeof(ana_ptr_use))
-        t->use_spill.block = t->use_runs.block = (size_t)n * sizeof(ana_ptr_use);
-}
-
-/* The uses in memory, sorted, become the next run of use_runs. */
-static void ana_trace_use_run(ana_trace *t)
-{
-    ana_sort_stable(t->uses, t->n_run_uses, sizeof(*t->uses), ana_ptr_use_cmp);
-    if (!t->n_run_uses)
-        return;
-    if (t->n_runs && t->uses[0].time_ns < t->runs_last_ns)
-        t->runs_unordered = 1;
-    t->runs_last_ns = t->uses[t->n_run_uses - 1].time_ns;
-    ANA_GROW(t->run_starts, t->cap_runs, t->n_runs + 1);
-    t->run_starts[t->n_runs++] = t->use_runs.n;
-    ana_spill_to_file(&t->use_runs);
-    ana_spill_push(&t->use_runs, t->uses, t->n_run_uses);
-    t->n_run_uses = 0;
+    size_t run = ana_sorter_setting("ANATOMIST_SPILL_USES", ANA_USES_RUN_DEFAULT, sizeof(ana_ptr_use));
+    ana_sorter_init(&t->use_sort, sizeof(ana_ptr_use), run, 1, ana_ptr_use_cmp, t, "pointer uses");
 }
 
 static void ana_trace_use(ana_trace *t, const ana_record *r, uint8_t kind, uint64_t ptr, uint64_t arg)
 {
     if ((t->flags & ANA_LOAD_SUMMARY) || ptr == 0)
         return;
-    if (t->n_run_uses >= t->uses_run)
-        ana_trace_use_run(t);
-    ANA_GROW(t->uses, t->cap_uses, t->n_run_uses + 1);
-    t->uses[t->n_run_uses] = (ana_ptr_use){ .time_ns = r->time_ns,
-                                            .ptr_w = ana_trace_use_ptr_w(t, ptr),
-                                            .kind_arg = ana_trace_use_pack(t, kind, arg) };
-    t->n_run_uses++;
+    uint32_t w = ana_trace_use_ptr_w(t, ptr), ka = ana_trace_use_pack(t, kind, arg);
+    ana_ptr_use *u = ana_sorter_slot(&t->use_sort);
+    *u = (ana_ptr_use){ .time_ns = r->time_ns, .ptr_w = w, .kind_arg = ka };
     t->n_uses++;
 }
 
@@ -191,67 +153,7 @@ static void ana_uo_end(ana_use_out *o)
     free(o->live);
 }
 
-/* The runs of use_runs, merged by time (equal times: the earlier run first, as the uses
- * were added) into o. Each run is read through a cursor of its own, with blocks small
- * enough that all of them together hold about 64 MiB. */
-static void ana_trace_uses_merge(ana_trace *t, ana_use_out *o)
-{
-    size_t nr = t->n_runs, *heap = ana_xcalloc(nr + 1, sizeof(size_t)), nh = 0;
-    ana_spill_cur *c = ana_xcalloc(nr + 1, sizeof(*c));
-    const ana_ptr_use **head = ana_xcalloc(nr + 1, sizeof(*head));
-    size_t *left = ana_xcalloc(nr + 1, sizeof(size_t));
-    size_t block = ((64u << 20) / (nr + 1)) / sizeof(ana_ptr_use) * sizeof(ana_ptr_use);
-    if (block < (64u << 10))
-        block = 64u << 10;
-#define ANA_RUN_LESS(a, b) (head[a]->time_ns < head[b]->time_ns || \
-                            (head[a]->time_ns == head[b]->time_ns && (a) < (b)))
-    for (size_t r = 0; r < nr; r++) {
-        ana_spill_open(&c[r], &t->use_runs, t->run_starts[r],
-                       r + 1 < nr ? t->run_starts[r + 1] : UINT64_MAX);
-        c[r].block = block;
-        const void *p;
-        if (!(left[r] = ana_spill_peek(&c[r], &p)))
-            continue;
-        head[r] = p;
-        size_t i = nh++; /* sift up */
-        for (; i && ANA_RUN_LESS(r, heap[(i - 1) / 2]); i = (i - 1) / 2)
-            heap[i] = heap[(i - 1) / 2];
-        heap[i] = r;
-    }
-    while (nh) {
-        size_t r = heap[0];
-        ana_uo_add(o, head[r]);
-        ana_spill_take(&c[r], 1);
-        const void *p;
-        if (--left[r] == 0)
-            left[r] = ana_spill_peek(&c[r], &p);
-        if (left[r])
-            head[r] = (const ana_ptr_use *)c[r].at;
-        else if (--nh) /* the run is done: the last in the heap takes its place */
-            r = heap[nh];
-        else
-            break;
-        size_t i = 0; /* sift r down from the top */
-        for (;;) {
-            size_t l = 2 * i + 1, m = l + 1, s = l;
-            if (l >= nh)
-                break;
-            if (m < nh && ANA_RUN_LESS(heap[m], heap[l]))
-                s = m;
-            if (!ANA_RUN_LESS(heap[s], r))
-                break;
-            heap[i] = heap[s], i = s;
-        }
-        heap[i] = r;
-    }
-#undef ANA_RUN_LESS
-    for (size_t r = 0; r < nr; r++)
-        ana_spill_close(&c[r]);
-    free(c);
-    free(head);
-    free(left);
-    free(heap);
-}
+static void ana_uo_emit(void *o, const void *u) { ana_uo_add(o, u); }
 
 /* The pointers of successful calls (1.3 LAUNCH words and GEMM operands; copies, sets,
  * collectives and workspaces since 1.0-1.2). */
@@ -314,46 +216,17 @@ void ana_trace_uses_of(ana_trace *t, const ana_record *r)
 }
 
 /* Once every record is in: the uses in time order, with the pointers of the tables
- * kernels read, in use_spill — in memory when they never filled a run, else merged from
- * the runs into a temporary file. */
+ * kernels read, in use_spill (in memory when they never filled a run). */
 void ana_trace_uses_finish(ana_trace *t)
 {
-    if (!t->n_runs && !t->n_tables) { /* nothing to add: the sorted array is the spill */
-        ana_sort_stable(t->uses, t->n_run_uses, sizeof(*t->uses), ana_ptr_use_cmp);
-        ana_spill_adopt(&t->use_spill, t->uses, t->n_run_uses);
-        t->uses = NULL;
-        t->n_run_uses = t->cap_uses = 0;
-        return;
-    }
-    if (t->n_runs && !t->runs_unordered && !t->n_tables) {
-        /* runs that follow each other in time (a trace whose threads' segments came in
-         * time order): one after the other, they are the uses in time order already */
-        ana_trace_use_run(t);
-        free(t->uses);
-        t->uses = NULL;
-        t->n_run_uses = t->cap_uses = 0;
-        ana_spill_seal(&t->use_runs);
-        ana_spill_free(&t->use_spill);
-        t->use_spill = t->use_runs;
-        ana_spill_init(&t->use_runs, sizeof(ana_ptr_use), "pointer uses");
+    if (!t->n_tables) { /* nothing to add */
+        ana_sorter_finish(&t->use_sort, &t->use_spill, NULL, NULL);
+        t->n_uses = t->use_spill.n;
         return;
     }
     ana_use_out *o = ana_xmalloc(sizeof(*o));
     ana_uo_init(o, t);
-    if (!t->n_runs) {
-        ana_sort_stable(t->uses, t->n_run_uses, sizeof(*t->uses), ana_ptr_use_cmp);
-        for (size_t i = 0; i < t->n_run_uses; i++)
-            ana_uo_add(o, &t->uses[i]);
-    } else {
-        ana_trace_use_run(t);
-        ana_spill_seal(&t->use_runs);
-        ana_spill_to_file(&t->use_spill);
-        ana_trace_uses_merge(t, o);
-    }
-    free(t->uses);
-    t->uses = NULL;
-    t->n_run_uses = t->cap_uses = 0;
+    ana_sorter_finish(&t->use_sort, &t->use_spill, ana_uo_emit, o);
     ana_uo_end(o);
-    ana_spill_free(&t->use_runs);
     free(o);
 }

@@ -27,7 +27,9 @@ typedef struct ana_chrome {
     ana_json j;
     uint64_t pid;           /* of the host process */
     char **knames;          /* display name per t->kernels index */
-    ana_u64map act_by_corr; /* corr -> first index into t->gpu */
+    ana_gpu_act *acts;      /* the trace's GPU activities, in memory: an export holds them all */
+    size_t n_acts;
+    ana_u64map act_by_corr; /* corr -> first index into acts */
     ana_u64map tid_idx;     /* host tid -> index into tids */
     ana_u64map proj;        /* (device << 32 | tid index) of each projection track used */
     uint64_t *tids;
@@ -423,7 +425,7 @@ static void ana_chrome_projection(ana_chrome *c, const ana_range_span *s, const 
         if (ana_trace_wide(t, ana_trace_call_site(t, a)->tid_w) != s->tid || !corr ||
             !ana_u64map_get(&c->act_by_corr, corr, &idx))
             continue;
-        const ana_gpu_act *g = &t->gpu[idx];
+        const ana_gpu_act *g = &c->acts[idx];
         int32_t gdev = ana_trace_gpu_lane(t, g)->device;
         if (lo == UINT64_MAX)
             device = gdev;
@@ -543,8 +545,15 @@ static void ana_chrome_setup(ana_chrome *c, const ana_report *r, FILE *out)
     ana_u64map_init(&c->proj);
     ana_u64map_init(&c->sf_child);
     ana_u64map_init(&c->sf_leaf);
-    for (size_t i = t->n_gpu; i-- > 0;) { /* backwards: the first activity of a corr wins */
-        uint64_t corr = ana_trace_wide(t, t->gpu[i].corr_w);
+    c->acts = ana_xmalloc((t->n_gpu + 1) * sizeof(*c->acts));
+    c->n_acts = 0;
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
+    for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));)
+        c->acts[c->n_acts++] = *a;
+    ana_trace_gpu_end(&it);
+    for (size_t i = c->n_acts; i-- > 0;) { /* backwards: the first activity of a corr wins */
+        uint64_t corr = ana_trace_wide(t, c->acts[i].corr_w);
         if (corr)
             ana_u64map_put(&c->act_by_corr, corr, i);
     }
@@ -557,6 +566,7 @@ static void ana_chrome_cleanup(ana_chrome *c)
         free(c->knames[i]);
     free(c->knames);
     free(c->tids);
+    free(c->acts);
     ana_u64map_free(&c->act_by_corr);
     ana_u64map_free(&c->tid_idx);
     ana_u64map_free(&c->proj);
@@ -574,8 +584,8 @@ int ana_export_chrome(const ana_report *r, FILE *out)
     ana_json_key(&c.j, "traceEvents");
     ana_json_arr_begin(&c.j);
     ana_chrome_tracks(&c);
-    for (size_t i = 0; i < r->t->n_gpu; i++)
-        ana_chrome_act(&c, &r->t->gpu[i]);
+    for (size_t i = 0; i < c.n_acts; i++)
+        ana_chrome_act(&c, &c.acts[i]);
     for (size_t i = 0; i < r->t->n_calls; i++)
         ana_chrome_call(&c, &r->t->calls[i]);
     ana_chrome_memory(&c);

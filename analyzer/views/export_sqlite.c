@@ -271,8 +271,9 @@ static void ana_sq_activities(ana_sq *q, int type)
     };
     const ana_trace *t = q->t;
     ana_sq_begin(q, sql[type]);
-    for (size_t i = 0; i < t->n_gpu && !q->failed; i++) {
-        const ana_gpu_act *a = &t->gpu[i];
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
+    for (const ana_gpu_act *a; !q->failed && (a = ana_trace_gpu_next(&it));) {
         uint64_t arg = ana_trace_wide(t, a->arg_w), dur = ana_trace_wide(t, a->dur_w);
         const ana_trace_kernel *k = type == ANA_GPU_KERNEL ? ana_trace_kernel_by_id(t, arg) : NULL;
         const ana_gpu_lane *l = ana_trace_gpu_lane(t, a);
@@ -297,6 +298,7 @@ static void ana_sq_activities(ana_sq *q, int type)
         ana_sq_u(q, ana_trace_wide(t, a->corr_w));
         ana_sq_row(q);
     }
+    ana_trace_gpu_end(&it);
 }
 
 static void ana_sq_calls(ana_sq *q)

@@ -392,8 +392,9 @@ static void ana_flame_gpu(ana_fctx *c)
 {
     const ana_trace *t = c->r->t;
     char buf[64];
-    for (size_t i = 0; i < t->n_gpu; i++) {
-        const ana_gpu_act *a = &t->gpu[i];
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
+    for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));) {
         if (!ana_trace_wide(t, a->dur_w))
             continue;
         const ana_api_call *call = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w));
@@ -412,6 +413,7 @@ static void ana_flame_gpu(ana_fctx *c)
         }
         c->b.f->nodes[node].self += ana_trace_wide(t, a->dur_w);
     }
+    ana_trace_gpu_end(&it);
 }
 
 static uint64_t ana_flame_alloc_value(const ana_report *r, int metric, size_t a)

@@ -59,14 +59,14 @@ static void ana_rgj_gap(ana_json *j, const ana_report *r, const ana_gpu_gap *p)
     ana_json_ku64(j, "duration_ns", p->dur_ns);
     ana_json_key(j, "next");
     ana_json_obj_begin(j);
-    ana_json_kstr(j, "type", type[ana_trace_gpu_lane(r->t, p->next)->type]);
-    if (ana_trace_gpu_lane(r->t, p->next)->type == ANA_GPU_KERNEL)
+    ana_json_kstr(j, "type", type[ana_trace_gpu_lane(r->t, &p->next)->type]);
+    if (ana_trace_gpu_lane(r->t, &p->next)->type == ANA_GPU_KERNEL)
         ana_report_json_kernel_name(
-            j, ana_trace_kernel_by_id(r->t, ana_trace_wide(r->t, p->next->arg_w)));
+            j, ana_trace_kernel_by_id(r->t, ana_trace_wide(r->t, p->next.arg_w)));
     else
-        ana_json_ku64(j, "bytes", ana_trace_wide(r->t, p->next->arg_w));
-    ana_json_ku64(j, "stream", ana_trace_gpu_lane(r->t, p->next)->stream);
-    ana_json_ku64(j, "corr", ana_trace_wide(r->t, p->next->corr_w));
+        ana_json_ku64(j, "bytes", ana_trace_wide(r->t, p->next.arg_w));
+    ana_json_ku64(j, "stream", ana_trace_gpu_lane(r->t, &p->next)->stream);
+    ana_json_ku64(j, "corr", ana_trace_wide(r->t, p->next.corr_w));
     ana_json_obj_end(j);
     ana_rgj_call(j, r, "issued_by", p->after);
     ana_rgj_call(j, r, "last_call_before", p->before);

@@ -191,20 +191,20 @@ static void ana_rgt_gap(FILE *o, const ana_report *r, size_t i, const ana_gpu_ga
     ana_fmt_ns(p->dur_ns, dur, sizeof(dur));
     ana_fmt_ns(ana_trace_rel_ns(r->t, p->start_ns), at, sizeof(at));
     fprintf(o, "  #%zu  %s idle on device %d from %s, until %s", i + 1, dur, p->device, at,
-            type[ana_trace_gpu_lane(r->t, p->next)->type]);
-    if (ana_trace_gpu_lane(r->t, p->next)->type == ANA_GPU_KERNEL) {
+            type[ana_trace_gpu_lane(r->t, &p->next)->type]);
+    if (ana_trace_gpu_lane(r->t, &p->next)->type == ANA_GPU_KERNEL) {
         char *name = ana_report_kernel_label(
-            ana_trace_kernel_by_id(r->t, ana_trace_wide(r->t, p->next->arg_w)), ANA_RGT_NAME_MAX);
+            ana_trace_kernel_by_id(r->t, ana_trace_wide(r->t, p->next.arg_w)), ANA_RGT_NAME_MAX);
         fprintf(o, " %s", name);
         free(name);
     }
-    fprintf(o, " on stream %u\n", ana_trace_gpu_lane(r->t, p->next)->stream);
+    fprintf(o, " on stream %u\n", ana_trace_gpu_lane(r->t, &p->next)->stream);
     ana_rgt_call(o, r, "last call before", p->before, NULL);
     if (p->after)
         ana_rgt_call(o, r, "issued by", p->after, p);
-    else if (ana_trace_wide(r->t, p->next->corr_w))
+    else if (ana_trace_wide(r->t, p->next.corr_w))
         fprintf(o, "      issued by: (no API call with correlation id %llu in the trace)\n",
-                (unsigned long long)ana_trace_wide(r->t, p->next->corr_w));
+                (unsigned long long)ana_trace_wide(r->t, p->next.corr_w));
     else
         fprintf(o, "      issued by: (unknown: the GPU record has no correlation id)\n");
 }

@@ -143,7 +143,7 @@ static void uses_in_order(int ordered)
         int spilled = runs[r] && strcmp(runs[r], "0") && (size_t)atoi(runs[r]) < nw;
         cr_assert_eq(ana_spill_in_file(&t->use_spill), spilled, "runs %s", runs[r] ? runs[r] : "default");
         if (spilled) /* the runs merged only when they overlapped */
-            cr_assert_eq(t->runs_unordered, !ordered, "runs %s", runs[r]);
+            cr_assert_eq(t->use_sort.unordered, !ordered, "runs %s", runs[r]);
         ana_trace_free(t);
     }
     unsetenv("ANATOMIST_SPILL_USES");
@@ -212,4 +212,50 @@ Test(spill, no_room_for_the_file_exits_2, .exit_code = 2)
     ana_spill_init(&s, sizeof(uint64_t), "test items");
     ana_spill_to_file(&s);
     ana_spill_free(&s); /* not reached */
+}
+
+/* GPU activities on two devices, at random starts, come back sorted by device, then
+ * start, then correlation id, each once, however many runs they were spilled in. */
+Test(spill, gpu_activities_sorted_whatever_the_runs)
+{
+    enum { N = 2000 };
+    const char *runs[] = { "0", "1", "5", "64" };
+    for (size_t r = 0; r < 4; r++) {
+        setenv("ANATOMIST_SPILL_GPU", runs[r], 1);
+        ana_trace *t = ana_trace_new("gpu", ANA_LOAD_ALL);
+        uint64_t corr_sum = 0;
+        for (size_t i = 0; i < N; i++) {
+            ana_record g = { .kind = ANA_K_GPU_KERNEL, .time_ns = 5000 + next64() % 300 };
+            g.u.gpu_kernel = (ana_rec_gpu_kernel){ .corr = 1 + i, .dur_ns = 10, .kernel = 3,
+                                                   .device = (int64_t)(next64() % 2) };
+            corr_sum += 1 + i;
+            ana_trace_add(t, &g);
+        }
+        ana_trace_finish(t);
+        cr_assert_eq(t->n_gpu, N);
+        ana_gpu_iter it;
+        ana_trace_gpu_begin(t, &it);
+        size_t n = 0;
+        uint64_t sum = 0;
+        ana_gpu_act prev = { 0 };
+        for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it)); n++) {
+            int32_t d = ana_trace_gpu_lane(t, a)->device;
+            uint64_t corr = ana_trace_wide(t, a->corr_w);
+            if (n) {
+                int32_t pd = ana_trace_gpu_lane(t, &prev)->device;
+                uint64_t pc = ana_trace_wide(t, prev.corr_w);
+                cr_assert(pd < d || (pd == d && (prev.start_ns < a->start_ns ||
+                                                 (prev.start_ns == a->start_ns && pc < corr))),
+                          "runs %s: activity %zu out of order", runs[r], n);
+            }
+            sum += corr;
+            prev = *a;
+        }
+        ana_trace_gpu_end(&it);
+        cr_assert_eq(n, N, "runs %s", runs[r]);
+        cr_assert_eq(sum, corr_sum, "runs %s", runs[r]);
+        cr_assert_eq(ana_spill_in_file(&t->gpu_spill), strcmp(runs[r], "0") && atoi(runs[r]) < N);
+        ana_trace_free(t);
+    }
+    unsetenv("ANATOMIST_SPILL_GPU");
 }

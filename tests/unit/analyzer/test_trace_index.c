@@ -183,6 +183,8 @@ Test(trace_index, wide_values_read_back)
     }
     ana_spill_close(&uc);
     cr_assert_eq(got, n);
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
     for (size_t i = 0; i < n; i++) {
         const ana_api_call *c = &t->calls[i];
         uint64_t tid = ana_trace_wide(t, ana_trace_call_site(t, c)->tid_w);
@@ -199,7 +201,8 @@ Test(trace_index, wide_values_read_back)
         /* no STACK: its own canon */
         cr_assert_eq(ana_trace_wide(t, ana_trace_call_site(t, c)->stack_w), vals[k]);
         cr_assert_eq(ana_trace_call_by_corr(t, vals[k]), c);
-        const ana_gpu_act *a = &t->gpu[i]; /* by start: file order */
+        const ana_gpu_act *a = ana_trace_gpu_next(&it); /* by start: file order */
+        cr_assert_not_null(a);
         cr_assert_eq(a->start_ns, 6000 + i);
         cr_assert_eq(ana_trace_wide(t, a->corr_w), vals[i]);
         cr_assert_eq(ana_trace_wide(t, a->dur_w), vals[i]);
@@ -209,6 +212,8 @@ Test(trace_index, wide_values_read_back)
         cr_assert_eq(ana_trace_use_kind(u), ANA_USE_KERNEL);
         cr_assert_eq(ana_trace_use_arg(t, u), vals[i]);
     }
+    cr_assert_null(ana_trace_gpu_next(&it));
+    ana_trace_gpu_end(&it);
     free(uses);
     ana_trace_free(t);
 }

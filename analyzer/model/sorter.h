@@ -1,0 +1,54 @@
+/* sorter.h — fixed-size items that come in any order, to be read sorted, without holding
+ * more than a bounded number of them in memory (spill.h): items are added into a run in
+ * memory; each time `run` of them have come, the run is sorted and written to a temporary
+ * file; at the end the runs are merged (equal items: the earlier run first, so a stable
+ * sort of each run makes the whole stable). A sorter that never filled a run sorts its
+ * one run in memory, as a plain sort would.
+ *
+ * The comparator reads the sorter's ctx through ana_sorter_ctx (the model's comparators
+ * need the trace's interned tables). Single-threaded: one sorter sorts at a time. */
+#ifndef ANA_SORTER_H
+#define ANA_SORTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/spill.h"
+
+typedef int (*ana_sorter_cmp)(const void *, const void *);
+
+typedef struct ana_sorter {
+    size_t item, run;       /* bytes per item; most items in memory (SIZE_MAX: no limit) */
+    int stable;             /* runs sorted by ana_sort_stable (else ana_sort) */
+    ana_sorter_cmp cmp;
+    const void *ctx;
+    uint8_t *buf;           /* the run being filled: n of cap items */
+    size_t n, cap;
+    uint64_t count;         /* items in all */
+    ana_spill runs;         /* the runs written, one after the other */
+    uint64_t *starts;       /* where each run begins in runs */
+    size_t n_runs, cap_runs;
+    uint8_t *last;          /* the last item of the last run written */
+    int unordered;          /* a run began before the one before it ended */
+} ana_sorter;
+
+/* The ctx of the sorter sorting now, for its comparator. */
+extern const void *ana_sorter_ctx;
+
+void ana_sorter_init(ana_sorter *s, size_t item, size_t run, int stable, ana_sorter_cmp cmp,
+                     const void *ctx, const char *what);
+/* Room for one more item, to be filled at once (writes a full run out first). */
+void *ana_sorter_slot(ana_sorter *s);
+/* Once every item is in: the items in sorted order. With emit NULL, they become out's
+ * (the sorted array itself when they stayed in memory, the runs' file when the runs
+ * followed each other); else emit gets each in turn, and out is put in a file first when
+ * there were runs (emit is expected to push into it). The sorter is freed. */
+void ana_sorter_finish(ana_sorter *s, ana_spill *out, void (*emit)(void *arg, const void *item),
+                       void *arg);
+void ana_sorter_free(ana_sorter *s);
+
+/* The number of items a setting (environment variable `name`) asks for: a number, 0 for
+ * no limit (SIZE_MAX); def when unset or unreadable (said once on stderr). */
+size_t ana_sorter_setting(const char *name, size_t def, size_t item);
+
+#endif
