@@ -135,8 +135,11 @@ void ana_rec_free_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t 
 }
 
 /* The pointer words of the record being made (LAUNCH, MEMCPY): 8 KiB per thread, off
- * the program's stack. A record is made and written before the next one on a thread. */
-static __thread uint64_t ana_tls_ptrs[ANA_KARGS_MAX], ana_tls_at[ANA_KARGS_MAX];
+ * the program's stack. A record is made and written before the next one on a thread.
+ * Initial-exec as every TLS variable of the preload: a launch reads them without a call to
+ * __tls_get_addr. */
+static __thread uint64_t ana_tls_ptrs[ANA_KARGS_MAX] __attribute__((tls_model("initial-exec")));
+static __thread uint64_t ana_tls_at[ANA_KARGS_MAX] __attribute__((tls_model("initial-exec")));
 
 void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3 grid, dim3 block,
                          uint64_t shmem, uint64_t stream, const ana_launch_args *la)
