@@ -115,13 +115,16 @@ void ana_rec_alloc_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t
     rec.u.alloc = (ana_rec_alloc){ api, r, ptr, size, device, stream, c->stack, c->dur, flags, c->corr,
                                    (uint64_t)c->via, alloc_lib_of(c), ana_tls_libcall };
     ana_emit(c->t, &rec);
-    if (r != 0 && ana_api_is_device_alloc(api))
-        after_failed_alloc(c);
-    else if (r == 0)
+    int device_alloc = ana_api_is_device_alloc(api);
+    if (r != 0) {
+        if (device_alloc)
+            after_failed_alloc(c);
+    } else {
         maybe_record_device();
-    /* cuMemCreate's ptr is a handle; its memory gets addresses when cuMemMap maps it. */
-    if (r == 0 && ana_api_is_device_alloc(api) && api != ANA_API_CU_MEM_CREATE)
-        ana_kargs_note_range(ptr, size);
+        /* cuMemCreate's ptr is a handle; its memory gets addresses when cuMemMap maps it. */
+        if (device_alloc && api != ANA_API_CU_MEM_CREATE)
+            ana_kargs_note_range(ptr, size);
+    }
     ana_leave(c);
 }
 
