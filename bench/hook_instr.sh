@@ -42,8 +42,8 @@ profile() {
 }
 
 profile plain
-profile preload LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_CUPTI=0 ANATOMIST_BUFFER_KB=65536 \
-    ANATOMIST_OUTPUT="$out/t.anat"
+profile preload LD_PRELOAD="$preload" ANATOMIST_STACKS=0 ANATOMIST_CUPTI=0 \
+    ANATOMIST_BUFFER_KB=65536 ANATOMIST_OUTPUT="$out/t.anat"
 
 # edge PROFILE CALLER CALLEE: inclusive instructions of CALLER's calls to CALLEE
 edge() {
@@ -58,8 +58,10 @@ total() {
 }
 per_call() { awk -v p="$1" -v n="$2" -v c="$calls" 'BEGIN { printf "%.0f", (p - n) / c }'; }
 
-malloc=$(per_call "$(edge preload alloc_free_op "cudaMalloc (")" "$(edge plain alloc_free_op "cudaMalloc (")")
-free=$(per_call "$(edge preload alloc_free_op "cudaFree (")" "$(edge plain alloc_free_op "cudaFree (")")
+# added FUNCTION: what the preload adds per call of FUNCTION made by alloc_free_op
+added() { per_call "$(edge preload alloc_free_op "$1 (")" "$(edge plain alloc_free_op "$1 (")"; }
+malloc=$(added cudaMalloc)
+free=$(added cudaFree)
 launch=$(per_call "$(total preload ":launch_op(")" "$(total plain ":launch_op(")")
 echo "Instructions added per hooked call (callgrind, stacks and CUPTI off, $calls calls each):"
 echo "cudaMalloc $malloc, cudaFree $free, launch $launch"

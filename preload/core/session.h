@@ -58,7 +58,8 @@ static inline __attribute__((always_inline)) int ana_enter_dev(ana_call *c, int 
     if (ANA_UNLIKELY(ana_tls_busy))
         return 0;
     ana_thread *t = ana_tls_self;
-    if (ANA_LIKELY(t != NULL && atomic_load_explicit(&ana_session, memory_order_relaxed) == ANA_S_RUNNING)) {
+    int s = atomic_load_explicit(&ana_session, memory_order_relaxed);
+    if (ANA_LIKELY(t != NULL && s == ANA_S_RUNNING)) {
         ana_tls_busy = 1;
         c->t = t;
     } else if (!ana_enter_slow(c, device)) {
