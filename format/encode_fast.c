@@ -29,12 +29,23 @@ static inline uint64_t dur_ticks(uint64_t d, unsigned shift)
     return shift ? (d >> shift) + ((d >> (shift - 1)) & 1) : d;
 }
 
-static uint8_t *put_frames(uint8_t *p, const ana_frames *f)
+static uint8_t *put_frames_n(uint8_t *p, const ana_frames *f)
 {
     p = put(p, f->n);
     for (uint32_t i = 0; i < f->n; i++)
         p = put(p, i == 0 ? f->ip[0] : ana_zigzag((int64_t)(f->ip[i] - f->ip[i - 1])));
     return p;
+}
+
+/* A LAUNCH without pointer words (the usual graph launch, a kernel without pointer
+ * parameters) writes its two empty lists as one zero byte each, without a call. */
+static inline uint8_t *put_frames(uint8_t *p, const ana_frames *f)
+{
+    if (f->n == 0) {
+        *p = 0;
+        return p + 1;
+    }
+    return put_frames_n(p, f);
 }
 
 static uint8_t *put_alloc(uint8_t *p, const ana_rec_alloc *r, unsigned shift)

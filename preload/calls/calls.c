@@ -18,15 +18,18 @@ int ana_current_device(void) { return tls_device; }
 void ana_set_current_device(int dev) { tls_device = dev; }
 
 /* Ends the timed part of a call (before the stack walk, which is ours, not the call's) and
- * captures the stack; saves the errno the real call left. */
-static void measure(ana_call *c)
+ * captures the stack; saves the errno the real call left. timed: the record's dur_ns is
+ * measured (a second clock reading); else it is 0, "not measured" (docs/trace-format.md).
+ * Allocations, frees and launches are timed only with ANATOMIST_CALL_DURATIONS=1: no
+ * analysis reads their duration, and a second clock reading is a large part of what a
+ * hook adds to the call (docs/overhead.md). Copies, sets and VMM calls are always timed. */
+static inline __attribute__((always_inline)) void measure(ana_call *c, int timed)
 {
     c->saved_errno = errno;
-    c->dur = ana_now_ns() - c->t0;
+    c->dur = timed ? ana_now_ns() - c->t0 : 0;
     c->corr = ana_tls_corr;
     c->stack = ana_cfg.stacks ? ana_stack_capture() : 0;
 }
-
 /* A record of `kind` at the call's start. Only the header is set: the builder fills its
  * kind's member of `u` (zeroing the whole union would cost more than the encoding). */
 #define CALL_RECORD(rec, kind_, c) \
@@ -110,24 +113,27 @@ static void finish(ana_call *c, ana_record *rec)
 void ana_rec_alloc_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t size, int64_t device,
                         uint64_t stream, uint64_t flags)
 {
-    measure(c);
+    measure(c, ana_cfg.call_durations);
     CALL_RECORD(rec, ANA_K_ALLOC, c);
     rec.u.alloc = (ana_rec_alloc){ api, r, ptr, size, device, stream, c->stack, c->dur, flags, c->corr,
                                    (uint64_t)c->via, alloc_lib_of(c), ana_tls_libcall };
     ana_emit(c->t, &rec);
-    if (r != 0 && ana_api_is_device_alloc(api))
-        after_failed_alloc(c);
-    else if (r == 0)
+    int device_alloc = ana_api_is_device_alloc(api);
+    if (r != 0) {
+        if (device_alloc)
+            after_failed_alloc(c);
+    } else {
         maybe_record_device();
-    /* cuMemCreate's ptr is a handle; its memory gets addresses when cuMemMap maps it. */
-    if (r == 0 && ana_api_is_device_alloc(api) && api != ANA_API_CU_MEM_CREATE)
-        ana_kargs_note_range(ptr, size);
+        /* cuMemCreate's ptr is a handle; its memory gets addresses when cuMemMap maps it. */
+        if (device_alloc && api != ANA_API_CU_MEM_CREATE)
+            ana_kargs_note_range(ptr, size);
+    }
     ana_leave(c);
 }
 
 void ana_rec_free_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t stream)
 {
-    measure(c);
+    measure(c, ana_cfg.call_durations);
     CALL_RECORD(rec, ANA_K_FREE, c);
     rec.u.free = (ana_rec_free){ api, r, ptr, ana_current_device(), stream, c->stack, c->dur, c->corr,
                                  (uint64_t)c->via, alloc_lib_of(c), ana_tls_libcall };
@@ -135,15 +141,18 @@ void ana_rec_free_done(ana_call *c, uint32_t api, int r, uint64_t ptr, uint64_t 
 }
 
 /* The pointer words of the record being made (LAUNCH, MEMCPY): 8 KiB per thread, off
- * the program's stack. A record is made and written before the next one on a thread. */
-static __thread uint64_t ana_tls_ptrs[ANA_KARGS_MAX], ana_tls_at[ANA_KARGS_MAX];
+ * the program's stack. A record is made and written before the next one on a thread.
+ * Initial-exec as every TLS variable of the preload: a launch reads them without a call to
+ * __tls_get_addr. */
+static __thread uint64_t ana_tls_ptrs[ANA_KARGS_MAX] __attribute__((tls_model("initial-exec")));
+static __thread uint64_t ana_tls_at[ANA_KARGS_MAX] __attribute__((tls_model("initial-exec")));
 
 void ana_rec_launch_done(ana_call *c, uint32_t api, int r, uint64_t kernel, dim3 grid, dim3 block,
                          uint64_t shmem, uint64_t stream, const ana_launch_args *la)
 {
     if (ANA_UNLIKELY(!ana_capture_keep(ana_tls_corr)))
         return outside(c);
-    measure(c);
+    measure(c, ana_cfg.call_durations);
     uint32_t n = ana_kargs_collect(la, ana_tls_ptrs, ana_tls_at);
     CALL_RECORD(rec, ANA_K_LAUNCH, c);
     rec.u.launch = (ana_rec_launch){ api, r, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
@@ -157,7 +166,7 @@ void ana_rec_memcpy_done(ana_call *c, uint32_t api, int r, uint64_t dst, uint64_
 {
     if (ANA_UNLIKELY(!ana_capture_keep(ana_tls_corr)))
         return outside(c);
-    measure(c);
+    measure(c, 1);
     uint64_t more = 0;
     uint32_t n = 0;
     /* cudaMemcpyHostToDevice (its source is host memory the copy read: read directly), or
@@ -180,7 +189,7 @@ void ana_rec_memset_done(ana_call *c, uint32_t api, int r, uint64_t ptr, int64_t
 {
     if (ANA_UNLIKELY(!ana_capture_keep(ana_tls_corr)))
         return outside(c);
-    measure(c);
+    measure(c, 1);
     CALL_RECORD(rec, ANA_K_MEMSET, c);
     rec.u.memset = (ana_rec_memset){ api, r, ptr, value, bytes, stream, c->stack, c->dur, c->corr,
                                      (uint64_t)c->via, ana_tls_lib, ana_tls_libcall };
@@ -190,7 +199,7 @@ void ana_rec_memset_done(ana_call *c, uint32_t api, int r, uint64_t ptr, int64_t
 void ana_rec_vmm_done(ana_call *c, uint32_t api, int r, uint64_t va, uint64_t size, uint64_t handle,
                       uint64_t offset, int64_t device, uint64_t flags)
 {
-    measure(c);
+    measure(c, 1);
     if (r == 0 && api == ANA_API_CU_MEM_MAP)
         ana_kargs_note_range(va, size);
     CALL_RECORD(rec, ANA_K_VMM, c);

@@ -107,13 +107,10 @@ static __thread struct { uintptr_t pc; uint32_t lib; } tls_pcs[PC_TLS] __attribu
 
 static uint32_t lib_of_pc_shared(uintptr_t pc);
 
-uint32_t ana_lib_of_pc(uintptr_t pc)
+/* A miss of the thread's cache: the shared table's answer, kept in slot i. Apart, so that
+ * a hit saves no registers. */
+static __attribute__((noinline)) uint32_t lib_of_pc_miss(uintptr_t pc, uint32_t i)
 {
-    if (!pc)
-        return ANA_LIB_NONE;
-    uint32_t i = (uint32_t)(pc ^ (pc >> 7)) & (PC_TLS - 1);
-    if (ANA_LIKELY(tls_pcs[i].pc == pc))
-        return tls_pcs[i].lib;
     uint32_t lib = lib_of_pc_shared(pc);
     /* A signal handler's hook on this thread must never pair one address with another's
      * answer. */
@@ -123,6 +120,16 @@ uint32_t ana_lib_of_pc(uintptr_t pc)
     atomic_signal_fence(memory_order_seq_cst);
     tls_pcs[i].pc = pc;
     return lib;
+}
+
+uint32_t ana_lib_of_pc(uintptr_t pc)
+{
+    if (!pc)
+        return ANA_LIB_NONE;
+    uint32_t i = (uint32_t)(pc ^ (pc >> 7)) & (PC_TLS - 1);
+    if (ANA_LIKELY(tls_pcs[i].pc == pc))
+        return tls_pcs[i].lib;
+    return lib_of_pc_miss(pc, i);
 }
 
 static uint32_t lib_of_pc_shared(uintptr_t pc)

@@ -26,6 +26,10 @@ static const ana_config_var VARS[] = {
       "1 turns the preload into a pass-through: nothing is recorded or written." },
     { "ANATOMIST_STACKS", ANA_CFG_BOOL, "1", 0, 1, OFF(stacks),
       "0 records no call stacks (cheaper; reports then have no allocation sites)." },
+    { "ANATOMIST_CALL_DURATIONS", ANA_CFG_BOOL, "0", 0, 1, OFF(call_durations),
+      "1 also times allocations, frees and launches (dur_ns of ALLOC, FREE, LAUNCH: a second "
+      "clock reading per call); 0 records their start only. Copies, sets and virtual-memory "
+      "calls are always timed." },
     { "ANATOMIST_PYTHON", ANA_CFG_BOOL, "1", 0, 1, OFF(python),
       "0 leaves Python frames out of stacks (they then show the interpreter's native frames)." },
     { "ANATOMIST_STACK_DEPTH", ANA_CFG_INT, "64", 1, 256, OFF(stack_depth),

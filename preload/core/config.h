@@ -12,6 +12,7 @@ typedef struct ana_config {
     char output[1024];
     int disable;
     int stacks;
+    int call_durations; /* ALLOC, FREE and LAUNCH records carry how long the call took */
     int stack_depth;
     int python;       /* Python frames in stacks (pyframes.c) */
     int flush_ms;

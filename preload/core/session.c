@@ -160,7 +160,7 @@ int ana_session_ensure(int device)
 
 /* ana_enter's first call on a thread, or while the session is not running: starting the
  * session or the thread's buffer may set errno, which the program must not see. */
-static __attribute__((noinline)) int enter_slow(ana_call *c, int device)
+int ana_enter_slow(ana_call *c, int device)
 {
     if (atomic_load_explicit(&ana_session, memory_order_relaxed) == ANA_S_OFF)
         return 0;
@@ -173,34 +173,6 @@ static __attribute__((noinline)) int enter_slow(ana_call *c, int device)
     }
     errno = e;
     return 1;
-}
-
-static inline int enter(ana_call *c, int device)
-{
-    if (ANA_UNLIKELY(ana_tls_busy))
-        return 0;
-    /* The usual case touches neither errno nor anything shared but `ana_session`. */
-    ana_thread *t = ana_tls_self;
-    if (ANA_LIKELY(t != NULL && atomic_load_explicit(&ana_session, memory_order_relaxed) == ANA_S_RUNNING)) {
-        ana_tls_busy = 1;
-        c->t = t;
-    } else if (!enter_slow(c, device)) {
-        return 0;
-    }
-    ana_tls_corr = 0;
-    c->via = ANA_VIA_HOOK;
-    c->caller = 0;
-    c->t0 = ana_now_ns();
-    return 1;
-}
-
-int ana_enter(ana_call *c) { return enter(c, 1); }
-int ana_enter_host(ana_call *c) { return enter(c, 0); }
-
-void ana_leave(ana_call *c)
-{
-    ana_tls_busy = 0;
-    errno = c->saved_errno;
 }
 
 void ana_session_atfork_child(void)

@@ -2,9 +2,12 @@
 #ifndef ANA_SESSION_H
 #define ANA_SESSION_H
 
+#include <errno.h>
 #include <stdint.h>
+#include "clock.h"
 #include "defs.h"
 #include "records.h"
+#include "state.h"
 #include "tbuf.h"
 
 /* Starts the trace on the first recorded call, and GPU activity on the first call that
@@ -34,11 +37,46 @@ typedef struct ana_call {
 /* In an exported hook, after ana_enter succeeded: notes who called it. */
 #define ANA_CALLER(c) ((c).caller = (uintptr_t)__builtin_return_address(0))
 
+/* The bracket's slow path (session.c): the thread's first call, or the session not
+ * running; returns 1 when the call is to be recorded, with c->t set and the bracket held. */
+int ana_enter_slow(ana_call *c, int device);
+
+/* 1 while the calling thread is inside a bracket (between ana_enter and ana_leave); hidden,
+ * initial-exec, so that the hooks and CUPTI's callback read it inline. */
+extern __thread int ana_tls_busy ANA_HIDDEN __attribute__((tls_model("initial-exec")));
+/* Correlation: the CUPTI callback of the outermost API call a hook is in stores the call's
+ * correlation id here at the call's entry (if it is still 0); ana_enter sets it to 0 and
+ * the record builders read it after the real call returned. */
+extern __thread uint32_t ana_tls_corr ANA_HIDDEN __attribute__((tls_model("initial-exec")));
+
+/* Inline in every hook: the usual case (a nested call, or a recorded call on a thread
+ * whose ring exists while the session runs) costs no call and touches neither errno nor
+ * anything shared but `ana_session`. The start time is the call's one clock reading
+ * unless call durations are on (calls.c, measure). */
+static inline __attribute__((always_inline)) int ana_enter_dev(ana_call *c, int device)
+{
+    if (ANA_UNLIKELY(ana_tls_busy))
+        return 0;
+    ana_thread *t = ana_tls_self;
+    int s = atomic_load_explicit(&ana_session, memory_order_relaxed);
+    if (ANA_LIKELY(t != NULL && s == ANA_S_RUNNING)) {
+        ana_tls_busy = 1;
+        c->t = t;
+    } else if (!ana_enter_slow(c, device)) {
+        return 0;
+    }
+    ana_tls_corr = 0;
+    c->via = ANA_VIA_HOOK;
+    c->caller = 0;
+    c->t0 = ana_now_ns();
+    return 1;
+}
+
 /* Returns 1 when this call is to be recorded (then ana_leave must follow). For calls into
  * CUDA (they need a device: the first one starts CUPTI). */
-int ana_enter(ana_call *c);
+static inline int ana_enter(ana_call *c) { return ana_enter_dev(c, 1); }
 /* The same for calls that need no device (NVTX): they open the trace, never CUPTI. */
-int ana_enter_host(ana_call *c);
+static inline int ana_enter_host(ana_call *c) { return ana_enter_dev(c, 0); }
 
 /* Returns `call` (of type `type`), a call that is not recorded because it is nested in one
  * that is (the runtime's own driver calls, or a signal handler's call that interrupted a
@@ -51,17 +89,14 @@ int ana_enter_host(ana_call *c);
         ana_tls_corr = ana_corr_;           \
         return ana_r_;                      \
     } while (0)
-void ana_leave(ana_call *c);
+/* Ends the bracket: the errno the real call left is the program's again. */
+static inline void ana_leave(ana_call *c)
+{
+    ana_tls_busy = 0;
+    errno = c->saved_errno;
+}
 
-/* 1 while the calling thread is inside a bracket (between ana_enter and ana_leave); hidden,
- * initial-exec, so that CUPTI's callback reads it inline. */
-extern __thread int ana_tls_busy ANA_HIDDEN __attribute__((tls_model("initial-exec")));
 /* CUPTI callbacks use it to tell calls a hook records from calls no hook saw. */
 static inline int ana_in_hook(void) { return ana_tls_busy; }
-
-/* Correlation: the CUPTI callback of the outermost API call a hook is in stores the call's
- * correlation id here at the call's entry (if it is still 0); ana_enter sets it to 0 and
- * the record builders read it after the real call returned. */
-extern __thread uint32_t ana_tls_corr ANA_HIDDEN __attribute__((tls_model("initial-exec")));
 
 #endif

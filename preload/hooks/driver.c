@@ -39,11 +39,12 @@ CUresult ana_cu_get_proc_address_legacy(const char *symbol, void **pfn, int vers
 #define DRV_HOOK(slot, name, params, args, record)                         \
     ANA_EXPORT CUresult CUDAAPI name params                                 \
     {                                                                       \
-        CUresult(CUDAAPI * real) params = (CUresult(CUDAAPI *) params)ana_drv_real(slot); \
+        CUresult(CUDAAPI * real) params =                                   \
+            (CUresult(CUDAAPI *) params)ana_drv_real_fast(slot);            \
         if (ANA_UNLIKELY(!real))                                            \
             return (CUresult)ana_drv_missing(slot);                         \
-        ana_call c;                                                         \
-        if (!ana_drv_hooks_on() || !ana_enter(&c))                          \
+        ana_call c; /* nested in a recorded call (the runtime's own): pass */ \
+        if (ana_tls_busy || !ana_drv_hooks_on() || !ana_enter(&c))          \
             ANA_PASS(CUresult, real args);                                  \
         ANA_CALLER(c);                                                      \
         CUresult r = real args;                                             \

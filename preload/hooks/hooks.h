@@ -70,6 +70,12 @@ int ana_drv_hooks_on(void);
  * definition after the preload, else the libcuda.so.1 loaded in a local scope); NULL when
  * there is none. */
 void *ana_drv_real(int i);
+/* The same, inline where the slot is set (every call but the first few). */
+static inline void *ana_drv_real_fast(int i)
+{
+    void *p = atomic_load_explicit(&ana_drv_fns[i].real, memory_order_acquire);
+    return ANA_LIKELY(p != NULL) ? p : ana_drv_real(i);
+}
 /* Says once that slot i's function cannot be found; returns the CUresult the wrapper gives
  * back (CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND). */
 int ana_drv_missing(int i);

@@ -3,7 +3,9 @@
 redrawn many times) must lie between the clock_gettime(CLOCK_MONOTONIC) readings the
 program took right before and right after the call, within TOL_NS, and end (time +
 duration) before the reading after it; on each thread, times never go backwards. Run with
-the TSC clock (the default where the TSC is invariant) and with ANATOMIST_TSC=0."""
+the TSC clock (the default where the TSC is invariant) and with ANATOMIST_TSC=0, with
+allocations and frees timed (ANATOMIST_CALL_DURATIONS=1) and not (the default: duration 0,
+"not measured")."""
 import os
 import unittest
 
@@ -28,8 +30,9 @@ def calls(stdout):
 
 
 class ClockTest(unittest.TestCase):
-    def check(self, **extra):
+    def check(self, timed=True, **extra):
         d = tmpdir()
+        extra["ANATOMIST_CALL_DURATIONS"] = "1" if timed else "0"
         trace = os.path.join(d, "t.anat")
         env = clean_env(LD_LIBRARY_PATH=SIM_LIB, LD_PRELOAD=PRELOAD, ANATOMIST_OUTPUT=trace,
                         ANATOMIST_STACKS="0", ANATOMIST_CUPTI="0", **extra)
@@ -38,7 +41,7 @@ class ClockTest(unittest.TestCase):
         by_key, order = calls(r.stdout)
         self.assertGreater(len(by_key), THREADS * 100)
         recs = dump(trace)
-        last, size_of, seen, worst = {}, {}, {}, 0
+        last, size_of, seen, worst, untimed = {}, {}, {}, 0, 0
         for rec in of(recs, "ALLOC", "FREE"):
             tid = rec["tid"]
             if tid not in order:
@@ -51,6 +54,10 @@ class ClockTest(unittest.TestCase):
             self.assertNotIn(key, seen, "two records of one call: %r" % rec)
             seen[key] = rec["time"]
             before, after = by_key[key]
+            if not timed:
+                self.assertEqual(rec["dur_ns"], 0, "an untimed call has no duration: %r" % rec)
+            elif rec["dur_ns"] == 0:
+                untimed += 1
             t, end = rec["time"], rec["time"] + rec["dur_ns"]
             worst = max(worst, before - t, end - after)
             self.assertTrue(before - TOL_NS <= t and end <= after + TOL_NS,
@@ -59,11 +66,17 @@ class ClockTest(unittest.TestCase):
             self.assertGreaterEqual(t, last.get(tid, 0), "%s: time went backwards" % (key,))
             last[tid] = t
         self.assertEqual(len(seen), len(by_key), "every call has its record")
+        if timed:  # a timed call lasts at least a tick of the clock, nearly always
+            self.assertLess(untimed, len(seen) // 10, "timed calls with duration 0")
         return worst
 
     def test_tsc_clock(self):
         worst = self.check()
         print("worst %d ns outside the call (TSC where invariant)" % worst)
+
+    def test_tsc_clock_untimed_calls(self):
+        worst = self.check(timed=False)
+        print("worst %d ns outside the call (start times only)" % worst)
 
     def test_clock_gettime(self):
         worst = self.check(ANATOMIST_TSC="0")

@@ -189,9 +189,10 @@ class Signals(unittest.TestCase):
     def single(self, mode, iters=300):
         trace = os.path.join(tmpdir(), mode + ".anat")
         # `inhook` raises its signal from clock_gettime called by the preload: the hooks must
-        # read the time with it rather than from the TSC.
-        r = run([sample("signal_storm"), mode, str(iters), "cuda"], env=traced(trace, ANATOMIST_TSC="0"),
-                timeout=TIMEOUT)
+        # read the time with it rather than from the TSC, and read it twice per call (before
+        # and after the real call), as they do when allocations and frees are timed.
+        env = traced(trace, ANATOMIST_TSC="0", ANATOMIST_CALL_DURATIONS="1")
+        r = run([sample("signal_storm"), mode, str(iters), "cuda"], env=env, timeout=TIMEOUT)
         self.assertEqual(r.returncode, 0, r.stderr)
         (th,), (h,) = lines(r.stdout, "thread"), lines(r.stdout, "handler")
         self.assertEqual((th["allocs"], th["frees"], h["cuda_failures"]), (iters, iters, 0))
