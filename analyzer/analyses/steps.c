@@ -436,7 +436,10 @@ static void ana_st_range_phases(const ana_st *st, const uint32_t *L, size_t n, u
 static size_t ana_st_phases(ana_st *st, ana_steps *out)
 {
     size_t *off = ana_xcalloc(out->n_steps + 2, sizeof(size_t));
-    uint32_t *L = ana_xcalloc(st->n + 1, sizeof(uint32_t)); /* call_step is 32-bit: so are calls */
+    /* call_step is 32-bit: so are calls. The keys found the steps and are not read again:
+     * their array (n + 1 of them) holds the order, so the peak has one array less. */
+    uint32_t *L = st->key;
+    st->key = NULL;
     size_t none = 0;
     for (size_t i = 0; i < st->n; i++)
         if (out->call_step[i] >= 0)

@@ -71,6 +71,10 @@ static const char ana_report_usage[] =
     "  anatomist report traces/                    (every rank of a job)\n"
     "  anatomist report --json rank0.json rank1.json rank2.json rank3.json\n"
     "\n"
+    "Long traces: past 16 Mi pointer uses or 8 Mi GPU activities, they wait in temporary\n"
+    "files in $TMPDIR (else /tmp; up to ~50 bytes per record, removed at once) instead of\n"
+    "memory; ANATOMIST_SPILL_USES and ANATOMIST_SPILL_GPU set when (docs/configuration.md).\n"
+    "\n"
     "Exit status: 0 success, 2 usage error or unreadable/corrupt trace.\n";
 
 enum { ANA_OPT_TOP = 256, ANA_OPT_JSON, ANA_OPT_NO_SYMBOLS, ANA_OPT_MIN_GAP, ANA_OPT_AT };

@@ -305,6 +305,9 @@ static inline const ana_gpu_act *ana_trace_gpu_next(ana_gpu_iter *it)
     return it->at++;
 }
 static inline void ana_trace_gpu_end(ana_gpu_iter *it) { ana_spill_close(&it->c); }
+/* Every GPU activity in order, in one array (malloc'd; *n of them): for a view that looks
+ * them up at random, and holds them all anyway (trace_index.c). */
+ana_gpu_act *ana_trace_gpu_all(const ana_trace *t, size_t *n);
 
 /* The value of a *_w field (see ANA_TRACE_WIDE_BIT). */
 static inline uint64_t ana_trace_wide(const ana_trace *t, uint32_t w)

@@ -1,5 +1,5 @@
 /* trace_index.c — the model's lookups (trace.h): wide values, correlation ids, calls by
- * time, kernels, INFO values.
+ * time, kernels, INFO values, the GPU activities in one array.
  * Part of model/ (README.md): any layer may call it; it calls only model/ and format/. */
 #include "model/trace.h"
 
@@ -232,4 +232,16 @@ const ana_api_call *ana_trace_call_by_corr_map(const ana_trace *t, uint64_t corr
     if (!corr)
         return NULL;
     return ana_u64map_get(&t->corr_map, corr, &i) ? &t->calls[i] : NULL;
+}
+
+ana_gpu_act *ana_trace_gpu_all(const ana_trace *t, size_t *n)
+{
+    ana_gpu_act *v = ana_xmalloc((t->n_gpu + 1) * sizeof(*v));
+    ana_gpu_iter it;
+    *n = 0;
+    ana_trace_gpu_begin(t, &it);
+    for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));)
+        v[(*n)++] = *a;
+    ana_trace_gpu_end(&it);
+    return v;
 }

@@ -545,13 +545,7 @@ static void ana_chrome_setup(ana_chrome *c, const ana_report *r, FILE *out)
     ana_u64map_init(&c->proj);
     ana_u64map_init(&c->sf_child);
     ana_u64map_init(&c->sf_leaf);
-    c->acts = ana_xmalloc((t->n_gpu + 1) * sizeof(*c->acts));
-    c->n_acts = 0;
-    ana_gpu_iter it;
-    ana_trace_gpu_begin(t, &it);
-    for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));)
-        c->acts[c->n_acts++] = *a;
-    ana_trace_gpu_end(&it);
+    c->acts = ana_trace_gpu_all(t, &c->n_acts);
     for (size_t i = c->n_acts; i-- > 0;) { /* backwards: the first activity of a corr wins */
         uint64_t corr = ana_trace_wide(t, c->acts[i].corr_w);
         if (corr)
