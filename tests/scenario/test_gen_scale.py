@@ -3,14 +3,21 @@
 generator of bench/analyzer_scale.sh) equal what the generator says it wrote: records per
 kind, kernel launches and GPU time per kernel, NVTX steps, copies, and the device memory
 peak and what is live at the end (which the generator tracks as it allocates). Run with
-two host threads and, again, with 64-ns timestamps (the reader scales ticks back)."""
+two host threads and, again, with 64-ns timestamps (the reader scales ticks back); and
+with the pointer uses and GPU activities spilled to temporary files in runs of a few
+thousand (ANATOMIST_SPILL_USES, ANATOMIST_SPILL_GPU): the same totals, the same report
+byte for byte, no file left behind, and exit status 2 with the reason when no temporary
+file can be made or written."""
+import json
 import os
+import resource
+import signal
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import BUILD, info_json, report_json  # noqa: E402
+from common import BUILD, anatomist, clean_env, info_json, report_json  # noqa: E402
 
 GEN = os.path.join(BUILD, "bench", "gen_trace")
 
@@ -23,7 +30,7 @@ def generate(path, *args):
     return {k: int(v) for k, v in facts.items()}
 
 
-def check(path, *args):
+def check(path, *args, spill_dir=None):
     g = generate(path, *args)
     assert g["records"] >= 200000 and g["steps"] > 300, g
     info = info_json(path)
@@ -35,6 +42,10 @@ def check(path, *args):
     assert info["file_bytes"] == g["bytes"]
 
     rep = report_json(path)
+    if spill_dir:  # the same report with the uses and GPU activities spilled in small runs
+        spilled = spill_report(path, spill_dir)
+        assert spilled == json.dumps(rep, indent=2) + "\n" or json.loads(spilled) == rep
+        rep = json.loads(spilled)
     assert rep["launches"] == g["launches"] and rep["failed_launches"] == 0
     by_id = {k["id"]: k["count"] for k in rep["kernels"]}
     want = {int(k.split(".")[1]): v for k, v in g.items()
@@ -58,10 +69,45 @@ def check(path, *args):
     assert mem["unknown_frees"] == 0
 
 
+SPILL = {"ANATOMIST_SPILL_USES": "3000", "ANATOMIST_SPILL_GPU": "2000"}
+
+
+def spill_report(path, tmp):
+    """report --json with spilling in small runs into tmp; checks tmp is left empty and
+    that the text equals the unspilled report's."""
+    plain = anatomist("report", path, "--json")
+    r = anatomist("report", path, "--json", env=clean_env(TMPDIR=tmp, **SPILL))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout, "spilled report differs"
+    assert os.listdir(tmp) == [], os.listdir(tmp)
+    return r.stdout
+
+
+def no_room(path, d):
+    # no directory for the temporary files
+    r = anatomist("report", path, "--json", env=clean_env(TMPDIR=os.path.join(d, "gone"), **SPILL))
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stderr)
+    assert "cannot make the temporary file" in r.stderr and "TMPDIR" in r.stderr, r.stderr
+
+    # a file that cannot grow (a full disk's ENOSPC, here the file-size limit's EFBIG)
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
+    env = clean_env(TMPDIR=os.path.join(d, "spill"), **SPILL)
+    r = subprocess.run([os.path.join(BUILD, "bin", "anatomist"), "report", path, "--json"],
+                       env=env, capture_output=True, text=True, timeout=120,
+                       preexec_fn=small_files)
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stderr)
+    assert "cannot write the temporary file" in r.stderr, r.stderr
+
+
 def main():
     with tempfile.TemporaryDirectory() as d:
-        check(os.path.join(d, "a.anat"), "--threads", "2", "--seed", "7")
+        spill = os.path.join(d, "spill")
+        os.mkdir(spill)
+        check(os.path.join(d, "a.anat"), "--threads", "2", "--seed", "7", spill_dir=spill)
         check(os.path.join(d, "b.anat"), "--time-shift", "6")
+        no_room(os.path.join(d, "b.anat"), d)
     print("ok")
 
 
