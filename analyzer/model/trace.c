@@ -99,8 +99,10 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     ana_libs_init(&t->libs);
     ana_trace_uses_init(t);
     ana_spill_init(&t->gpu_spill, sizeof(ana_gpu_act), "GPU activities");
-    size_t run = ana_sorter_setting("ANATOMIST_SPILL_GPU", ANA_GPU_RUN_DEFAULT, sizeof(ana_gpu_act));
-    ana_sorter_init(&t->gpu_sort, sizeof(ana_gpu_act), run, 0, ana_gpu_act_cmp, t, "GPU activities");
+    size_t run = ana_sorter_setting("ANATOMIST_SPILL_GPU", ANA_GPU_RUN_DEFAULT,
+                                    sizeof(ana_gpu_act));
+    ana_sorter_init(&t->gpu_sort, sizeof(ana_gpu_act), run, 0, ana_gpu_act_cmp, t,
+                    "GPU activities");
     return t;
 }
 

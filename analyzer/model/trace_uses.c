@@ -26,7 +26,8 @@ static int ana_ptr_use_cmp(const void *a, const void *b)
 void ana_trace_uses_init(ana_trace *t)
 {
     ana_spill_init(&t->use_spill, sizeof(ana_ptr_use), "pointer uses");
-    size_t run = ana_sorter_setting("ANATOMIST_SPILL_USES", ANA_USES_RUN_DEFAULT, sizeof(ana_ptr_use));
+    size_t run = ana_sorter_setting("ANATOMIST_SPILL_USES", ANA_USES_RUN_DEFAULT,
+                                    sizeof(ana_ptr_use));
     ana_sorter_init(&t->use_sort, sizeof(ana_ptr_use), run, 1, ana_ptr_use_cmp, t, "pointer uses");
 }
 
@@ -134,10 +135,11 @@ static void ana_uo_add(ana_use_out *o, const ana_ptr_use *u)
             t->table_launches++;
         o->last_time = u->time_ns, o->last_kernel = kernel;
         ANA_GROW(o->pend, o->cap_pend, o->n_pend + tb->n);
-        for (size_t j = 0; j < tb->n; j++)
-            o->pend[o->n_pend++] = (ana_ptr_use){
-                .time_ns = u->time_ns, .ptr_w = ana_trace_use_ptr_w(t, t->table_ptrs[tb->first + j]),
-                .kind_arg = u->kind_arg };
+        for (size_t j = 0; j < tb->n; j++) {
+            uint32_t w = ana_trace_use_ptr_w(t, t->table_ptrs[tb->first + j]);
+            o->pend[o->n_pend++] = (ana_ptr_use){ .time_ns = u->time_ns, .ptr_w = w,
+                                                  .kind_arg = u->kind_arg };
+        }
         o->pend_time = u->time_ns;
     }
 }

@@ -132,16 +132,17 @@ static void uses_in_order(int ordered)
         }
         ana_trace_finish(t);
         qsort(want, nw, sizeof(*want), want_cmp);
-        cr_assert_eq(t->n_uses, nw, "runs %s", runs[r] ? runs[r] : "default");
+        const char *rs = runs[r] ? runs[r] : "default";
+        cr_assert_eq(t->n_uses, nw, "runs %s", rs);
         cr_assert_eq(read_uses(t, got, 3 * N), nw);
         for (size_t i = 0; i < nw; i++)
             cr_assert(got[i].time == want[i].time && got[i].ptr == want[i].ptr,
-                      "runs %s, use %zu: %llu %llx, want %llu %llx", runs[r] ? runs[r] : "default", i,
+                      "runs %s, use %zu: %llu %llx, want %llu %llx", rs, i,
                       (unsigned long long)got[i].time, (unsigned long long)got[i].ptr,
                       (unsigned long long)want[i].time, (unsigned long long)want[i].ptr);
         /* the setting spills only when the uses outgrow it */
         int spilled = runs[r] && strcmp(runs[r], "0") && (size_t)atoi(runs[r]) < nw;
-        cr_assert_eq(ana_spill_in_file(&t->use_spill), spilled, "runs %s", runs[r] ? runs[r] : "default");
+        cr_assert_eq(ana_spill_in_file(&t->use_spill), spilled, "runs %s", rs);
         if (spilled) /* the runs merged only when they overlapped */
             cr_assert_eq(t->use_sort.unordered, !ordered, "runs %s", runs[r]);
         ana_trace_free(t);
@@ -190,8 +191,9 @@ Test(spill, table_pointers_follow_the_uses_of_their_time)
         want_use got[16];
         size_t n = read_uses(t, got, 16);
         /* the copy's destination and source (time 100), then 200's, then Y */
-        const want_use want[] = { { 100, D, 0 }, { 100, 0x5000, 0 }, { 200, D + 8, 0 }, { 200, X, 0 },
-                                  { 200, P1, 0 }, { 200, P2, 0 }, { 300, Y, 0 } };
+        const want_use want[] = { { 100, D, 0 },  { 100, 0x5000, 0 }, { 200, D + 8, 0 },
+                                  { 200, X, 0 },  { 200, P1, 0 },     { 200, P2, 0 },
+                                  { 300, Y, 0 } };
         cr_assert_eq(n, 7, "runs %s: %zu uses", runs[r], n);
         for (size_t i = 0; i < n; i++)
             cr_assert(got[i].time == want[i].time && got[i].ptr == want[i].ptr,
