@@ -48,7 +48,7 @@ void ana_sorter_finish(ana_sorter *s, ana_spill *out, void (*emit)(void *arg, co
 void ana_sorter_free(ana_sorter *s);
 
 /* The number of items a setting (environment variable `name`) asks for: a number, 0 for
- * no limit (SIZE_MAX); def when unset or unreadable (said once on stderr). */
+ * no limit (SIZE_MAX); def when unset or unreadable (said on stderr once per setting). */
 size_t ana_sorter_setting(const char *name, size_t def, size_t item);
 
 #endif

@@ -4,10 +4,12 @@
  * in (ANATOMIST_SPILL_USES), against a stable sort done here; and the pointers of a
  * pointer table placed after every other use of the launch's time. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/sorter.h"
 #include "model/spill.h"
 #include "model/trace.h"
 #include "model/util.h"
@@ -260,4 +262,30 @@ Test(spill, gpu_activities_sorted_whatever_the_runs)
         ana_trace_free(t);
     }
     unsetenv("ANATOMIST_SPILL_GPU");
+}
+
+/* The settings: a number of items, 0 for no limit; anything else is said once per setting
+ * on stderr (however many traces read it) and the default used. */
+Test(spill, settings_read_and_refused_once_each, .init = cr_redirect_stderr)
+{
+    setenv("ANATOMIST_SPILL_USES", "1234", 1);
+    cr_assert_eq(ana_sorter_setting("ANATOMIST_SPILL_USES", 7, 16), 1234);
+    setenv("ANATOMIST_SPILL_USES", "0", 1);
+    cr_assert_eq(ana_sorter_setting("ANATOMIST_SPILL_USES", 7, 16), SIZE_MAX);
+    unsetenv("ANATOMIST_SPILL_USES");
+    cr_assert_eq(ana_sorter_setting("ANATOMIST_SPILL_USES", 7, 16), 7);
+    setenv("ANATOMIST_SPILL_USES", "12k", 1);
+    setenv("ANATOMIST_SPILL_GPU", "-5", 1);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(ana_sorter_setting("ANATOMIST_SPILL_USES", 7, 16), 7);
+        cr_assert_eq(ana_sorter_setting("ANATOMIST_SPILL_GPU", 9, 24), 9);
+    }
+    unsetenv("ANATOMIST_SPILL_USES");
+    unsetenv("ANATOMIST_SPILL_GPU");
+    fflush(stderr);
+    cr_assert_stderr_eq_str(
+        "anatomist: ignoring ANATOMIST_SPILL_USES=12k (expected a number of items, 0 for no "
+        "limit); using 7\n"
+        "anatomist: ignoring ANATOMIST_SPILL_GPU=-5 (expected a number of items, 0 for no "
+        "limit); using 9\n");
 }
