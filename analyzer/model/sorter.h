@@ -32,7 +32,8 @@ typedef struct ana_sorter {
     int unordered;          /* a run began before the one before it ended */
 } ana_sorter;
 
-/* The ctx of the sorter sorting now, for its comparator. */
+/* The context of the sort under way, for its comparator: a sorter's ctx while it sorts or
+ * merges; a caller of ana_sort with such a comparator sets it itself. */
 extern const void *ana_sorter_ctx;
 
 void ana_sorter_init(ana_sorter *s, size_t item, size_t run, int stable, ana_sorter_cmp cmp,

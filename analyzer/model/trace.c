@@ -10,10 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The trace whose arrays ana_trace_finish sorts: the comparators read its wide values. */
-static const ana_trace *ana_trace_sorting;
-
-/* (the sorter's ctx is the trace) */
+/* The comparators read the trace being sorted (its lanes, sites and wide values) from
+ * ana_sorter_ctx: the GPU activities' sorter has it as its ctx, and ana_trace_finish sets
+ * it around the calls' sort. */
 static int ana_gpu_act_cmp(const void *a, const void *b)
 {
     const ana_gpu_act *x = a, *y = b;
@@ -33,7 +32,7 @@ static int ana_gpu_act_cmp(const void *a, const void *b)
 static int ana_api_call_cmp(const void *a, const void *b)
 {
     const ana_api_call *x = a, *y = b;
-    const ana_trace *t = ana_trace_sorting;
+    const ana_trace *t = ana_sorter_ctx;
     if (x->time_ns != y->time_ns)
         return x->time_ns < y->time_ns ? -1 : 1;
     uint32_t wx = ana_trace_call_site(t, x)->tid_w, wy = ana_trace_call_site(t, y)->tid_w;
@@ -66,9 +65,10 @@ void ana_trace_finish(ana_trace *t)
         t->mev[i].stack = ana_stacks_canon(&t->stacks, t->mev[i].stack);
     ana_mem_sort(t->mev, t->n_mev);
     ana_sorter_finish(&t->gpu_sort, &t->gpu_spill, NULL, NULL);
-    ana_trace_sorting = t;
+    t->n_gpu = t->gpu_spill.n;
+    ana_sorter_ctx = t;
     ana_sort(t->calls, t->n_calls, sizeof(*t->calls), ana_api_call_cmp);
-    ana_trace_sorting = NULL;
+    ana_sorter_ctx = NULL;
     for (size_t i = 0; i < t->n_sites; i++) /* sites may now repeat: they are not looked up */
         t->sites[i].stack_w = ana_trace_narrow(
             t, ana_stacks_canon(&t->stacks, ana_trace_wide(t, t->sites[i].stack_w)));

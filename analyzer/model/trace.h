@@ -219,7 +219,7 @@ typedef struct ana_trace {
      * (8 Mi), else sorted in runs on disk and merged there (sorter.h), as the uses are. */
     ana_spill gpu_spill;
     ana_sorter gpu_sort; /* while the model is built */
-    size_t n_gpu;
+    size_t n_gpu;        /* set by ana_trace_finish (gpu_spill.n) */
     ana_gpu_lane *lanes;      /* the activities' lanes (ana_trace_gpu_lane), distinct */
     size_t n_lanes, cap_lanes;
     ana_u64map lane_idx;      /* a lane's hash (+ 1, + 2, ... past collisions) -> index */
@@ -244,7 +244,7 @@ typedef struct ana_trace {
      * (ana_trace_uses_open): in memory while the trace has at most ANATOMIST_SPILL_USES of
      * them (16 Mi), else in a temporary file, so that they do not hold memory in proportion
      * to the run's length (sorter.h: use_sort sorts them while the model is built).
-     * n_uses counts them all. */
+     * n_uses counts them all, once ana_trace_finish has added the tables' (use_spill.n). */
     ana_spill use_spill;
     size_t n_uses;
     ana_sorter use_sort;

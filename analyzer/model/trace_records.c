@@ -310,7 +310,6 @@ static void ana_trace_add_act(ana_trace *t, const ana_record *r, ana_gpu_lane l,
         .lane = ana_trace_lane_of(t, &l),
     };
     *(ana_gpu_act *)ana_sorter_slot(&t->gpu_sort) = v;
-    t->n_gpu++;
 }
 
 static void ana_trace_on_gpu_kernel(ana_trace *t, const ana_record *r)

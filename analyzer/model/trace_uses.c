@@ -38,7 +38,6 @@ static void ana_trace_use(ana_trace *t, const ana_record *r, uint8_t kind, uint6
     uint32_t w = ana_trace_use_ptr_w(t, ptr), ka = ana_trace_use_pack(t, kind, arg);
     ana_ptr_use *u = ana_sorter_slot(&t->use_sort);
     *u = (ana_ptr_use){ .time_ns = r->time_ns, .ptr_w = w, .kind_arg = ka };
-    t->n_uses++;
 }
 
 /* A PTR_TABLE (the device pointers a host-to-device copy's bytes held) starts a table at
