@@ -135,6 +135,21 @@ static void ana_sorter_merge(ana_sorter *s, void (*emit)(void *arg, const void *
 
 static void ana_sorter_push(void *arg, const void *item) { ana_spill_push(arg, item, 1); }
 
+/* Runs that follow each other: their items in turn into emit, no merge needed. */
+static void ana_sorter_each(ana_sorter *s, void (*emit)(void *arg, const void *item), void *arg)
+{
+    ana_spill_cur c;
+    const void *p;
+    size_t n;
+    ana_spill_open(&c, &s->runs, 0, UINT64_MAX);
+    while ((n = ana_spill_peek(&c, &p))) {
+        for (size_t i = 0; i < n; i++)
+            emit(arg, (const uint8_t *)p + i * s->item);
+        ana_spill_take(&c, n);
+    }
+    ana_spill_close(&c);
+}
+
 void ana_sorter_finish(ana_sorter *s, ana_spill *out, void (*emit)(void *arg, const void *item),
                        void *arg)
 {
@@ -160,7 +175,10 @@ void ana_sorter_finish(ana_sorter *s, ana_spill *out, void (*emit)(void *arg, co
             size_t block = s->runs.block;
             ana_spill_to_file(out);
             out->block = block < out->block ? block : out->block;
-            ana_sorter_merge(s, emit ? emit : ana_sorter_push, emit ? arg : out);
+            if (s->unordered)
+                ana_sorter_merge(s, emit ? emit : ana_sorter_push, emit ? arg : out);
+            else
+                ana_sorter_each(s, emit, arg);
             ana_spill_seal(out);
         }
     }

@@ -86,6 +86,11 @@ void ana_spill_push(ana_spill *s, const void *items, size_t n)
     }
     size_t bytes = n * s->item;
     s->n += n;
+    if (bytes >= ANA_SPILL_BLOCK) { /* a run: written from the caller's items, not copied */
+        ana_spill_seal(s);
+        ana_spill_write(s, p, bytes);
+        return;
+    }
     while (bytes) {
         size_t k = ANA_SPILL_BLOCK - s->wn < bytes ? ANA_SPILL_BLOCK - s->wn : bytes;
         memcpy(s->wbuf + s->wn, p, k);

@@ -46,20 +46,23 @@ Test(spill, items_back_in_memory_and_in_a_file)
         for (int when = 0; when < 2; when++) { /* to the file before the items, or midway */
             ana_spill s;
             ana_spill_init(&s, sizeof(uint64_t), "test items");
-            uint64_t n = 0, total = 20000;
+            uint64_t n = 0, total = 240000, *batch = ana_xmalloc(200000 * sizeof(uint64_t));
+            int big = 0;
             if (file && !when)
                 ana_spill_to_file(&s);
             while (n < total) {
-                uint64_t batch[300];
                 size_t k = 1 + next64() % 300;
+                if (!big && n > 5000) /* one batch larger than a block (a run) */
+                    k = 200000, big = 1;
                 k = k < total - n ? k : (size_t)(total - n);
                 for (size_t i = 0; i < k; i++)
                     batch[i] = (n + i) * 3 + 1;
                 ana_spill_push(&s, batch, k);
                 n += k;
-                if (file && when && n > total / 2)
+                if (file && when && n > 210000)
                     ana_spill_to_file(&s);
             }
+            free(batch);
             ana_spill_seal(&s);
             cr_assert_eq(ana_spill_in_file(&s), file);
             cr_assert_eq(s.n, total);
@@ -67,7 +70,7 @@ Test(spill, items_back_in_memory_and_in_a_file)
             for (size_t b = 0; b < 4; b++) {
                 check_range(&s, 0, UINT64_MAX, blocks[b]);
                 check_range(&s, 777, 15000, blocks[b]);
-                check_range(&s, 19999, 30000, blocks[b]);
+                check_range(&s, 19999, 300000, blocks[b]);
                 check_range(&s, 5000, 5000, blocks[b]);
             }
             ana_spill_free(&s);
@@ -169,17 +172,19 @@ static void add_launch(ana_trace *t, uint64_t tid, uint64_t time, uint64_t kerne
 /* A table at D (two pointers P1, P2) copied at 100; at 200 one launch hands a kernel D + 8,
  * another (added after it) X; at 300 a launch hands Y. The table's pointers are uses of
  * the first launch, after X (the other use of time 200), before Y. Whether the uses were
- * spilled or not. */
+ * spilled or not, in runs that overlap (Y first in the file) or follow each other. */
 Test(spill, table_pointers_follow_the_uses_of_their_time)
 {
     const uint64_t D = 0x7f0000001000ull, P1 = 0x7f0000100000ull, P2 = 0x7f0000200000ull;
     const uint64_t X = 0x7f0000300000ull, Y = 0x7f0000400000ull;
     const char *runs[] = { "0", "1", "2" };
-    for (size_t r = 0; r < 3; r++) {
-        setenv("ANATOMIST_SPILL_USES", runs[r], 1);
+    for (size_t r = 0; r < 6; r++) {
+        int ordered = r >= 3;
+        setenv("ANATOMIST_SPILL_USES", runs[r % 3], 1);
         ana_trace *t = ana_trace_new("tables", ANA_LOAD_ALL);
         uint64_t y = Y, x = X, d8 = D + 8, tp[2] = { P1, P2 }, at[2] = { 0, 8 };
-        add_launch(t, 2, 300, 4, &y, 1); /* a later time first in the file */
+        if (!ordered)
+            add_launch(t, 2, 300, 4, &y, 1); /* a later time first in the file */
         ana_record m = { .kind = ANA_K_MEMCPY, .tid = 1, .time_ns = 100 };
         m.u.memcpy = (ana_rec_memcpy){ .dst = D, .src = 0x5000, .bytes = 16, .dir = 1 };
         ana_trace_add(t, &m);
@@ -189,18 +194,22 @@ Test(spill, table_pointers_follow_the_uses_of_their_time)
         ana_trace_add(t, &pt);
         add_launch(t, 1, 200, 9, &d8, 1);
         add_launch(t, 3, 200, 5, &x, 1);
+        if (ordered)
+            add_launch(t, 2, 300, 4, &y, 1);
         ana_trace_finish(t);
+        if (r % 3) /* spilled: merged only when the runs overlapped */
+            cr_assert_eq(t->use_sort.unordered, !ordered, "runs %s", runs[r % 3]);
         want_use got[16];
         size_t n = read_uses(t, got, 16);
         /* the copy's destination and source (time 100), then 200's, then Y */
         const want_use want[] = { { 100, D, 0 },  { 100, 0x5000, 0 }, { 200, D + 8, 0 },
                                   { 200, X, 0 },  { 200, P1, 0 },     { 200, P2, 0 },
                                   { 300, Y, 0 } };
-        cr_assert_eq(n, 7, "runs %s: %zu uses", runs[r], n);
+        cr_assert_eq(n, 7, "runs %s: %zu uses", runs[r % 3], n);
         for (size_t i = 0; i < n; i++)
             cr_assert(got[i].time == want[i].time && got[i].ptr == want[i].ptr,
-                      "runs %s, use %zu: %llu %llx", runs[r], i, (unsigned long long)got[i].time,
-                      (unsigned long long)got[i].ptr);
+                      "runs %s, use %zu: %llu %llx", runs[r % 3], i,
+                      (unsigned long long)got[i].time, (unsigned long long)got[i].ptr);
         cr_assert_eq(t->table_launches, 1);
         ana_trace_free(t);
     }
