@@ -149,7 +149,7 @@ static void ana_anat_step_flops(const ana_trace *t, ana_anatomy *a)
     uint64_t v;
     ana_u64map_init(&first);
     for (size_t i = 0; i < t->n_calls; i++) {
-        uint64_t call = ana_trace_wide(t, t->calls[i].call_w);
+        uint64_t call = ana_trace_wide(t, ana_trace_call(t, i).call_w);
         if (call && !ana_u64map_get(&first, call, &v))
             ana_u64map_put(&first, call, i);
     }
@@ -231,7 +231,13 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
     ana_trace_gpu_begin(t, &it);
     for (const ana_gpu_act *act; (act = ana_trace_gpu_next(&it));) {
         uint64_t dur = ana_trace_wide(t, act->dur_w);
-        const ana_api_call *issued = ana_trace_call_by_corr(t, ana_trace_wide(t, act->corr_w));
+        size_t ci = ana_trace_call_index(t, ana_trace_wide(t, act->corr_w));
+        ana_api_call call;
+        const ana_api_call *issued = NULL;
+        if (ci != SIZE_MAX) {
+            call = ana_trace_call(t, ci);
+            issued = &call;
+        }
         int ctx = ana_anat_ctx_of(t, &cx, act, issued);
         size_t kidx;
         ana_classification c = ana_anat_classify(&cc, act, ctx, &kidx);
@@ -252,8 +258,8 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
         int32_t step = -1;
         int phase = ANA_PHASE_UNDECIDED;
         if (issued) {
-            step = a->steps.call_step[issued - t->calls];
-            phase = a->steps.call_phase[issued - t->calls];
+            step = a->steps.call_step[ci];
+            phase = a->steps.call_phase[ci];
         }
         if (step < 0) {
             a->outside_ns += dur;

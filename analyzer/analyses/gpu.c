@@ -50,7 +50,7 @@ static void ana_gpu_add(const ana_trace *t, ana_gpu_sum *s, const ana_gpu_act *a
 static void ana_gpu_classify(const ana_trace *t, ana_gpu_result *g, const ana_gpu_act *a,
                              uint8_t *has_gpu)
 {
-    const ana_api_call *c;
+    size_t c;
     const ana_gpu_lane *l = ana_trace_gpu_lane(t, a);
     if (l->type == ANA_GPU_KERNEL) {
         ana_gpu_add(t, &g->kernels, a);
@@ -64,9 +64,9 @@ static void ana_gpu_classify(const ana_trace *t, ana_gpu_result *g, const ana_gp
     }
     if (!ana_trace_wide(t, a->corr_w)) {
         g->no_corr++;
-    } else if ((c = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w)))) {
+    } else if ((c = ana_trace_call_index(t, ana_trace_wide(t, a->corr_w))) != SIZE_MAX) {
         g->correlated++;
-        has_gpu[c - t->calls] = 1;
+        has_gpu[c] = 1;
     } else {
         g->uncorrelated++;
     }
@@ -220,11 +220,13 @@ static int ana_gpu_gap_cmp(const void *a, const void *b)
     return x->device < y->device ? -1 : x->device > y->device;
 }
 
-/* The last call made before time (strictly), or NULL. */
-static const ana_api_call *ana_gpu_call_before(const ana_trace *t, uint64_t time)
+/* 1 and *c, the last call made before time (strictly); 0 when there is none. */
+static int ana_gpu_call_before(const ana_trace *t, uint64_t time, ana_api_call *c)
 {
     size_t i = ana_trace_call_bound(t, time, 0);
-    return i ? &t->calls[i - 1] : NULL;
+    if (i)
+        *c = ana_trace_call(t, i - 1);
+    return i > 0;
 }
 
 static void ana_gpu_keep_gaps(const ana_trace *t, ana_gpu_gaps *gaps, size_t max_gaps,
@@ -235,8 +237,8 @@ static void ana_gpu_keep_gaps(const ana_trace *t, ana_gpu_gaps *gaps, size_t max
     g->gaps = gaps->v;
     for (size_t i = 0; i < g->n_gaps; i++) {
         ana_gpu_gap *p = &g->gaps[i];
-        p->after = ana_trace_call_by_corr(t, ana_trace_wide(t, p->next.corr_w));
-        p->before = ana_gpu_call_before(t, p->start_ns);
+        p->has_after = ana_trace_call_by_corr(t, ana_trace_wide(t, p->next.corr_w), &p->after);
+        p->has_before = ana_gpu_call_before(t, p->start_ns, &p->before);
     }
 }
 
@@ -313,7 +315,7 @@ void ana_gpu_analyze(const ana_trace *t, uint64_t min_gap_ns, size_t max_gaps,
     uint8_t *has_gpu = ana_xcalloc(t->n_calls + 1, 1);
     ana_gpu_sweep(t, g, &gaps, has_gpu);
     for (size_t i = 0; i < t->n_calls; i++) {
-        const ana_call_site *cs = ana_trace_call_site(t, &t->calls[i]);
+        const ana_call_site *cs = ana_trace_call_site_at(t, i);
         if (cs->kind != ANA_K_LAUNCH || cs->ret != 0)
             continue;
         g->launches_ok++;

@@ -54,8 +54,9 @@ typedef struct ana_gpu_gap {
     int32_t device;
     uint64_t start_ns, dur_ns;  /* absolute start */
     ana_gpu_act next;           /* the first activity after the gap (a copy) */
-    const ana_api_call *after;  /* the call that issued it (by corr), or NULL */
-    const ana_api_call *before; /* the last LAUNCH/MEMCPY/MEMSET before the gap began */
+    ana_api_call after;  /* the call that issued it (by corr), when has_after */
+    ana_api_call before; /* the last LAUNCH/MEMCPY/MEMSET before the gap began, when has_before */
+    int has_after, has_before;
 } ana_gpu_gap;
 
 typedef struct ana_gpu_result {

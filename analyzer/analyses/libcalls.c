@@ -20,11 +20,11 @@ ana_call_gpu *ana_libcalls_link(const ana_trace *t, ana_u64map *map, size_t *n)
     ana_gpu_iter it;
     ana_trace_gpu_begin(t, &it);
     for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));) {
-        const ana_api_call *c;
+        ana_api_call c;
         uint64_t k, call;
         if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL ||
-            !(c = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w))) ||
-            !(call = ana_trace_wide(t, c->call_w)))
+            !ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w), &c) ||
+            !(call = ana_trace_wide(t, c.call_w)))
             continue;
         if (!ana_u64map_get(map, call, &k)) {
             ANA_GROW(v, cap, *n + 1);
@@ -43,9 +43,11 @@ ana_call_gpu *ana_libcalls_link(const ana_trace *t, ana_u64map *map, size_t *n)
 void ana_libcalls_first_calls(const ana_trace *t, ana_u64map *map)
 {
     ana_u64map_init(map);
-    for (size_t i = t->n_calls; i-- > 0;) /* backwards: the earliest call of each wins */
-        if (ana_trace_wide(t, t->calls[i].call_w))
-            ana_u64map_put(map, ana_trace_wide(t, t->calls[i].call_w), i);
+    for (size_t i = t->n_calls; i-- > 0;) { /* backwards: the earliest call of each wins */
+        uint64_t call = ana_trace_wide(t, ana_trace_call(t, i).call_w);
+        if (call)
+            ana_u64map_put(map, call, i);
+    }
 }
 
 static const ana_call_gpu *ana_lc_get(const ana_u64map *map, const ana_call_gpu *v, uint64_t call)
@@ -291,12 +293,12 @@ static void ana_lc_coll_algos(const ana_trace *t, ana_libcalls *lc, const uint64
     ana_gpu_iter it;
     ana_trace_gpu_begin(t, &it);
     for (const ana_gpu_act *a; n && (a = ana_trace_gpu_next(&it));) {
-        const ana_api_call *c;
+        ana_api_call c;
         size_t lo = 0, hi = n;
         if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL ||
-            !(c = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w))))
+            !ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w), &c))
             continue;
-        uint64_t call = ana_trace_wide(t, c->call_w);
+        uint64_t call = ana_trace_wide(t, c.call_w);
         while (lo < hi) { /* first pending entry of this owner */
             size_t mid = lo + (hi - lo) / 2;
             if (p[mid].owner < call)

@@ -146,7 +146,7 @@ static void ana_mc_ctx_init(ana_mc_ctx *c, const ana_trace *t, const ana_steps *
         int32_t st = s->call_step[i];
         if (st < 0 || st >= c->n)
             continue;
-        uint64_t tm = t->calls[i].time_ns;
+        uint64_t tm = ana_trace_call(t, i).time_ns;
         if (s->call_phase[i] == ANA_PHASE_FORWARD)
             c->last_fwd[st] = tm;
         else if (s->call_phase[i] == ANA_PHASE_BACKWARD) {
@@ -171,7 +171,8 @@ static void ana_mc_ctx_free(ana_mc_ctx *c)
 static uint8_t ana_mc_tail_phase(const ana_mc_ctx *c, uint64_t time_ns)
 {
     for (size_t i = ana_trace_call_bound(c->t, time_ns, 0); i < c->t->n_calls; i++) {
-        int ph = ana_steps_launch_phase(c->t, &c->t->calls[i]);
+        ana_api_call call = ana_trace_call(c->t, i);
+        int ph = ana_steps_launch_phase(c->t, &call);
         if (ph != ANA_PHASE_UNDECIDED)
             return (uint8_t)ph;
     }

@@ -78,7 +78,7 @@ static void ana_ms_push(ana_ms_points *p, uint64_t at, uint8_t ph)
 static uint64_t ana_ms_after_launch(const ana_trace *t, uint64_t time_ns)
 {
     size_t i = ana_trace_call_bound(t, time_ns, 0);
-    return i < t->n_calls ? t->calls[i].time_ns + 1 : time_ns + 1;
+    return i < t->n_calls ? ana_trace_call(t, i).time_ns + 1 : time_ns + 1;
 }
 
 /* Sets phase[] (per call, in/out) of step k's calls where it is undecided, or, with
@@ -88,12 +88,12 @@ static void ana_ms_apply(const ana_trace *t, const ana_steps *s, int32_t k, cons
 {
     size_t c = 0;
     for (size_t i = ana_trace_call_bound(t, s->steps[k].start_ns, 0);
-         i < t->n_calls && t->calls[i].time_ns < s->steps[k].end_ns; i++) {
+         i < t->n_calls && ana_trace_call(t, i).time_ns < s->steps[k].end_ns; i++) {
         if (s->call_step[i] != k)
             continue;
-        while (c + 1 < p->n && p->at[c + 1] <= t->calls[i].time_ns)
+        while (c + 1 < p->n && p->at[c + 1] <= ana_trace_call(t, i).time_ns)
             c++;
-        if (!p->n || t->calls[i].time_ns < p->at[0])
+        if (!p->n || ana_trace_call(t, i).time_ns < p->at[0])
             continue;
         if (phase[i] == ANA_PHASE_UNDECIDED || (over_names && p->ph[c] != ANA_PHASE_UNDECIDED))
             phase[i] = p->ph[c];

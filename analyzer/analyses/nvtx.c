@@ -28,19 +28,17 @@ typedef struct ana_nv_index {
 /* The thread of call i. */
 static uint64_t ana_nv_tid(const ana_trace *t, size_t i)
 {
-    return ana_trace_wide(t, ana_trace_call_site(t, &t->calls[i])->tid_w);
+    return ana_trace_wide(t, ana_trace_call_site_at(t, i)->tid_w);
 }
 
 /* The call (index into t->calls) of GPU activity a when it is a kernel that took time, with
  * that time in *dur; SIZE_MAX otherwise. */
 static size_t ana_nv_kernel_call(const ana_trace *t, const ana_gpu_act *a, uint64_t *dur)
 {
-    const ana_api_call *c;
     *dur = ana_trace_wide(t, a->dur_w);
-    if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL || !*dur ||
-        !(c = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w))))
+    if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL || !*dur)
         return SIZE_MAX;
-    return (size_t)(c - t->calls);
+    return ana_trace_call_index(t, ana_trace_wide(t, a->corr_w));
 }
 
 /* The by-time index: t->calls is already in time order. The calls that ran GPU time are
@@ -150,9 +148,9 @@ static size_t ana_nv_bound(const ana_nv_index *x, uint64_t tid, uint64_t time, i
     size_t lo = 0, hi = x->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        const ana_api_call *c = &x->t->calls[x->call[mid]];
+        ana_api_call c = ana_trace_call(x->t, x->call[mid]);
         uint64_t ctid = x->per_thread ? ana_nv_tid(x->t, x->call[mid]) : 0;
-        int below = ctid < tid || (ctid == tid && (after ? c->time_ns <= time : c->time_ns < time));
+        int below = ctid < tid || (ctid == tid && (after ? c.time_ns <= time : c.time_ns < time));
         if (below)
             lo = mid + 1;
         else

@@ -285,8 +285,11 @@ static int ana_oom_phase_in(const ana_trace *t, const ana_steps *s, size_t i, ui
 /* After the last step: the phase the latest phase-hinted launch since it ended names. */
 static int ana_oom_phase_hinted(const ana_trace *t, uint64_t since_ns, uint64_t time_ns)
 {
-    for (size_t c = ana_trace_call_bound(t, time_ns, 1); c-- > 0 && t->calls[c].time_ns >= since_ns;) {
-        int ph = ana_steps_launch_phase(t, &t->calls[c]);
+    for (size_t c = ana_trace_call_bound(t, time_ns, 1); c-- > 0;) {
+        ana_api_call call = ana_trace_call(t, c);
+        if (call.time_ns < since_ns)
+            break;
+        int ph = ana_steps_launch_phase(t, &call);
         if (ph != ANA_PHASE_UNDECIDED)
             return ph;
     }

@@ -190,7 +190,8 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
     ana_u64map_init(&keys);
     ana_st_graph_hints(t, cache, &graph);
     for (size_t i = 0; i < st->n; i++) {
-        const ana_api_call *c = &t->calls[i];
+        ana_api_call call = ana_trace_call(t, i);
+        const ana_api_call *c = &call;
         const ana_call_site *cs = ana_trace_call_site(t, c);
         uint64_t h;
         unsigned api = cs->kind == ANA_K_LAUNCH ? 0 : cs->api; /* a launch: its kernel alone */

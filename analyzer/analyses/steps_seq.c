@@ -63,7 +63,7 @@ static size_t ana_st_runs(const ana_st *st, ana_st_seq **out)
     size_t n = 0, cap = 0, gap = 0, nopt = 0;
     int open = 0;
     for (size_t i = 0; i < st->n; i++) {
-        const ana_call_site *c = ana_trace_call_site(st->t, &st->t->calls[i]);
+        const ana_call_site *c = ana_trace_call_site_at(st->t, i);
         if (st->hint[i] == ST_OPT && c->kind == ANA_K_LAUNCH && ana_api_is_graph_launch(c->api)) {
             /* a graph launch whose kernels end with the optimizer: a whole step, a run of
              * its own */
@@ -148,7 +148,8 @@ int ana_st_optimizer(ana_st *st, char *why, size_t cap)
     size_t start = ana_st_first_start(st, lead, (ana_st_seq){ after[0].a + tail, after[0].b });
     for (size_t k = 0; k < r; k++) { /* step k: [start, end of run k + tail) */
         size_t end = runs[k].b + tail;
-        ana_st_add_step(st, (ana_st_step){ st->t->calls[start].time_ns, 0, start, end - 1, ST_SPAN });
+        ana_st_add_step(st, (ana_st_step){ ana_trace_call(st->t, start).time_ns, 0, start, end - 1,
+                                           ST_SPAN });
         start = end;
     }
     free(after);
@@ -217,7 +218,7 @@ static void ana_st_period_try(const ana_st *st, const size_t *occ, size_t c, ana
 static int ana_st_has_launch(const ana_st *st, ana_st_seq w)
 {
     for (size_t i = w.a; i < w.b; i++)
-        if (ana_trace_call_site(st->t, &st->t->calls[i])->kind == ANA_K_LAUNCH)
+        if (ana_trace_call_site_at(st->t, i)->kind == ANA_K_LAUNCH)
             return 1;
     return 0;
 }
@@ -280,8 +281,8 @@ int ana_st_period(ana_st *st, char *why, size_t cap)
         return 0;
     }
     for (size_t i = 0; i < best.n_win; i++)
-        ana_st_add_step(st, (ana_st_step){ st->t->calls[best.win[i].a].time_ns, 0, best.win[i].a,
-                                           best.win[i].b - 1, ST_SPAN });
+        ana_st_add_step(st, (ana_st_step){ ana_trace_call(st->t, best.win[i].a).time_ns, 0,
+                                           best.win[i].a, best.win[i].b - 1, ST_SPAN });
     free(best.win);
     return 1;
 }
@@ -313,20 +314,19 @@ uint64_t *ana_st_span_ends(const ana_st *st)
         if (s->kind != ST_SPAN)
             continue;
         if (!ana_st_span_open(st, i)) {
-            end[i] = t->calls[s->b + 1].time_ns;
+            end[i] = ana_trace_call(t, s->b + 1).time_ns;
             continue;
         }
-        end[i] = t->calls[s->b].time_ns;
+        end[i] = ana_trace_call(t, s->b).time_ns;
         reach[n_open] = n_open && reach[n_open - 1] > s->b ? reach[n_open - 1] : s->b;
         open[n_open++] = i;
     }
     ana_gpu_iter it;
     ana_trace_gpu_begin(t, &it);
     for (const ana_gpu_act *g; n_open && (g = ana_trace_gpu_next(&it));) {
-        const ana_api_call *c = ana_trace_call_by_corr(t, ana_trace_wide(t, g->corr_w));
-        if (!c)
+        size_t ci = ana_trace_call_index(t, ana_trace_wide(t, g->corr_w)), lo = 0, hi = n_open;
+        if (ci == SIZE_MAX)
             continue;
-        size_t ci = (size_t)(c - t->calls), lo = 0, hi = n_open;
         while (lo < hi) { /* hi: the open steps whose first call is at or before ci */
             size_t mid = lo + (hi - lo) / 2;
             if (st->steps[open[mid]].a <= ci)
@@ -372,7 +372,7 @@ static int ana_st_closing_run(const ana_st *st, const uint32_t *L, size_t n, siz
         }
     }
     while (*re + 1 < n && !st->hint[L[*re + 1]] &&
-           ana_trace_call_site(st->t, &st->t->calls[L[*re + 1]])->kind == ANA_K_LAUNCH)
+           ana_trace_call_site_at(st->t, L[*re + 1])->kind == ANA_K_LAUNCH)
         (*re)++;
     return 1;
 }

@@ -129,6 +129,23 @@ void ana_spill_free(ana_spill *s)
     s->block = block;
 }
 
+void ana_spill_read(const ana_spill *s, uint64_t from, size_t n, void *dst)
+{
+    if (s->fd < 0) {
+        memcpy(dst, s->mem + (size_t)from * s->item, n * s->item);
+        return;
+    }
+    size_t got = 0, want = n * s->item;
+    while (got < want) {
+        ssize_t r = pread(s->fd, (uint8_t *)dst + got, want - got, (off_t)(from * s->item + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            ana_spill_fail(s, "read", r < 0 ? errno : EIO);
+        got += (size_t)r;
+    }
+}
+
 void ana_spill_open(ana_spill_cur *c, const ana_spill *s, uint64_t from, uint64_t to)
 {
     memset(c, 0, sizeof(*c));
@@ -150,15 +167,7 @@ size_t ana_spill_peek(ana_spill_cur *c, const void **p)
             size_t n = c->end - c->pos < per ? (size_t)(c->end - c->pos) : per;
             if (!c->buf)
                 c->buf = ana_xmalloc(per * s->item);
-            size_t got = 0, want = n * s->item;
-            while (got < want) {
-                ssize_t r = pread(s->fd, c->buf + got, want - got, (off_t)(c->pos * s->item + got));
-                if (r < 0 && errno == EINTR)
-                    continue;
-                if (r <= 0)
-                    ana_spill_fail(s, "read", r < 0 ? errno : EIO);
-                got += (size_t)r;
-            }
+            ana_spill_read(s, c->pos, n, c->buf);
             c->at = c->buf;
             c->avail = n;
         }

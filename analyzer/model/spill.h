@@ -45,6 +45,9 @@ void ana_spill_reserve(ana_spill *s, size_t n);
 void ana_spill_seal(ana_spill *s);
 void ana_spill_free(ana_spill *s);
 
+/* Items [from, from + n) into dst, wherever they are (once sealed). */
+void ana_spill_read(const ana_spill *s, uint64_t from, size_t n, void *dst);
+
 typedef struct ana_spill_cur {
     const ana_spill *s;
     uint64_t pos, end;   /* the next item not yet peeked at, and where reading stops */

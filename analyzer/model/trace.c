@@ -11,8 +11,7 @@
 #include <string.h>
 
 /* The comparators read the trace being sorted (its lanes, sites and wide values) from
- * ana_sorter_ctx: the GPU activities' sorter has it as its ctx, and ana_trace_finish sets
- * it around the calls' sort. */
+ * ana_sorter_ctx: the sorters of the GPU activities and of the calls have it as their ctx. */
 static int ana_gpu_act_cmp(const void *a, const void *b)
 {
     const ana_gpu_act *x = a, *y = b;
@@ -44,6 +43,29 @@ static int ana_api_call_cmp(const void *a, const void *b)
     return cx < cy ? -1 : cx > cy;
 }
 
+/* 8 Mi calls (192 MiB) in memory at most; past that they are sorted in runs and packed */
+#define ANA_CALLS_RUN_DEFAULT (1u << 23)
+
+static void ana_trace_pack_call(void *arg, const void *item) { ana_calls_pack(arg, item); }
+
+/* The calls sorted: the sorted array itself while they stayed in memory, else merged from
+ * their runs straight into the packed calls. */
+static void ana_trace_finish_calls(ana_trace *t)
+{
+    ana_spill out;
+    ana_spill_init(&out, sizeof(ana_api_call), "API calls");
+    if (!t->call_sort.n_runs) {
+        ana_sorter_finish(&t->call_sort, &out, NULL, NULL);
+        ana_calls_adopt(&t->calls, (ana_api_call *)out.mem, out.n);
+        out.mem = NULL;
+    } else {
+        ana_sorter_finish(&t->call_sort, &t->calls.bytes, ana_trace_pack_call, &t->calls);
+        ana_calls_seal(&t->calls);
+    }
+    ana_spill_free(&out);
+    t->n_calls = (size_t)t->calls.n;
+}
+
 /* 1 when ip lies in one of CUDA's own libraries (ana_trace_module.cuda_lib). A call
  * recorded by CUPTI's callback (not by a hook) was captured from inside libcupti, called
  * from the runtime or driver: those frames are CUDA's, not the program's. */
@@ -66,9 +88,7 @@ void ana_trace_finish(ana_trace *t)
     ana_mem_sort(t->mev, t->n_mev);
     ana_sorter_finish(&t->gpu_sort, &t->gpu_spill, NULL, NULL);
     t->n_gpu = t->gpu_spill.n;
-    ana_sorter_ctx = t;
-    ana_sort(t->calls, t->n_calls, sizeof(*t->calls), ana_api_call_cmp);
-    ana_sorter_ctx = NULL;
+    ana_trace_finish_calls(t);
     for (size_t i = 0; i < t->n_sites; i++) /* sites may now repeat: they are not looked up */
         t->sites[i].stack_w = ana_trace_narrow(
             t, ana_stacks_canon(&t->stacks, ana_trace_wide(t, t->sites[i].stack_w)));
@@ -81,6 +101,7 @@ void ana_trace_finish(ana_trace *t)
 ana_trace *ana_trace_new(const char *path, unsigned flags)
 {
     ana_trace *t = ana_xcalloc(1, sizeof(*t));
+    size_t run;
     t->path = ana_name_dup(path, strlen(path)); /* a job directory's entries are anyone's names */
     t->flags = flags;
     t->source = "anatomist";
@@ -98,9 +119,11 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     ana_py_init(&t->py);
     ana_libs_init(&t->libs);
     ana_trace_uses_init(t);
+    ana_calls_init(&t->calls);
+    run = ana_sorter_setting("ANATOMIST_SPILL_CALLS", ANA_CALLS_RUN_DEFAULT, sizeof(ana_api_call));
+    ana_sorter_init(&t->call_sort, sizeof(ana_api_call), run, 1, ana_api_call_cmp, t, "API calls");
     ana_spill_init(&t->gpu_spill, sizeof(ana_gpu_act), "GPU activities");
-    size_t run = ana_sorter_setting("ANATOMIST_SPILL_GPU", ANA_GPU_RUN_DEFAULT,
-                                    sizeof(ana_gpu_act));
+    run = ana_sorter_setting("ANATOMIST_SPILL_GPU", ANA_GPU_RUN_DEFAULT, sizeof(ana_gpu_act));
     ana_sorter_init(&t->gpu_sort, sizeof(ana_gpu_act), run, 0, ana_gpu_act_cmp, t,
                     "GPU activities");
     return t;
@@ -141,7 +164,8 @@ void ana_trace_free(ana_trace *t)
     free(t->mev);
     ana_sorter_free(&t->gpu_sort);
     ana_spill_free(&t->gpu_spill);
-    free(t->calls);
+    ana_sorter_free(&t->call_sort);
+    ana_calls_free(&t->calls);
     ana_sorter_free(&t->use_sort);
     ana_spill_free(&t->use_spill);
     free(t->tables);

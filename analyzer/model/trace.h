@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "format/reader.h"
+#include "model/calls.h"
 #include "model/libs.h"
 #include "model/memevents.h"
 #include "model/pyframes.h"
@@ -102,16 +103,6 @@ typedef struct ana_call_site {
     uint8_t lib;    /* enum ana_lib of the library call or caller module (1.2), 0 = none */
 } ana_call_site;
 _Static_assert(sizeof(ana_call_site) == 16, "ana_call_site is 16 bytes");
-
-/* An API call that makes the GPU work (LAUNCH, MEMCPY, MEMSET records): 24 bytes. */
-typedef struct ana_api_call {
-    uint64_t time_ns;
-    uint32_t corr_w;
-    uint32_t arg_w;   /* LAUNCH: KERNEL id; MEMCPY/MEMSET: bytes */
-    uint32_t call_w;  /* the library call it was made in (1.2), 0 = none */
-    uint32_t site;    /* its ana_call_site: an index into the model's sites */
-} ana_api_call;
-_Static_assert(sizeof(ana_api_call) == 24, "ana_api_call is 24 bytes");
 
 /* A device pointer an API call handed to the GPU (memcat.h): the evidence of which calls
  * touch an allocation. Only successful calls give uses. */
@@ -224,8 +215,12 @@ typedef struct ana_trace {
     size_t n_lanes, cap_lanes;
     ana_u64map lane_idx;      /* a lane's hash (+ 1, + 2, ... past collisions) -> index */
     uint32_t lane_cache[ANA_TRACE_INTERN_CACHE]; /* 1 + index of a recent lane, by hash */
-    ana_api_call *calls;      /* sorted by time */
-    size_t n_calls, cap_calls;
+    /* The calls, in time order (ana_trace_call): sorted while the model is built by
+     * call_sort, in memory or packed in a temporary file once there are more than
+     * ANATOMIST_SPILL_CALLS (calls.h). n_calls is set by ana_trace_finish. */
+    ana_calls calls;
+    ana_sorter call_sort;
+    size_t n_calls;
     ana_call_site *sites;     /* the calls' sites (ana_trace_call_site), distinct */
     size_t n_sites, cap_sites;
     ana_u64map site_idx;      /* a site's hash (+ 1, + 2, ... past collisions) -> index */
@@ -328,6 +323,8 @@ static inline const ana_gpu_lane *ana_trace_gpu_lane(const ana_trace *t, const a
 {
     return &t->lanes[a->lane];
 }
+/* The site of the i-th call in time order. */
+static inline const ana_call_site *ana_trace_call_site_at(const ana_trace *t, size_t i);
 /* The index of lane l in t->lanes (added when new). */
 uint32_t ana_trace_lane_of(ana_trace *t, const ana_gpu_lane *l);
 /* The index of site s in t->sites (added when new). */
@@ -397,16 +394,37 @@ int ana_trace_memory_recorded(const ana_trace *t);
  * strictly after); n_calls when none. */
 size_t ana_trace_call_bound(const ana_trace *t, uint64_t time_ns, int after);
 
-/* The API call with this correlation id, or NULL (corr 0 matches nothing). */
-const ana_api_call *ana_trace_call_by_corr_map(const ana_trace *t, uint64_t corr);
-static inline const ana_api_call *ana_trace_call_by_corr(const ana_trace *t, uint64_t corr)
+/* The i-th call in time order (i < n_calls), a copy: it stays valid. */
+static inline ana_api_call ana_trace_call(const ana_trace *t, size_t i)
+{
+    return ana_calls_get(&t->calls, i);
+}
+
+static inline const ana_call_site *ana_trace_call_site_at(const ana_trace *t, size_t i)
+{
+    return &t->sites[ana_trace_call(t, i).site];
+}
+
+/* The index of the API call with this correlation id, or SIZE_MAX (corr 0 matches
+ * nothing). */
+size_t ana_trace_call_index_map(const ana_trace *t, uint64_t corr);
+static inline size_t ana_trace_call_index(const ana_trace *t, uint64_t corr)
 {
     if (!corr || !t->corr_idx)
-        return ana_trace_call_by_corr_map(t, corr);
+        return ana_trace_call_index_map(t, corr);
     if (corr < t->corr_lo || corr - t->corr_lo >= t->corr_n)
-        return NULL;
+        return SIZE_MAX;
     uint32_t i = t->corr_idx[corr - t->corr_lo];
-    return i == UINT32_MAX ? NULL : &t->calls[i];
+    return i == UINT32_MAX ? SIZE_MAX : i;
+}
+/* 1 and *c, the API call with this correlation id; 0 when there is none. */
+static inline int ana_trace_call_by_corr(const ana_trace *t, uint64_t corr, ana_api_call *c)
+{
+    size_t i = ana_trace_call_index(t, corr);
+    if (i == SIZE_MAX)
+        return 0;
+    *c = ana_trace_call(t, i);
+    return 1;
 }
 
 #endif

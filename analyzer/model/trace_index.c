@@ -114,7 +114,7 @@ void ana_trace_index_calls(ana_trace *t)
 {
     uint64_t lo = UINT64_MAX, hi = 0, n = 0;
     for (size_t i = 0; i < t->n_calls; i++) {
-        uint64_t c = ana_trace_wide(t, t->calls[i].corr_w);
+        uint64_t c = ana_trace_wide(t, ana_trace_call(t, i).corr_w);
         if (!c)
             continue;
         lo = c < lo ? c : lo;
@@ -129,7 +129,7 @@ void ana_trace_index_calls(ana_trace *t)
         memset(t->corr_idx, 0xff, t->corr_n * sizeof(*t->corr_idx));
     }
     for (size_t i = 0; i < t->n_calls && n; i++) {
-        uint64_t c = ana_trace_wide(t, t->calls[i].corr_w);
+        uint64_t c = ana_trace_wide(t, ana_trace_call(t, i).corr_w);
         if (!c)
             continue;
         if (dense) {
@@ -183,12 +183,14 @@ static _Thread_local struct {
 
 static int ana_call_below(const ana_trace *t, size_t i, uint64_t time_ns, int after)
 {
-    uint64_t x = t->calls[i].time_ns;
+    uint64_t x = t->calls.raw[i].time_ns;
     return after ? x <= time_ns : x < time_ns;
 }
 
 size_t ana_trace_call_bound(const ana_trace *t, uint64_t time_ns, int after)
 {
+    if (!t->calls.raw) /* packed: the blocks' first times find the block */
+        return (size_t)ana_calls_bound_packed(&t->calls, time_ns, after);
     size_t lo = 0, hi = t->n_calls, h = ana_call_hint.at;
     if (ana_call_hint.t == t && h < t->n_calls) {
         if (ana_call_below(t, h, time_ns, after)) { /* the answer is past h */
@@ -225,13 +227,13 @@ size_t ana_trace_call_bound(const ana_trace *t, uint64_t time_ns, int after)
     return lo;
 }
 
-/* ana_trace_call_by_corr's case of no id and of ids too sparse for the dense index. */
-const ana_api_call *ana_trace_call_by_corr_map(const ana_trace *t, uint64_t corr)
+/* ana_trace_call_index's case of no id and of ids too sparse for the dense index. */
+size_t ana_trace_call_index_map(const ana_trace *t, uint64_t corr)
 {
     uint64_t i;
     if (!corr)
-        return NULL;
-    return ana_u64map_get(&t->corr_map, corr, &i) ? &t->calls[i] : NULL;
+        return SIZE_MAX;
+    return ana_u64map_get(&t->corr_map, corr, &i) ? (size_t)i : SIZE_MAX;
 }
 
 ana_gpu_act *ana_trace_gpu_all(const ana_trace *t, size_t *n)

@@ -133,7 +133,7 @@ static void ana_chrome_collect_tids(ana_chrome *c)
     if (t->process.present)
         ana_chrome_add_tid(c, t->process.pid);
     for (size_t i = 0; i < t->n_calls; i++)
-        ana_chrome_add_tid(c, ana_trace_wide(t, ana_trace_call_site(t, &t->calls[i])->tid_w));
+        ana_chrome_add_tid(c, ana_trace_wide(t, ana_trace_call_site_at(t, i)->tid_w));
     for (size_t i = 0; i < t->n_mev; i++)
         if (t->mev[i].type == ANA_MEV_ALLOC || t->mev[i].type == ANA_MEV_FREE)
             ana_chrome_add_tid(c, t->mev[i].tid);
@@ -204,7 +204,7 @@ static void ana_chrome_act(ana_chrome *c, const ana_gpu_act *a)
     }
     ana_chrome_open(c, "X", name, cat, pid, l->stream, a->start_ns);
     ana_chrome_dur(c, dur);
-    if (corr && ana_trace_call_by_corr(t, corr))
+    if (corr && ana_trace_call_index(t, corr) != SIZE_MAX)
         ana_chrome_flow(c, corr, "flow_in");
     ana_chrome_args(c);
     ana_json_ku64(&c->j, "corr", corr);
@@ -377,8 +377,8 @@ static void ana_chrome_gemms(ana_chrome *c)
         if (!ana_u64map_get(&first, g->call, &idx))
             continue;
         ana_chrome_instant(c, ana_report_api_name(s->api, buf, sizeof(buf)), "gemm",
-                           ana_trace_wide(t, ana_trace_call_site(t, &t->calls[idx])->tid_w),
-                           t->calls[idx].time_ns);
+                           ana_trace_wide(t, ana_trace_call_site_at(t, idx)->tid_w),
+                           ana_trace_call(t, idx).time_ns);
         ana_chrome_args(c);
         ana_json_ku64(&c->j, "call", g->call);
         ana_json_ku64(&c->j, "m", s->m);
@@ -418,7 +418,8 @@ static void ana_chrome_projection(ana_chrome *c, const ana_range_span *s, const 
     uint64_t lo = UINT64_MAX, hi = 0, idx, tix = 0;
     int32_t device = 0;
     for (size_t i = ana_trace_call_bound(t, s->t0, 0); i < t->n_calls; i++) {
-        const ana_api_call *a = &t->calls[i];
+        ana_api_call call = ana_trace_call(t, i);
+        const ana_api_call *a = &call;
         if (a->time_ns > s->t1)
             break;
         uint64_t corr = ana_trace_wide(t, a->corr_w);
@@ -580,8 +581,10 @@ int ana_export_chrome(const ana_report *r, FILE *out)
     ana_chrome_tracks(&c);
     for (size_t i = 0; i < c.n_acts; i++)
         ana_chrome_act(&c, &c.acts[i]);
-    for (size_t i = 0; i < r->t->n_calls; i++)
-        ana_chrome_call(&c, &r->t->calls[i]);
+    for (size_t i = 0; i < r->t->n_calls; i++) {
+        ana_api_call call = ana_trace_call(r->t, i);
+        ana_chrome_call(&c, &call);
+    }
     ana_chrome_memory(&c);
     ana_chrome_gemms(&c);
     ana_chrome_colls(&c);

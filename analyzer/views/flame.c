@@ -397,10 +397,11 @@ static void ana_flame_gpu(ana_fctx *c)
     for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));) {
         if (!ana_trace_wide(t, a->dur_w))
             continue;
-        const ana_api_call *call = ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w));
+        ana_api_call call;
         uint32_t node =
-            call ? ana_flame_stack(c, ana_trace_wide(t, ana_trace_call_site(t, call)->stack_w))
-                 : ana_fb_child(&c->b, 0, "[no host stack]");
+            ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w), &call)
+                ? ana_flame_stack(c, ana_trace_wide(t, ana_trace_call_site(t, &call)->stack_w))
+                : ana_fb_child(&c->b, 0, "[no host stack]");
         if (ana_trace_gpu_lane(t, a)->type == ANA_GPU_KERNEL) {
             const ana_trace_kernel *k = ana_trace_kernel_by_id(t, ana_trace_wide(t, a->arg_w));
             const char *cls = k ? ana_report_kernel_class(c->r, k) : ana_class_name(ANA_CLASS_OTHER);

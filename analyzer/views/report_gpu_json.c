@@ -68,8 +68,8 @@ static void ana_rgj_gap(ana_json *j, const ana_report *r, const ana_gpu_gap *p)
     ana_json_ku64(j, "stream", ana_trace_gpu_lane(r->t, &p->next)->stream);
     ana_json_ku64(j, "corr", ana_trace_wide(r->t, p->next.corr_w));
     ana_json_obj_end(j);
-    ana_rgj_call(j, r, "issued_by", p->after);
-    ana_rgj_call(j, r, "last_call_before", p->before);
+    ana_rgj_call(j, r, "issued_by", p->has_after ? &p->after : NULL);
+    ana_rgj_call(j, r, "last_call_before", p->has_before ? &p->before : NULL);
     ana_json_obj_end(j);
 }
 

@@ -199,9 +199,9 @@ static void ana_rgt_gap(FILE *o, const ana_report *r, size_t i, const ana_gpu_ga
         free(name);
     }
     fprintf(o, " on stream %u\n", ana_trace_gpu_lane(r->t, &p->next)->stream);
-    ana_rgt_call(o, r, "last call before", p->before, NULL);
-    if (p->after)
-        ana_rgt_call(o, r, "issued by", p->after, p);
+    ana_rgt_call(o, r, "last call before", p->has_before ? &p->before : NULL, NULL);
+    if (p->has_after)
+        ana_rgt_call(o, r, "issued by", &p->after, p);
     else if (ana_trace_wide(r->t, p->next.corr_w))
         fprintf(o, "      issued by: (no API call with correlation id %llu in the trace)\n",
                 (unsigned long long)ana_trace_wide(r->t, p->next.corr_w));

@@ -28,7 +28,8 @@ static void dump_calls(ana_json *j, const ana_trace *t, const ana_steps *s)
     ana_json_key(j, "calls");
     ana_json_arr_begin(j);
     for (size_t i = 0; i < t->n_calls; i++) {
-        const ana_api_call *c = &t->calls[i];
+        ana_api_call call = ana_trace_call(t, i);
+        const ana_api_call *c = &call;
         const ana_call_site *cs = ana_trace_call_site(t, c);
         const ana_trace_kernel *k = cs->kind == ANA_K_LAUNCH ? ana_trace_kernel_by_id(t, ana_trace_wide(t, c->arg_w)) : NULL;
         ana_json_obj_begin(j);

@@ -112,7 +112,7 @@ static inline void tb_find(tb *b, ana_steps *s)
     ana_trace_finish(b->t);
     cr_assert_eq(b->t->n_calls, b->n_calls);
     for (size_t i = 0; i < b->n_calls; i++)
-        cr_assert_eq(b->t->calls[i].time_ns, b->call_time[i]);
+        cr_assert_eq(ana_trace_call(b->t, i).time_ns, b->call_time[i]);
     ana_steps_find(b->t, s);
 }
 

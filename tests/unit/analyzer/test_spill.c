@@ -298,3 +298,101 @@ Test(spill, settings_read_and_refused_once_each, .init = cr_redirect_stderr)
         "anatomist: ignoring ANATOMIST_SPILL_GPU=-5 (expected a number of items, 0 for no "
         "limit); using 9\n");
 }
+
+/* A call as the test made it: what the model must give back at its place in time order. */
+typedef struct want_call {
+    uint64_t time, tid, corr, arg, call, order;
+} want_call;
+
+static int want_call_cmp(const void *a, const void *b)
+{
+    const want_call *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->corr != y->corr)
+        return x->corr < y->corr ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order; /* equal: file order */
+}
+
+/* API calls read back by index, at random and by time, the same however they were kept:
+ * in memory, or sorted in runs and packed (ANATOMIST_SPILL_CALLS). Times with ties and
+ * gaps past 2^32 ns, threads, correlation ids, library calls and sizes of 2^31 and up,
+ * and launches recorded without their kernel that take the kernel of their GPU_KERNEL
+ * (the earliest one when two share the id). */
+Test(spill, calls_read_back_whatever_the_runs)
+{
+    enum { N = 5000 };
+    static want_call want[N];
+    static uint64_t named[N]; /* kernel a launch without one takes, 0 = none */
+    const char *runs[] = { "0", "1", "7", "300", "100000" };
+    uint64_t time = 1000;
+    for (size_t i = 0; i < N; i++) {
+        uint64_t r = next64();
+        time += r % 4 == 0 ? 0 : r % 4 == 1 ? (1ull << 33) + next64() % 1000 : next64() % 5000;
+        uint64_t at = next64() % 8 == 0 ? time - next64() % 900 : time; /* some out of order */
+        want_call *w = &want[i];
+        *w = (want_call){ .time = at, .order = i };
+        w->tid = next64() % 5 == 0 ? (1ull << 40) + 7 : 1 + next64() % 3;
+        w->corr = next64() % 9 == 0 ? 0 : 10 + i;
+        w->arg = next64() % 6 == 0 ? 0 : next64() % 3 == 0 ? (1ull << 35) + i : 1 + next64() % 9;
+        w->call = next64() % 3 ? 0 : next64() % 2 ? 5000 + i / 4 : (1ull << 36) + i;
+        named[i] = want[i].arg == 0 && want[i].corr ? 100 + next64() % 5 : 0;
+    }
+    for (size_t ri = 0; ri < sizeof(runs) / sizeof(runs[0]); ri++) {
+        setenv("ANATOMIST_SPILL_CALLS", runs[ri], 1);
+        ana_trace *t = ana_trace_new("calls", ANA_LOAD_ALL);
+        for (size_t i = 0; i < N; i++) {
+            const want_call *w = &want[i];
+            ana_record r = { .kind = ANA_K_LAUNCH, .tid = w->tid, .time_ns = w->time };
+            r.u.launch = (ana_rec_launch){ .kernel = w->arg, .corr = w->corr, .call = w->call,
+                                           .stack = 1 + i % 4 };
+            ana_trace_add(t, &r);
+            if (named[i]) { /* the kernel, and a later one with another id under the same corr */
+                ana_record g = { .kind = ANA_K_GPU_KERNEL, .time_ns = w->time + 50 };
+                g.u.gpu_kernel = (ana_rec_gpu_kernel){ .corr = w->corr, .dur_ns = 5,
+                                                       .kernel = named[i] };
+                ana_trace_add(t, &g);
+                g.time_ns += 1000;
+                g.u.gpu_kernel.kernel = named[i] + 50;
+                ana_trace_add(t, &g);
+            }
+        }
+        ana_trace_finish(t);
+        static want_call sorted[N];
+        memcpy(sorted, want, sizeof(want));
+        for (size_t i = 0; i < N; i++)
+            if (named[i])
+                sorted[i].arg = named[i];
+        qsort(sorted, N, sizeof(*sorted), want_call_cmp);
+        cr_assert_eq(t->n_calls, N, "runs %s", runs[ri]);
+        int packed = atoi(runs[ri]) > 0 && atoi(runs[ri]) < N;
+        cr_assert_eq(t->calls.raw == NULL, packed, "runs %s", runs[ri]);
+        for (size_t k = 0; k < 2 * N; k++) { /* in order, then at random */
+            size_t i = k < N ? k : (size_t)(next64() % N);
+            ana_api_call c = ana_trace_call(t, i);
+            const want_call *w = &sorted[i];
+            cr_assert_eq(c.time_ns, w->time, "runs %s, call %zu", runs[ri], i);
+            cr_assert_eq(ana_trace_wide(t, ana_trace_call_site(t, &c)->tid_w), w->tid);
+            cr_assert_eq(ana_trace_wide(t, c.corr_w), w->corr, "runs %s, call %zu", runs[ri], i);
+            cr_assert_eq(ana_trace_wide(t, c.arg_w), w->arg, "runs %s, call %zu", runs[ri], i);
+            cr_assert_eq(ana_trace_wide(t, c.call_w), w->call, "runs %s, call %zu", runs[ri], i);
+            cr_assert_eq(ana_trace_wide(t, ana_trace_call_site(t, &c)->stack_w), 1 + w->order % 4);
+            if (w->corr)
+                cr_assert_eq(ana_trace_call_index(t, w->corr), i);
+        }
+        for (int q = 0; q < 3000; q++) { /* by time: against a scan of the expected order */
+            uint64_t at = q % 2 ? sorted[next64() % N].time + next64() % 3 - 1
+                                : 900 + next64() % (time + 2000);
+            int after = (int)(next64() & 1);
+            size_t s = 0;
+            while (s < N && (after ? sorted[s].time <= at : sorted[s].time < at))
+                s++;
+            cr_assert_eq(ana_trace_call_bound(t, at, after), s, "runs %s, time %llu after %d",
+                         runs[ri], (unsigned long long)at, after);
+        }
+        ana_trace_free(t);
+    }
+    unsetenv("ANATOMIST_SPILL_CALLS");
+}

@@ -191,7 +191,7 @@ Test(steps, step_ranges_hold_other_threads_launches)
             cr_expect_eq(s.steps[i].phases, by);
             for (size_t c = first[i]; c < first[i] + 5; c++)
                 cr_expect_eq(s.call_step[c], i, "call %zu (mode %d)", c, mode);
-            cr_expect_eq(ana_trace_wide(b.t, ana_trace_call_site(b.t, &b.t->calls[first[i] + 2])->tid_w),
+            cr_expect_eq(ana_trace_wide(b.t, ana_trace_call_site_at(b.t, first[i] + 2)->tid_w),
                          TID + 1);
             expect_phases(&s, first[i], want[mode], 5);
         }
@@ -232,7 +232,7 @@ Test(steps, overlapping_step_ranges_of_two_threads)
     }
     for (size_t c = 0; c < 8; c++)
         cr_expect_eq(s.call_step[c], step_of[c], "call %zu", c);
-    cr_expect_eq(ana_trace_wide(b.t, ana_trace_call_site(b.t, &b.t->calls[1])->tid_w), B);
+    cr_expect_eq(ana_trace_wide(b.t, ana_trace_call_site_at(b.t, 1)->tid_w), B);
     /* durations: 6 records after the push (600 ns) for steps 0 and 1, 3 for step 2 */
     cr_expect_eq(pop[0] - push[0], 600);
     cr_expect_eq(pop[2] - push[2], 300);

@@ -355,7 +355,8 @@ Test(steps, the_last_step_ends_with_its_gpu_work)
     tb_find(&b, &s);
     cr_assert_eq(s.n_steps, 4, "%s", s.why);
     for (size_t i = 0; i < 3; i++)
-        cr_assert_eq(ana_trace_wide(b.t, b.t->calls[late[i].call].corr_w), late[i].call + 1);
+        cr_assert_eq(ana_trace_wide(b.t, ana_trace_call(b.t, late[i].call).corr_w),
+                     late[i].call + 1);
     for (int i = 0; i < 3; i++)
         cr_expect_eq(s.steps[i].end_ns, b.call_time[first[i + 1]]);
     cr_expect_eq(s.steps[3].end_ns, last + 5700);

@@ -35,17 +35,20 @@ static ana_trace *build(size_t n, uint64_t span, uint64_t corr_span)
 static size_t bound_scan(const ana_trace *t, uint64_t time, int after)
 {
     size_t i = 0;
-    while (i < t->n_calls && (after ? t->calls[i].time_ns <= time : t->calls[i].time_ns < time))
-        i++;
+    for (; i < t->n_calls; i++) {
+        uint64_t x = ana_trace_call(t, i).time_ns;
+        if (after ? x > time : x >= time)
+            break;
+    }
     return i;
 }
 
-static const ana_api_call *corr_scan(const ana_trace *t, uint64_t corr)
+static size_t corr_scan(const ana_trace *t, uint64_t corr)
 {
     for (size_t i = 0; corr && i < t->n_calls; i++)
-        if (ana_trace_wide(t, t->calls[i].corr_w) == corr)
-            return &t->calls[i];
-    return NULL;
+        if (ana_trace_wide(t, ana_trace_call(t, i).corr_w) == corr)
+            return i;
+    return SIZE_MAX;
 }
 
 static void check(const ana_trace *t, uint64_t span, uint64_t corr_span)
@@ -62,9 +65,9 @@ static void check(const ana_trace *t, uint64_t span, uint64_t corr_span)
         }
     }
     for (uint64_t c = 0; c < corr_span + 5; c++)
-        cr_assert_eq(ana_trace_call_by_corr(t, c), corr_scan(t, c), "corr %llu",
+        cr_assert_eq(ana_trace_call_index(t, c), corr_scan(t, c), "corr %llu",
                      (unsigned long long)c);
-    cr_assert_null(ana_trace_call_by_corr(t, UINT64_MAX));
+    cr_assert_eq(ana_trace_call_index(t, UINT64_MAX), SIZE_MAX);
 }
 
 Test(trace_index, call_bound_and_corr)
@@ -186,10 +189,11 @@ Test(trace_index, wide_values_read_back)
     ana_gpu_iter it;
     ana_trace_gpu_begin(t, &it);
     for (size_t i = 0; i < n; i++) {
-        const ana_api_call *c = &t->calls[i];
+        ana_api_call call = ana_trace_call(t, i);
+        const ana_api_call *c = &call;
         uint64_t tid = ana_trace_wide(t, ana_trace_call_site(t, c)->tid_w);
         if (i)
-            cr_assert_lt(ana_trace_wide(t, ana_trace_call_site(t, &t->calls[i - 1])->tid_w), tid,
+            cr_assert_lt(ana_trace_wide(t, ana_trace_call_site_at(t, i - 1)->tid_w), tid,
                          "call %zu", i);
         /* the call with this tid was the file's record n-1-k where vals[n-1-k] == tid */
         size_t k = 0;
@@ -200,7 +204,7 @@ Test(trace_index, wide_values_read_back)
         cr_assert_eq(ana_trace_wide(t, c->call_w), vals[k]);
         /* no STACK: its own canon */
         cr_assert_eq(ana_trace_wide(t, ana_trace_call_site(t, c)->stack_w), vals[k]);
-        cr_assert_eq(ana_trace_call_by_corr(t, vals[k]), c);
+        cr_assert_eq(ana_trace_call_index(t, vals[k]), i);
         const ana_gpu_act *a = ana_trace_gpu_next(&it); /* by start: file order */
         cr_assert_not_null(a);
         cr_assert_eq(a->start_ns, 6000 + i);

@@ -1,0 +1,166 @@
+/* calls.c — the API calls in time order, in memory or packed (calls.h). Part of model/:
+ * calls model/spill.h and model/util.h only. */
+#include "model/calls.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/util.h"
+
+void ana_calls_init(ana_calls *c)
+{
+    memset(c, 0, sizeof(*c));
+    ana_spill_init(&c->bytes, 1, "API calls");
+}
+
+void ana_calls_adopt(ana_calls *c, ana_api_call *v, uint64_t n)
+{
+    ana_calls_free(c);
+    c->raw = v;
+    c->n = n;
+}
+
+static size_t ana_put_varint(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+static uint64_t ana_get_varint(const uint8_t **p)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return v;
+    }
+}
+
+static uint32_t ana_zz32(uint32_t x, uint32_t prev)
+{
+    int32_t d = (int32_t)(x - prev);
+    return ((uint32_t)d << 1) ^ (uint32_t)(d >> 31);
+}
+
+static uint32_t ana_unzz32(uint32_t z, uint32_t prev)
+{
+    return prev + ((z >> 1) ^ (0u - (z & 1)));
+}
+
+void ana_calls_pack(ana_calls *c, const ana_api_call *x)
+{
+    if (c->n % ANA_CALLS_BLOCK == 0) { /* a block begins: against zeros */
+        if (!c->n)
+            ana_spill_to_file(&c->bytes);
+        ANA_GROW(c->off, c->cap_blocks, c->n_blocks + 2);
+        c->first_ns = ana_xrealloc(c->first_ns, c->cap_blocks * sizeof(*c->first_ns));
+        c->off[c->n_blocks] = c->bytes.n;
+        c->first_ns[c->n_blocks++] = x->time_ns;
+        memset(&c->prev, 0, sizeof(c->prev));
+        c->prev_nz_call = 0;
+    }
+    uint8_t b[5 * 10], *p = b;
+    int64_t dt = (int64_t)(x->time_ns - c->prev.time_ns);
+    p += ana_put_varint(p, ((uint64_t)dt << 1) ^ (uint64_t)(dt >> 63));
+    p += ana_put_varint(p, ana_zz32(x->corr_w, c->prev.corr_w));
+    p += ana_put_varint(p, x->arg_w);
+    p += ana_put_varint(p, x->call_w ? (uint64_t)ana_zz32(x->call_w, c->prev_nz_call) + 1 : 0);
+    p += ana_put_varint(p, x->site);
+    ana_spill_push(&c->bytes, b, (size_t)(p - b));
+    if (x->call_w)
+        c->prev_nz_call = x->call_w;
+    c->prev = *x;
+    c->n++;
+}
+
+void ana_calls_seal(ana_calls *c)
+{
+    if (c->raw || !c->n_blocks)
+        return;
+    c->off[c->n_blocks] = c->bytes.n;
+    ana_spill_seal(&c->bytes);
+    c->cache = ana_xmalloc(sizeof(*c->cache));
+    memset(c->cache->block, 0xff, sizeof(c->cache->block));
+    c->cache->buf = NULL;
+    c->cache->cap = 0;
+}
+
+void ana_calls_free(ana_calls *c)
+{
+    free(c->raw);
+    ana_spill_free(&c->bytes);
+    free(c->off);
+    free(c->first_ns);
+    if (c->cache)
+        free(c->cache->buf);
+    free(c->cache);
+    ana_calls_init(c);
+}
+
+/* Block b, decoded into the cache (read from the file when it is not there). */
+static const ana_api_call *ana_calls_block(const ana_calls *c, uint64_t b)
+{
+    ana_calls_cache *k = c->cache;
+    size_t slot = (size_t)(b % ANA_CALLS_CACHE);
+    if (k->block[slot] == b)
+        return k->v[slot];
+    size_t len = (size_t)(c->off[b + 1] - c->off[b]);
+    ANA_GROW(k->buf, k->cap, len + 1);
+    ana_spill_read(&c->bytes, c->off[b], len, k->buf);
+    uint64_t first = b * ANA_CALLS_BLOCK;
+    size_t n = c->n - first < ANA_CALLS_BLOCK ? (size_t)(c->n - first) : ANA_CALLS_BLOCK;
+    const uint8_t *p = k->buf;
+    ana_api_call prev = { 0 }, *v = k->v[slot];
+    uint32_t nz = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t dt = ana_get_varint(&p);
+        v[i].time_ns = prev.time_ns + ((dt >> 1) ^ (0 - (dt & 1)));
+        v[i].corr_w = ana_unzz32((uint32_t)ana_get_varint(&p), prev.corr_w);
+        v[i].arg_w = (uint32_t)ana_get_varint(&p);
+        uint64_t cw = ana_get_varint(&p);
+        v[i].call_w = cw ? (nz = ana_unzz32((uint32_t)(cw - 1), nz)) : 0;
+        v[i].site = (uint32_t)ana_get_varint(&p);
+        prev = v[i];
+    }
+    k->block[slot] = b;
+    return v;
+}
+
+ana_api_call ana_calls_get_packed(const ana_calls *c, uint64_t i)
+{
+    return ana_calls_block(c, i / ANA_CALLS_BLOCK)[i % ANA_CALLS_BLOCK];
+}
+
+uint64_t ana_calls_bound_packed(const ana_calls *c, uint64_t time_ns, int after)
+{
+    size_t lo = 0, hi = c->n_blocks; /* the first block whose first call is not below */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t x = c->first_ns[mid];
+        if (after ? x <= time_ns : x < time_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return 0;
+    /* every block before lo begins below: the answer is in block lo - 1, or lo's start */
+    uint64_t first = (uint64_t)(lo - 1) * ANA_CALLS_BLOCK;
+    size_t n = c->n - first < ANA_CALLS_BLOCK ? (size_t)(c->n - first) : ANA_CALLS_BLOCK;
+    const ana_api_call *v = ana_calls_block(c, lo - 1);
+    size_t a = 1, z = n; /* its first call is below */
+    while (a < z) {
+        size_t mid = a + (z - a) / 2;
+        if (after ? v[mid].time_ns <= time_ns : v[mid].time_ns < time_ns)
+            a = mid + 1;
+        else
+            z = mid;
+    }
+    return first + a;
+}

@@ -1,0 +1,73 @@
+/* calls.h — the API calls that make the GPU work (LAUNCH, MEMCPY, MEMSET records), in time
+ * order, read by index: a trace of a long run holds hundreds of millions of them.
+ *
+ * While a trace has at most ANATOMIST_SPILL_CALLS of them (8 Mi) they are an array in
+ * memory (24 bytes each). Past that they are packed: blocks of ANA_CALLS_BLOCK calls, each
+ * call written as the differences from the one before it in its block (LEB128 varints,
+ * about 7 bytes a call), in a temporary file (spill.h); in memory stay only where each block
+ * begins and the time of its first call (16 bytes per block), and a cache of the blocks
+ * read last, decoded. Readers take a call by value (ana_calls_get): it stays valid however
+ * many calls are read after it. Reading in order, or near the calls read last (the calls of
+ * the GPU activities, in their order), decodes each block once.
+ *
+ * Single-threaded: the cache is shared by every reader of the trace (the analyses run on
+ * one thread). Part of model/: calls model/spill.h and model/util.h only. */
+#ifndef ANA_CALLS_H
+#define ANA_CALLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/spill.h"
+
+/* An API call that makes the GPU work (LAUNCH, MEMCPY, MEMSET records): 24 bytes. */
+typedef struct ana_api_call {
+    uint64_t time_ns;
+    uint32_t corr_w;
+    uint32_t arg_w;   /* LAUNCH: KERNEL id; MEMCPY/MEMSET: bytes */
+    uint32_t call_w;  /* the library call it was made in (1.2), 0 = none */
+    uint32_t site;    /* its ana_call_site: an index into the model's sites */
+} ana_api_call;
+_Static_assert(sizeof(ana_api_call) == 24, "ana_api_call is 24 bytes");
+
+#define ANA_CALLS_BLOCK 256 /* calls per packed block */
+#define ANA_CALLS_CACHE 64  /* decoded blocks kept (direct-mapped by block number) */
+
+typedef struct ana_calls_cache {
+    uint64_t block[ANA_CALLS_CACHE]; /* the block each slot holds, UINT64_MAX: none */
+    ana_api_call v[ANA_CALLS_CACHE][ANA_CALLS_BLOCK];
+    uint8_t *buf; /* a block's bytes as read */
+    size_t cap;
+} ana_calls_cache;
+
+typedef struct ana_calls {
+    ana_api_call *raw; /* in memory: all of them */
+    uint64_t n;
+    /* packed: */
+    ana_spill bytes;      /* every block's bytes, one after the other (items of 1 byte) */
+    uint64_t *off;        /* block b is bytes [off[b], off[b + 1]) */
+    uint64_t *first_ns;   /* the time of block b's first call */
+    size_t n_blocks, cap_blocks;
+    ana_api_call prev;    /* while packing: the call before, in its block */
+    uint32_t prev_nz_call; /* while packing: the last nonzero call_w of the block */
+    ana_calls_cache *cache;
+} ana_calls;
+
+void ana_calls_init(ana_calls *c);
+/* The calls in memory, sorted (ana_xmalloc'd): taken over. */
+void ana_calls_adopt(ana_calls *c, ana_api_call *v, uint64_t n);
+/* Adds the next call (in time order) to the packed calls. */
+void ana_calls_pack(ana_calls *c, const ana_api_call *x);
+/* Once every call is packed, before reading. */
+void ana_calls_seal(ana_calls *c);
+void ana_calls_free(ana_calls *c);
+
+ana_api_call ana_calls_get_packed(const ana_calls *c, uint64_t i);
+static inline ana_api_call ana_calls_get(const ana_calls *c, uint64_t i)
+{
+    return c->raw ? c->raw[i] : ana_calls_get_packed(c, i);
+}
+/* The first index whose time is at or after time_ns (after: strictly after); n when none. */
+uint64_t ana_calls_bound_packed(const ana_calls *c, uint64_t time_ns, int after);
+
+#endif
