@@ -31,8 +31,10 @@ static size_t ana_put_varint(uint8_t *p, uint64_t v)
     return n;
 }
 
-static uint64_t ana_get_varint(const uint8_t **p)
+static inline uint64_t ana_get_varint(const uint8_t **p)
 {
+    if (!(**p & 0x80)) /* most are one byte */
+        return *(*p)++;
     uint64_t v = 0;
     for (unsigned shift = 0;; shift += 7) {
         uint8_t b = *(*p)++;
@@ -89,6 +91,7 @@ void ana_calls_seal(ana_calls *c)
     memset(c->cache->block, 0xff, sizeof(c->cache->block));
     c->cache->buf = NULL;
     c->cache->cap = 0;
+    c->cache->hint = 0;
 }
 
 void ana_calls_free(ana_calls *c)
@@ -139,17 +142,23 @@ ana_api_call ana_calls_get_packed(const ana_calls *c, uint64_t i)
 
 uint64_t ana_calls_bound_packed(const ana_calls *c, uint64_t time_ns, int after)
 {
-    size_t lo = 0, hi = c->n_blocks; /* the first block whose first call is not below */
+    /* the first block whose first call is not below: mostly the one after the block the
+     * last search ended in, as callers ask about times in order */
+    size_t lo = 0, hi = c->n_blocks, h = c->cache->hint;
+#define ANA_BELOW(b) (after ? c->first_ns[b] <= time_ns : c->first_ns[b] < time_ns)
+    if (h < c->n_blocks && ANA_BELOW(h) && (h + 1 == c->n_blocks || !ANA_BELOW(h + 1)))
+        lo = hi = h + 1;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        uint64_t x = c->first_ns[mid];
-        if (after ? x <= time_ns : x < time_ns)
+        if (ANA_BELOW(mid))
             lo = mid + 1;
         else
             hi = mid;
     }
+#undef ANA_BELOW
     if (!lo)
         return 0;
+    c->cache->hint = lo - 1;
     /* every block before lo begins below: the answer is in block lo - 1, or lo's start */
     uint64_t first = (uint64_t)(lo - 1) * ANA_CALLS_BLOCK;
     size_t n = c->n - first < ANA_CALLS_BLOCK ? (size_t)(c->n - first) : ANA_CALLS_BLOCK;

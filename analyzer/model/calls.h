@@ -31,13 +31,14 @@ typedef struct ana_api_call {
 _Static_assert(sizeof(ana_api_call) == 24, "ana_api_call is 24 bytes");
 
 #define ANA_CALLS_BLOCK 256 /* calls per packed block */
-#define ANA_CALLS_CACHE 64  /* decoded blocks kept (direct-mapped by block number) */
+#define ANA_CALLS_CACHE 256  /* decoded blocks kept (direct-mapped by block number) */
 
 typedef struct ana_calls_cache {
     uint64_t block[ANA_CALLS_CACHE]; /* the block each slot holds, UINT64_MAX: none */
     ana_api_call v[ANA_CALLS_CACHE][ANA_CALLS_BLOCK];
     uint8_t *buf; /* a block's bytes as read */
     size_t cap;
+    size_t hint; /* the block the last search by time ended in */
 } ana_calls_cache;
 
 typedef struct ana_calls {
