@@ -90,6 +90,8 @@ void ana_calls_seal(ana_calls *c)
     c->cache = ana_xmalloc(sizeof(*c->cache));
     memset(c->cache->block, 0xff, sizeof(c->cache->block));
     c->cache->buf = NULL;
+    c->cache->buf_off = 0;
+    c->cache->buf_n = 0;
     c->cache->cap = 0;
     c->cache->hint = 0;
 }
@@ -113,12 +115,20 @@ static const ana_api_call *ana_calls_block(const ana_calls *c, uint64_t b)
     size_t slot = (size_t)(b % ANA_CALLS_CACHE);
     if (k->block[slot] == b)
         return k->v[slot];
-    size_t len = (size_t)(c->off[b + 1] - c->off[b]);
-    ANA_GROW(k->buf, k->cap, len + 1);
-    ana_spill_read(&c->bytes, c->off[b], len, k->buf);
+    uint64_t at = c->off[b];
+    size_t len = (size_t)(c->off[b + 1] - at);
+    if (at < k->buf_off || at + len > k->buf_off + k->buf_n) { /* not read yet: from here on */
+        size_t n = len > ANA_CALLS_READ ? len : ANA_CALLS_READ;
+        if (n > c->bytes.n - at)
+            n = (size_t)(c->bytes.n - at);
+        ANA_GROW(k->buf, k->cap, n + 1);
+        ana_spill_read(&c->bytes, at, n, k->buf);
+        k->buf_off = at;
+        k->buf_n = n;
+    }
     uint64_t first = b * ANA_CALLS_BLOCK;
     size_t n = c->n - first < ANA_CALLS_BLOCK ? (size_t)(c->n - first) : ANA_CALLS_BLOCK;
-    const uint8_t *p = k->buf;
+    const uint8_t *p = k->buf + (at - k->buf_off);
     ana_api_call prev = { 0 }, *v = k->v[slot];
     uint32_t nz = 0;
     for (size_t i = 0; i < n; i++) {

@@ -32,12 +32,14 @@ _Static_assert(sizeof(ana_api_call) == 24, "ana_api_call is 24 bytes");
 
 #define ANA_CALLS_BLOCK 256 /* calls per packed block */
 #define ANA_CALLS_CACHE 256  /* decoded blocks kept (direct-mapped by block number) */
+#define ANA_CALLS_READ (64u << 10) /* bytes read from the file at once: the blocks that follow */
 
 typedef struct ana_calls_cache {
     uint64_t block[ANA_CALLS_CACHE]; /* the block each slot holds, UINT64_MAX: none */
     ana_api_call v[ANA_CALLS_CACHE][ANA_CALLS_BLOCK];
-    uint8_t *buf; /* a block's bytes as read */
-    size_t cap;
+    uint8_t *buf; /* bytes read from the file: [buf_off, buf_off + buf_n), cap of room */
+    uint64_t buf_off;
+    size_t buf_n, cap;
     size_t hint; /* the block the last search by time ended in */
 } ana_calls_cache;
 
