@@ -1,169 +1,137 @@
 /* nvtx.c — see nvtx.h.
  *
- * The GPU time of a range is a difference of prefix sums: the API calls whose kernels
- * have GPU time, sorted by (thread, time) for push/pop ranges and by time for start/end
- * ranges, each with the running sum of that time; a range is two binary searches. The
- * indexes exist only while the ranges are paired, and only for a trace with ranges.
+ * The GPU time of a range is a difference of prefix sums, taken offline by a sweep: each
+ * closed range asks two queries, the GPU time of the kernels launched before its push
+ * (start) and at or before its pop (end), and adds the second less the first. The kernels
+ * (one item each: its call's thread and time, and its GPU time) are sorted by (thread,
+ * time) for push/pop ranges and by time for start/end ranges, in an ana_sorter (runs of
+ * ANATOMIST_SPILL_NVTX items spilled to a temporary file past that), and read back in
+ * order beside the queries sorted the same way, with one running sum. So the memory is
+ * the queries (two per range) and one run of items, whatever the number of calls; each
+ * sweep exists only for a trace with ranges of its kind.
  * Part of analyses/: called by cli/, views/, import/ and other analyses; calls analyses/
  * and model/ only, never a view. */
 #include "analyses/nvtx.h"
 
+#include "model/sorter.h"
 #include "model/util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Calls with kernel time, as indices into t->calls (32-bit, as trace_index.c's corr
- * index) in key order: (tid, time) per thread, (0, time) otherwise; and the prefix sums
- * of their GPU time. 12 bytes per such call; the per-thread index of a trace whose
- * kernels were all launched by one thread shares the by-time one's arrays (owns = 0). */
-typedef struct ana_nv_index {
-    const ana_trace *t;
-    uint32_t *call;
-    uint64_t *pre; /* pre[i] = sum of the first i */
-    size_t n;
-    int per_thread, owns;
-} ana_nv_index;
+/* A kernel that took GPU time: its call's thread (the *_w form, 0 for the by-time sweep)
+ * and time, and its GPU time (*_w). 16 bytes. */
+typedef struct ana_nv_item {
+    uint64_t time_ns;
+    uint32_t tid_w, dur_w;
+} ana_nv_item;
 
-/* The thread of call i. */
-static uint64_t ana_nv_tid(const ana_trace *t, size_t i)
-{
-    return ana_trace_wide(t, ana_trace_call_site_at(t, i)->tid_w);
-}
+/* A range's question: the GPU time of the items below (tid, time), or at or below (after);
+ * the answer is added to row `row` (after), or taken from it. */
+typedef struct ana_nv_query {
+    uint64_t tid, time_ns;
+    uint32_t row, after;
+} ana_nv_query;
 
-/* The call (index into t->calls) of GPU activity a when it is a kernel that took time, with
- * that time in *dur; SIZE_MAX otherwise. */
-static size_t ana_nv_kernel_call(const ana_trace *t, const ana_gpu_act *a, uint64_t *dur)
-{
-    *dur = ana_trace_wide(t, a->dur_w);
-    if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL || !*dur)
-        return SIZE_MAX;
-    return ana_trace_call_index(t, ana_trace_wide(t, a->corr_w));
-}
+/* Items in memory at most (64 MiB): a sweep past it sorts in runs in a temporary file. */
+#define ANA_NV_RUN_DEFAULT (1u << 22)
 
-/* The by-time index: t->calls is already in time order. The calls that ran GPU time are
- * marked a bit each first, so that only they take room (12 bytes each), not every call. */
-static void ana_nv_index_by_time(const ana_trace *t, ana_nv_index *x)
+/* The one place a GPU activity becomes its call's (thread, time): 1 with *it filled when a
+ * is a kernel that took time and its correlation id finds its call, else 0. */
+static int ana_nv_kernel(const ana_trace *t, const ana_gpu_act *a, ana_nv_item *it)
 {
-    size_t nw = t->n_calls / 64 + 1, n = 0, k;
-    uint64_t *ran = ana_xcalloc(nw, sizeof(uint64_t)), dur;
-    ana_gpu_iter it;
-    ana_trace_gpu_begin(t, &it);
-    for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));)
-        if ((k = ana_nv_kernel_call(t, a, &dur)) != SIZE_MAX)
-            ran[k / 64] |= 1ull << (k % 64);
-    ana_trace_gpu_end(&it);
-    uint64_t *rank = ana_xmalloc(nw * sizeof(uint64_t)); /* marked calls before each word */
-    for (size_t w = 0; w < nw; w++) {
-        rank[w] = n;
-        n += (size_t)__builtin_popcountll(ran[w]);
-    }
-    *x = (ana_nv_index){ .t = t, .n = n, .owns = 1 };
-    x->call = ana_xcalloc(n + 1, sizeof(uint32_t));
-    x->pre = ana_xcalloc(n + 1, sizeof(uint64_t));
-    k = 0;
-    for (size_t w = 0; w < nw; w++)
-        for (uint64_t b = ran[w]; b; b &= b - 1)
-            x->call[k++] = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(b));
-    ana_trace_gpu_begin(t, &it); /* each call's GPU time, then the running sums */
-    for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));)
-        if ((k = ana_nv_kernel_call(t, a, &dur)) != SIZE_MAX) {
-            uint64_t below = ran[k / 64] & ((1ull << (k % 64)) - 1);
-            x->pre[rank[k / 64] + (size_t)__builtin_popcountll(below) + 1] += dur;
-        }
-    ana_trace_gpu_end(&it);
-    for (size_t j = 0; j < n; j++)
-        x->pre[j + 1] += x->pre[j];
-    free(rank);
-    free(ran);
-}
-
-static int ana_nv_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The per-thread index from the by-time one: a stable bucket sort by thread keeps each
- * thread's calls in time order. */
-static void ana_nv_index_by_thread(const ana_nv_index *bt, ana_nv_index *x)
-{
-    const ana_trace *t = bt->t;
-    uint64_t *tids = NULL, k;
-    size_t n_tids = 0, cap_tids = 0;
-    ana_u64map at; /* tid -> bucket, then -> next slot of the bucket */
-    ana_u64map_init(&at);
-    for (size_t i = 0; i < bt->n; i++) {
-        uint64_t tid = ana_nv_tid(t, bt->call[i]);
-        if (!ana_u64map_get(&at, tid, &k)) {
-            ANA_GROW(tids, cap_tids, n_tids + 1);
-            tids[n_tids++] = tid;
-            ana_u64map_put(&at, tid, 0);
-        }
-    }
-    *x = *bt;
-    x->per_thread = 1;
-    x->owns = n_tids > 1;
-    if (x->owns) {
-        uint64_t *count = ana_xcalloc(n_tids, sizeof(uint64_t));
-        ana_sort(tids, n_tids, sizeof(*tids), ana_nv_u64_cmp);
-        for (size_t i = 0; i < n_tids; i++)
-            ana_u64map_put(&at, tids[i], i);
-        for (size_t i = 0; i < bt->n; i++) {
-            ana_u64map_get(&at, ana_nv_tid(t, bt->call[i]), &k);
-            count[k]++;
-        }
-        for (size_t i = 0, off = 0; i < n_tids; i++) { /* count -> first slot */
-            uint64_t c = count[i];
-            count[i] = off;
-            off += c;
-        }
-        x->call = ana_xcalloc(bt->n + 1, sizeof(uint32_t));
-        x->pre = ana_xcalloc(bt->n + 1, sizeof(uint64_t));
-        for (size_t i = 0; i < bt->n; i++) { /* each call's GPU time, then the running sums */
-            ana_u64map_get(&at, ana_nv_tid(t, bt->call[i]), &k);
-            x->call[count[k]] = bt->call[i];
-            x->pre[++count[k]] = bt->pre[i + 1] - bt->pre[i];
-        }
-        for (size_t i = 0; i < bt->n; i++)
-            x->pre[i + 1] += x->pre[i];
-        free(count);
-    }
-    free(tids);
-    ana_u64map_free(&at);
-}
-
-static void ana_nv_index_free(ana_nv_index *x)
-{
-    if (x->owns) {
-        free(x->call);
-        free(x->pre);
-    }
-    memset(x, 0, sizeof(*x));
-}
-
-/* First index whose (tid, time) is not below (tid, time); after: not at or below. */
-static size_t ana_nv_bound(const ana_nv_index *x, uint64_t tid, uint64_t time, int after)
-{
-    size_t lo = 0, hi = x->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        ana_api_call c = ana_trace_call(x->t, x->call[mid]);
-        uint64_t ctid = x->per_thread ? ana_nv_tid(x->t, x->call[mid]) : 0;
-        int below = ctid < tid || (ctid == tid && (after ? c.time_ns <= time : c.time_ns < time));
-        if (below)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static uint64_t ana_nv_gpu(const ana_nv_index *x, uint64_t tid, uint64_t t0, uint64_t t1)
-{
-    if (!x->n)
+    ana_api_call c;
+    if (!a->dur_w || ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL ||
+        !ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w), &c))
         return 0;
-    return x->pre[ana_nv_bound(x, tid, t1, 1)] - x->pre[ana_nv_bound(x, tid, t0, 0)];
+    *it = (ana_nv_item){ c.time_ns, ana_trace_call_site(t, &c)->tid_w, a->dur_w };
+    return 1;
+}
+
+/* The order of the items: (thread, time), the thread by value (the comparator reads the
+ * trace from ana_sorter_ctx). */
+static int ana_nv_item_cmp(const void *a, const void *b)
+{
+    const ana_nv_item *x = a, *y = b;
+    if (x->tid_w != y->tid_w) {
+        const ana_trace *t = ana_sorter_ctx;
+        uint64_t p = ana_trace_wide(t, x->tid_w), q = ana_trace_wide(t, y->tid_w);
+        return p < q ? -1 : 1;
+    }
+    return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
+}
+
+static int ana_nv_query_cmp(const void *a, const void *b)
+{
+    const ana_nv_query *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? -1 : 1;
+    return (int)x->after - (int)y->after;
+}
+
+typedef struct ana_nv_queries {
+    ana_nv_query *v;
+    size_t n, cap;
+} ana_nv_queries;
+
+/* A sweep under way: the queries (sorted) not answered yet from `next`, and the GPU time
+ * of the items read so far. */
+typedef struct ana_nv_sweep {
+    const ana_trace *t;
+    const ana_nv_queries *q;
+    size_t next;
+    uint64_t sum;
+    ana_range_row *rows;
+} ana_nv_sweep;
+
+/* The queries that an item of (tid, time) is not counted in are answered before it. */
+static void ana_nv_answer(ana_nv_sweep *w, const uint64_t *tid, uint64_t time_ns)
+{
+    for (; w->next < w->q->n; w->next++) {
+        const ana_nv_query *q = &w->q->v[w->next];
+        if (tid && (*tid < q->tid || (*tid == q->tid &&
+                                      (q->after ? time_ns <= q->time_ns : time_ns < q->time_ns))))
+            return;
+        w->rows[q->row].gpu_ns += q->after ? w->sum : -w->sum; /* uint64: mod 2^64 */
+    }
+}
+
+static void ana_nv_emit(void *arg, const void *item)
+{
+    ana_nv_sweep *w = arg;
+    const ana_nv_item *it = item;
+    uint64_t tid = ana_trace_wide(w->t, it->tid_w);
+    ana_nv_answer(w, &tid, it->time_ns);
+    w->sum += ana_trace_wide(w->t, it->dur_w);
+}
+
+/* Answers the queries q (sorted here) into rows: per_thread, the items keyed (thread,
+ * time), else (0, time). */
+static void ana_nv_sweep_run(const ana_trace *t, ana_nv_queries *q, int per_thread,
+                             ana_range_row *rows)
+{
+    ana_sorter s;
+    ana_spill out;
+    ana_gpu_iter gi;
+    ana_nv_item it;
+    ana_nv_sweep w = { t, q, 0, 0, rows };
+    size_t run = ana_sorter_setting("ANATOMIST_SPILL_NVTX", ANA_NV_RUN_DEFAULT, sizeof(it));
+    ana_sort(q->v, q->n, sizeof(*q->v), ana_nv_query_cmp);
+    ana_sorter_init(&s, sizeof(it), run, 0, ana_nv_item_cmp, t, "kernels for NVTX ranges");
+    ana_trace_gpu_begin(t, &gi);
+    for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&gi));)
+        if (ana_nv_kernel(t, a, &it)) {
+            if (!per_thread)
+                it.tid_w = 0;
+            *(ana_nv_item *)ana_sorter_slot(&s) = it;
+        }
+    ana_trace_gpu_end(&gi);
+    ana_spill_init(&out, sizeof(it), "kernels for NVTX ranges");
+    ana_sorter_finish(&s, &out, ana_nv_emit, &w);
+    ana_spill_free(&out);
+    ana_nv_answer(&w, NULL, 0); /* the rest: every item is below them */
 }
 
 typedef struct ana_nv_rows {
@@ -262,20 +230,25 @@ void ana_nvtx_pair(const ana_trace *t, ana_range_closed closed, void *arg,
         *unmatched = u;
 }
 
-/* What the rows of closed ranges are computed from. */
+/* What the rows of closed ranges are computed from: the queries of push/pop ranges (keyed
+ * by thread) and of start/end ranges (keyed 0). */
 typedef struct ana_nv_state {
     ana_nv_rows rows;
-    ana_nv_index by_thread, by_time;
+    ana_nv_queries by_thread, by_time;
 } ana_nv_state;
 
 static void ana_nv_closed(void *arg, const ana_range_span *s)
 {
     ana_nv_state *st = arg;
     ana_range_row *r = ana_nv_row(&st->rows, s->kind, s->domain, s->name, s->depth);
+    ana_nv_queries *q = s->kind == ANA_RANGE_PUSH ? &st->by_thread : &st->by_time;
+    uint64_t tid = s->kind == ANA_RANGE_PUSH ? s->tid : 0;
+    uint32_t row = (uint32_t)(r - st->rows.v);
     r->count++;
     r->host_ns += s->t1 - s->t0;
-    r->gpu_ns += s->kind == ANA_RANGE_PUSH ? ana_nv_gpu(&st->by_thread, s->tid, s->t0, s->t1)
-                                           : ana_nv_gpu(&st->by_time, 0, s->t0, s->t1);
+    ANA_GROW(q->v, q->cap, q->n + 2);
+    q->v[q->n++] = (ana_nv_query){ tid, s->t0, row, 0 };
+    q->v[q->n++] = (ana_nv_query){ tid, s->t1, row, 1 };
 }
 
 static int ana_nv_row_cmp(const void *a, const void *b)
@@ -299,13 +272,13 @@ void ana_nvtx_analyze(const ana_trace *t, ana_nvtx *out)
     memset(out, 0, sizeof(*out));
     ana_u64map_init(&st.rows.idx);
     ana_u64map_init(&marks.idx);
-    if (l->n_ranges) { /* only ranges use the indexes */
-        ana_nv_index_by_time(t, &st.by_time);
-        ana_nv_index_by_thread(&st.by_time, &st.by_thread);
-    }
     ana_nvtx_pair(t, ana_nv_closed, &st, &u);
-    ana_nv_index_free(&st.by_thread);
-    ana_nv_index_free(&st.by_time);
+    if (st.by_thread.n) /* a sweep only for the ranges of its kind */
+        ana_nv_sweep_run(t, &st.by_thread, 1, st.rows.v);
+    if (st.by_time.n)
+        ana_nv_sweep_run(t, &st.by_time, 0, st.rows.v);
+    free(st.by_thread.v);
+    free(st.by_time.v);
     for (size_t i = 0; i < l->n_ranges; i++)
         if (l->ranges[i].op == ANA_RANGE_MARK)
             ana_nv_row(&marks, ANA_RANGE_MARK, l->ranges[i].domain, l->ranges[i].name, 0)->count++;

@@ -9,7 +9,8 @@
  * are counted apart, not guessed (docs/report-schema.md, `ranges`).
  *
  * Pure computation over a loaded trace (which must outlive the result);
- * O((r + c) log c) for r range records and c API calls. Not thread-safe. */
+ * O(r log r + k log k) for r range records and k kernels, in memory that does not grow
+ * with k past ANATOMIST_SPILL_NVTX kernels (temporary files then). Not thread-safe. */
 #ifndef ANA_NVTX_H
 #define ANA_NVTX_H
 
