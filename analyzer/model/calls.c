@@ -154,6 +154,8 @@ uint64_t ana_calls_bound_packed(const ana_calls *c, uint64_t time_ns, int after)
 {
     /* the first block whose first call is not below: mostly the one after the block the
      * last search ended in, as callers ask about times in order */
+    if (!c->n_blocks)
+        return 0;
     size_t lo = 0, hi = c->n_blocks, h = c->cache->hint;
 #define ANA_BELOW(b) (after ? c->first_ns[b] <= time_ns : c->first_ns[b] < time_ns)
     if (h < c->n_blocks && ANA_BELOW(h) && (h + 1 == c->n_blocks || !ANA_BELOW(h + 1)))

@@ -310,8 +310,7 @@ static void ana_sq_calls(ana_sq *q)
     char buf[32];
     ana_sq_begin(q, "INSERT INTO api_calls VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     for (size_t i = 0; i < t->n_calls && !q->failed; i++) {
-        ana_api_call cv = ana_trace_call(t, i);
-        const ana_api_call *c = &cv;
+        ana_api_call cv = ana_trace_call(t, i), *c = &cv;
         const ana_call_site *cs = ana_trace_call_site(t, c);
         int launch = cs->kind == ANA_K_LAUNCH;
         ana_sq_u(q, c->time_ns);
@@ -431,10 +430,8 @@ static void ana_sq_libcalls(ana_sq *q)
                     " ?, ?, ?, ?)");
     for (size_t i = 0; i < t->libs.n_gemms && !q->failed; i++) {
         const ana_gemm_call *g = &t->libs.gemms[i];
-        ana_api_call call;
         int has = ana_u64map_get(&first, g->call, &k);
-        if (has)
-            call = ana_trace_call(t, k);
+        ana_api_call call = has ? ana_trace_call(t, k) : (ana_api_call){ 0 };
         ana_sq_gemm(q, g, has ? &call : NULL, ana_u64map_get(&link, g->call, &k) ? &v[k] : NULL);
     }
     ana_sq_begin(q, "INSERT INTO collectives VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
