@@ -139,6 +139,9 @@ typedef struct ana_ptr_table {
 #define ANA_TRACE_PTRS_CAP 512
 
 #define ANA_TRACE_KERNEL_DENSE (1u << 20)
+#define ANA_CORR_GROUP 64     /* correlation ids per base of the dense index */
+#define ANA_CORR_NONE 0xffffu /* corr_d: no call has the id */
+#define ANA_CORR_FAR 0xfffeu  /* corr_d: its call is too far from the base: in corr_map */
 #define ANA_TRACE_INTERN_CACHE 509 /* slots of the caches before the interning maps */
 
 typedef struct ana_api_stats {
@@ -225,10 +228,14 @@ typedef struct ana_trace {
     size_t n_sites, cap_sites;
     ana_u64map site_idx;      /* a site's hash (+ 1, + 2, ... past collisions) -> index */
     uint32_t site_cache[ANA_TRACE_INTERN_CACHE]; /* 1 + index of a recent site, by hash */
-    /* corr (≠ 0) -> index into calls (ana_trace_call_by_corr): correlation ids count up
-     * in a process, so a dense array corr_idx[corr - corr_lo] (UINT32_MAX = none) of
-     * corr_n entries holds them; ids too sparse for it go in corr_map instead. */
-    uint32_t *corr_idx;
+    /* corr (≠ 0) -> index into the calls (ana_trace_call_index): correlation ids count up
+     * in a process, and the calls of 64 ids that follow each other are near each other in
+     * time, so a dense index of corr_n ids from corr_lo keeps, for each 64, the index of
+     * their earliest call (corr_base), and for each id the distance of its call from that
+     * one (corr_d: 2 bytes, not 4; ANA_CORR_NONE: no call; ANA_CORR_FAR: in corr_map).
+     * Ids too sparse for it all go in corr_map instead. */
+    uint32_t *corr_base;
+    uint16_t *corr_d;
     uint64_t corr_lo, corr_n;
     ana_u64map corr_map;
     uint64_t gpu_dropped_records, gpu_dropped_by_reason[3]; /* GPU_DROPPED: [0] other reasons */
@@ -410,12 +417,15 @@ static inline const ana_call_site *ana_trace_call_site_at(const ana_trace *t, si
 size_t ana_trace_call_index_map(const ana_trace *t, uint64_t corr);
 static inline size_t ana_trace_call_index(const ana_trace *t, uint64_t corr)
 {
-    if (!corr || !t->corr_idx)
+    if (!corr || !t->corr_d)
         return ana_trace_call_index_map(t, corr);
     if (corr < t->corr_lo || corr - t->corr_lo >= t->corr_n)
         return SIZE_MAX;
-    uint32_t i = t->corr_idx[corr - t->corr_lo];
-    return i == UINT32_MAX ? SIZE_MAX : i;
+    uint64_t k = corr - t->corr_lo;
+    uint16_t d = t->corr_d[k];
+    if (d >= ANA_CORR_FAR)
+        return d == ANA_CORR_NONE ? SIZE_MAX : ana_trace_call_index_map(t, corr);
+    return (size_t)t->corr_base[k / ANA_CORR_GROUP] + d;
 }
 /* 1 and *c, the API call with this correlation id; 0 when there is none. */
 static inline int ana_trace_call_by_corr(const ana_trace *t, uint64_t corr, ana_api_call *c)

@@ -125,19 +125,32 @@ void ana_trace_index_calls(ana_trace *t)
     if (dense) {
         t->corr_lo = lo;
         t->corr_n = hi - lo + 1;
-        t->corr_idx = ana_xmalloc(t->corr_n * sizeof(*t->corr_idx));
-        memset(t->corr_idx, 0xff, t->corr_n * sizeof(*t->corr_idx));
+        size_t groups = (size_t)(t->corr_n / ANA_CORR_GROUP + 1);
+        t->corr_base = ana_xmalloc(groups * sizeof(*t->corr_base));
+        memset(t->corr_base, 0xff, groups * sizeof(*t->corr_base));
+        t->corr_d = ana_xmalloc(t->corr_n * sizeof(*t->corr_d));
+        memset(t->corr_d, 0xff, t->corr_n * sizeof(*t->corr_d)); /* ANA_CORR_NONE */
     }
     for (size_t i = 0; i < t->n_calls && n; i++) {
         uint64_t c = ana_trace_wide(t, ana_trace_call(t, i).corr_w);
         if (!c)
             continue;
         if (dense) {
-            if (t->corr_idx[c - lo] == UINT32_MAX)
-                t->corr_idx[c - lo] = (uint32_t)i;
-        } else if (!ana_u64map_get(&t->corr_map, c, &(uint64_t){ 0 })) {
-            ana_u64map_put(&t->corr_map, c, i);
+            uint16_t *d = &t->corr_d[c - lo];
+            uint32_t *base = &t->corr_base[(c - lo) / ANA_CORR_GROUP];
+            if (*d != ANA_CORR_NONE)
+                continue; /* an earlier call has the id */
+            if (*base == UINT32_MAX)
+                *base = (uint32_t)i; /* the group's earliest call: later ones are after it */
+            if (i - *base < ANA_CORR_FAR) {
+                *d = (uint16_t)(i - *base);
+                continue;
+            }
+            *d = ANA_CORR_FAR;
+        } else if (ana_u64map_get(&t->corr_map, c, &(uint64_t){ 0 })) {
+            continue;
         }
+        ana_u64map_put(&t->corr_map, c, i);
     }
 }
 

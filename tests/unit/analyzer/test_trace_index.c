@@ -81,6 +81,40 @@ Test(trace_index, call_bound_and_corr)
     }
 }
 
+/* Ids whose calls lie further apart in time order than the dense index's 2-byte distance
+ * reaches (65534 calls) are found too: call i has id i + 1, but for a few pairs swapped
+ * across the whole trace, and a few ids repeat (the earliest call keeps them). */
+Test(trace_index, corr_far_from_its_neighbours)
+{
+    enum { N = 70000 };
+    static uint64_t corr[N];
+    for (size_t i = 0; i < N; i++)
+        corr[i] = i + 1;
+    static const size_t swaps[][2] = { { 5, 69000 }, { 64, 65600 }, { 100, 100 + 65534 },
+                                       { 200, 200 + 65533 } };
+    for (size_t k = 0; k < sizeof(swaps) / sizeof(swaps[0]); k++) {
+        uint64_t x = corr[swaps[k][0]];
+        corr[swaps[k][0]] = corr[swaps[k][1]];
+        corr[swaps[k][1]] = x;
+    }
+    corr[N - 1] = corr[3]; /* a repeat: call 3 keeps the id */
+    ana_trace *t = ana_trace_new("far", ANA_LOAD_ALL);
+    for (size_t i = 0; i < N; i++) { /* in time order: index i */
+        ana_record r = { .kind = ANA_K_LAUNCH, .tid = 1, .time_ns = 1000 + i };
+        r.u.launch.kernel = 1;
+        r.u.launch.corr = corr[i];
+        ana_trace_add(t, &r);
+    }
+    ana_trace_finish(t);
+    cr_assert_eq(t->n_calls, N);
+    for (size_t i = 0; i + 1 < N; i++)
+        cr_assert_eq(ana_trace_call_index(t, corr[i]), i, "corr %llu",
+                     (unsigned long long)corr[i]);
+    cr_assert_eq(ana_trace_call_index(t, N), SIZE_MAX); /* the id the repeat replaced */
+    cr_assert_eq(ana_trace_call_index(t, N + 1), SIZE_MAX);
+    ana_trace_free(t);
+}
+
 typedef struct item {
     uint32_t key, order;
 } item;
