@@ -8,9 +8,10 @@
  * and one ana_api_call per LAUNCH/MEMCPY/MEMSET record (sorted by time, indexed by
  * correlation id; packed on disk past a setting, calls.h) for the GPU analysis
  * (analyses/gpu.h), one ana_ptr_use per device pointer a call used (the memory anatomy's
- * evidence), and the library and NVTX records (libs.h). A trace holds millions of the per-record ones, so what many share is interned
- * once: a call's thread, stack, API and result (ana_call_site), an activity's device,
- * stream and type (ana_gpu_lane), a use's address, values of 2^31 and up (wide values).
+ * evidence), and the library and NVTX records (libs.h). A trace holds millions of the
+ * per-record ones, so what many share is interned once: a call's thread, stack, API and
+ * result (ana_call_site), an activity's device, stream and type (ana_gpu_lane), a use's
+ * address, values of 2^31 and up (wide values).
  * Built by trace.c, trace_records.c and trace_uses.c; looked up through trace_index.c
  * and trace_modules.c.
  * Strings are copied; the model owns everything and ana_trace_free releases it. */
