@@ -1,7 +1,8 @@
 /* steps.c — see steps.h; the rules are documented in docs/steps.md.
  *
- * Every call gets a key (what repeats: its kernel, or a copy's API and size) and a hint
- * (forward, backward or optimizer, from classify.h). Then, in order of evidence:
+ * Every call gets a hint (forward, backward or optimizer, from classify.h), and a key
+ * (what repeats: its kernel, or a copy's API and size) when the NVTX ranges give no steps.
+ * Then, in order of evidence:
  *   NVTX      the closed ranges are grouped by (kind, domain, depth, name without its
  *             numbering, and for push/pop the thread); the group named like a step wins
  *             (repeated before single, then the smallest depth), else the outermost
@@ -176,26 +177,37 @@ static uint32_t ana_st_key(ana_st *st, ana_u64map *keys, unsigned kind, unsigned
     return (uint32_t)id;
 }
 
+/* The keys, once a method that reads them needs them (the NVTX one does not). */
+static void ana_st_keys(ana_st *st)
+{
+    if (st->key)
+        return;
+    ana_u64map keys;
+    ana_u64map_init(&keys);
+    st->key = ana_xcalloc(st->n + 1, sizeof(uint32_t));
+    for (size_t i = 0; i < st->n; i++) {
+        ana_api_call c = ana_trace_call(st->t, i);
+        const ana_call_site *cs = ana_trace_call_site(st->t, &c);
+        unsigned api = cs->kind == ANA_K_LAUNCH ? 0 : cs->api; /* a launch: its kernel alone */
+        st->key[i] = ana_st_key(st, &keys, cs->kind, api, c.arg_w);
+    }
+    ana_u64map_free(&keys);
+}
+
 static void ana_st_init(ana_st *st, const ana_trace *t)
 {
     memset(st, 0, sizeof(*st));
     st->t = t;
     st->n = t->n_calls;
     st->hint = ana_xcalloc(st->n + 1, 1);
-    st->key = ana_xcalloc(st->n + 1, sizeof(uint32_t));
-    st->nv_phase = ana_xmalloc(st->n + 1);
-    memset(st->nv_phase, ANA_PHASE_COUNT, st->n + 1);
     uint8_t *cache = ana_xcalloc(t->n_kernels + 1, 1);
-    ana_u64map graph, keys;
-    ana_u64map_init(&keys);
+    ana_u64map graph;
     ana_st_graph_hints(t, cache, &graph);
     for (size_t i = 0; i < st->n; i++) {
         ana_api_call call = ana_trace_call(t, i);
         const ana_api_call *c = &call;
         const ana_call_site *cs = ana_trace_call_site(t, c);
         uint64_t h;
-        unsigned api = cs->kind == ANA_K_LAUNCH ? 0 : cs->api; /* a launch: its kernel alone */
-        st->key[i] = ana_st_key(st, &keys, cs->kind, api, c->arg_w);
         st->hint[i] = ana_st_hint_of(t, cache, cs->kind, c->arg_w);
         if (!t->graph_launches || !t->n_gpu)
             continue;
@@ -212,7 +224,6 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
             st->find_hint[i] = (uint8_t)(h - 1); /* its kernels' hint */
     }
     ana_u64map_free(&graph);
-    ana_u64map_free(&keys);
     free(cache);
 }
 
@@ -366,6 +377,10 @@ static void ana_st_nvtx_phases(ana_st *st)
             v[n++] = &st->ranges[i];
     }
     ana_sort(v, n, sizeof(*v), ana_st_range_depth_cmp);
+    if (n) { /* no phase ranges: no array, every call's NVTX phase is none */
+        st->nv_phase = ana_xmalloc(st->n + 1);
+        memset(st->nv_phase, ANA_PHASE_COUNT, st->n + 1);
+    }
     for (size_t i = 0; i < n; i++) {
         size_t lo, hi;
         ana_st_window(st, v[i]->t0, v[i]->t1, &lo, &hi);
@@ -386,6 +401,18 @@ static int ana_st_step_cmp(const void *a, const void *b)
     return x->a < y->a ? -1 : x->a > y->a;
 }
 
+/* The calls step i (of the sorted st->steps) may hold: [*lo, *hi). */
+static void ana_st_step_window(const ana_st *st, size_t i, size_t *lo, size_t *hi)
+{
+    const ana_st_step *s = &st->steps[i];
+    if (s->kind == ST_SPAN) {
+        *lo = s->a;
+        *hi = s->b + 1;
+    } else {
+        ana_st_window(st, s->t0, s->t1, lo, hi);
+    }
+}
+
 static void ana_st_assign(ana_st *st, ana_steps *out)
 {
     ana_sort(st->steps, st->n_steps, sizeof(*st->steps), ana_st_step_cmp);
@@ -395,13 +422,9 @@ static void ana_st_assign(ana_st *st, ana_steps *out)
     for (size_t i = 0; i < st->n_steps; i++) {
         const ana_st_step *s = &st->steps[i];
         ana_step *o = &out->steps[i];
-        size_t lo = s->a, hi = s->b + 1;
-        if (s->kind == ST_SPAN) {
-            *o = (ana_step){ .start_ns = s->t0, .end_ns = span_end[i] };
-        } else {
-            *o = (ana_step){ .start_ns = s->t0, .end_ns = s->t1 };
-            ana_st_window(st, s->t0, s->t1, &lo, &hi);
-        }
+        size_t lo, hi;
+        *o = (ana_step){ .start_ns = s->t0, .end_ns = s->kind == ST_SPAN ? span_end[i] : s->t1 };
+        ana_st_step_window(st, i, &lo, &hi);
         for (size_t c = lo; c < hi; c++) {
             if (out->call_step[c] < 0) { /* overlapping ranges: the earlier step keeps it */
                 out->call_step[c] = (int32_t)i;
@@ -432,31 +455,55 @@ static void ana_st_range_phases(const ana_st *st, const uint32_t *L, size_t n, u
                                                            : ANA_PHASE_UNDECIDED;
 }
 
-/* Each step's calls in order (a counting sort by step), then its phases. Returns the
- * steps that have no phases. */
+/* Each step's calls in order, then its phases. Returns the steps that have no phases.
+ * A step's calls lie in its window (ana_st_assign gave them from there): they are gathered
+ * from it into room for one step's, so that no array by call is needed — unless windows
+ * overlap so much that the gathering would read the calls many times over (start/end
+ * ranges may): then a counting sort by step of them all. */
 static size_t ana_st_phases(ana_st *st, ana_steps *out)
 {
-    size_t *off = ana_xcalloc(out->n_steps + 2, sizeof(size_t));
-    /* call_step is 32-bit: so are calls. The keys found the steps and are not read again:
-     * their array (n + 1 of them) holds the order, so the peak has one array less. */
-    uint32_t *L = st->key;
-    st->key = NULL;
-    size_t none = 0;
-    for (size_t i = 0; i < st->n; i++)
-        if (out->call_step[i] >= 0)
-            off[out->call_step[i] + 1]++;
-    for (size_t s = 0; s < out->n_steps; s++)
-        off[s + 1] += off[s];
-    size_t *fill = ana_xcalloc(out->n_steps + 1, sizeof(size_t));
-    for (size_t i = 0; i < st->n; i++)
-        if (out->call_step[i] >= 0) {
-            size_t s = (size_t)out->call_step[i];
-            L[off[s] + fill[s]++] = (uint32_t)i;
-        }
+    size_t none = 0, total = 0, most = 0, lo, hi, *off = NULL;
     for (size_t s = 0; s < out->n_steps; s++) {
-        const uint32_t *l = L + off[s];
-        size_t n = off[s + 1] - off[s], nv = 0;
-        for (size_t j = 0; j < n; j++)
+        ana_st_step_window(st, s, &lo, &hi);
+        total += hi - lo;
+        most = hi - lo > most ? hi - lo : most;
+    }
+    int gather = total <= 2 * st->n + 4096;
+    uint32_t *L; /* call_step is 32-bit: so are calls */
+    if (gather) {
+        L = ana_xmalloc((most + 1) * sizeof(uint32_t));
+    } else {
+        /* the keys (when a method read them) are not read again: their array holds the
+         * order */
+        L = st->key ? st->key : ana_xmalloc((st->n + 1) * sizeof(uint32_t));
+        st->key = NULL;
+        off = ana_xcalloc(out->n_steps + 2, sizeof(size_t));
+        for (size_t i = 0; i < st->n; i++)
+            if (out->call_step[i] >= 0)
+                off[out->call_step[i] + 1]++;
+        for (size_t s = 0; s < out->n_steps; s++)
+            off[s + 1] += off[s];
+        size_t *fill = ana_xcalloc(out->n_steps + 1, sizeof(size_t));
+        for (size_t i = 0; i < st->n; i++)
+            if (out->call_step[i] >= 0) {
+                size_t s = (size_t)out->call_step[i];
+                L[off[s] + fill[s]++] = (uint32_t)i;
+            }
+        free(fill);
+    }
+    for (size_t s = 0; s < out->n_steps; s++) {
+        const uint32_t *l = L;
+        size_t n = 0, nv = 0;
+        if (gather) {
+            ana_st_step_window(st, s, &lo, &hi);
+            for (size_t c = lo; c < hi; c++)
+                if (out->call_step[c] == (int32_t)s)
+                    L[n++] = (uint32_t)c;
+        } else {
+            l = L + off[s];
+            n = off[s + 1] - off[s];
+        }
+        for (size_t j = 0; j < n && st->nv_phase; j++)
             nv += st->nv_phase[l[j]] < ANA_PHASE_COUNT;
         if (nv) {
             ana_st_range_phases(st, l, n, out->call_phase);
@@ -470,7 +517,6 @@ static size_t ana_st_phases(ana_st *st, ana_steps *out)
         if (p == ANA_PHASES_NVTX || (p == ANA_PHASES_NAMES && out->phases == ANA_PHASES_NONE))
             out->phases = p;
     }
-    free(fill);
     free(L);
     free(off);
     return none;
@@ -502,6 +548,7 @@ static int ana_st_find(ana_st *st, char *why, size_t cap)
     char nv[48], opt[64], per[68]; /* each fits its longest message; together, why */
     if (ana_st_nvtx(st, nv, sizeof(nv)))
         return st->method = ANA_STEPS_NVTX;
+    ana_st_keys(st);
     if (ana_st_optimizer(st, opt, sizeof(opt)))
         return st->method = ANA_STEPS_OPTIMIZER;
     if (ana_st_period(st, per, sizeof(per)))

@@ -42,9 +42,11 @@ typedef struct ana_st {
                          * steps are found with — a graph launch's kernels' hint, none for a
                          * launch captured into a graph (it ran nothing); else NULL */
     uint32_t *key;     /* per call: what repeats (a launch's kernel; a copy's API and size),
-                        * numbered from 0 in order of first appearance */
+                        * numbered from 0 in order of first appearance; NULL until the
+                        * optimizer and period methods need them (NVTX steps do not) */
     size_t n_keys;
-    uint8_t *nv_phase; /* per call: phase from an NVTX range, or ANA_PHASE_COUNT */
+    uint8_t *nv_phase; /* per call: phase from an NVTX range, or ANA_PHASE_COUNT; NULL
+                        * when no range names a phase */
     ana_st_range *ranges;
     size_t n_ranges, cap_ranges;
     ana_st_step *steps;

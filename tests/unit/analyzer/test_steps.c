@@ -240,6 +240,59 @@ Test(steps, overlapping_step_ranges_of_two_threads)
     tb_free(&b, &s);
 }
 
+/* Start/end "step" ranges that overlap: range r opens before block r of calls and closes
+ * after block r + w (or the last). A call belongs to the earliest range holding it, and its
+ * phase is the forward or backward range around it. With w = 3 each step's calls are
+ * gathered from its window; with every range open to the end the windows hold the calls
+ * ~10 times over, and the steps' calls are sorted out all at once instead: the same
+ * answers, computed here from what was written. */
+Test(steps, overlapping_start_end_ranges)
+{
+    enum { R = 20, K = 25 };
+    static const size_t widths[] = { 3, R };
+    for (size_t v = 0; v < 2; v++) {
+        size_t w = widths[v];
+        tb b;
+        ana_steps s;
+        size_t first[R];
+        tb_init(&b);
+        uint64_t k = tb_kernel(&b, "k_gemm");
+        for (size_t r = 0; r < R; r++) {
+            tb_range_on(&b, TID, ANA_RANGE_START, "step", r + 1);
+            tb_push(&b, "forward");
+            for (size_t j = 0; j < K; j++) {
+                if (j == K / 2) {
+                    tb_pop(&b);
+                    tb_push(&b, "backward");
+                }
+                size_t c = tb_launch(&b, k);
+                if (j == 0)
+                    first[r] = c;
+            }
+            tb_pop(&b);
+            for (size_t q = 0; q <= r; q++) /* ranges whose last block this was */
+                if (q + w == r || (r == R - 1 && q + w > r))
+                    tb_range_on(&b, TID, ANA_RANGE_END, "", q + 1);
+        }
+        tb_find(&b, &s);
+        cr_assert_eq(s.method, ANA_STEPS_NVTX, "%s", s.why);
+        cr_assert_eq(s.n_steps, R, "width %zu", w);
+        uint64_t calls[R] = { 0 };
+        for (size_t blk = 0; blk < R; blk++) {
+            size_t owner = blk > w ? blk - w : 0; /* the earliest range holding the block */
+            calls[owner] += K;
+            for (size_t j = 0; j < K; j++) {
+                cr_expect_eq(s.call_step[first[blk] + j], (int32_t)owner, "width %zu call %zu",
+                             w, first[blk] + j);
+                cr_expect_eq(s.call_phase[first[blk] + j], j < K / 2 ? F : B);
+            }
+        }
+        for (size_t r = 0; r < R; r++)
+            cr_expect_eq(s.steps[r].calls, calls[r], "width %zu step %zu", w, r);
+        tb_free(&b, &s);
+    }
+}
+
 /* One profiled step around a decode loop (v 0): the named range is the one step, not
  * the loop's iterations. The same loop in an unnamed range (1) or after a named range
  * holding no call (2) is cut by its period; a repeated named range inside a single one (3)
