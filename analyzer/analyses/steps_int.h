@@ -1,17 +1,19 @@
-/* steps_int.h — the state shared by steps.c and steps_seq.c; private to analyses/steps*.c
- * (no other file includes it: the module's contract is steps.h).
+/* steps_int.h — the state shared by steps.c, steps_seq.c and steps_place.c; private to
+ * analyses/steps*.c (no other file includes it: the module's contract is steps.h).
  *
- * steps.c prepares a per-call key and hint, pairs the NVTX ranges, finds NVTX steps,
- * assigns calls to steps and places phases from ranges; steps_seq.c finds steps in the
- * sequence of calls when there are no NVTX steps (the optimizer method, then the period
- * method) and places the phases of a step without phase ranges by kernel names.
- * Both add steps through ana_st_add_step; the state is owned by ana_steps_find. */
+ * steps.c prepares a per-call hint (and key, when needed), pairs the NVTX ranges and finds
+ * NVTX steps; steps_seq.c finds steps in the sequence of calls when there are no NVTX
+ * steps (the optimizer method, then the period method) and places the phases of a step
+ * without phase ranges by kernel names; steps_place.c assigns calls to steps and places
+ * phases from ranges. Steps are added through ana_st_add_step; the state is owned by
+ * ana_steps_find. */
 #ifndef ANA_STEPS_INT_H
 #define ANA_STEPS_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyses/steps.h"
 #include "model/trace.h"
 #include "model/util.h"
 
@@ -62,6 +64,16 @@ static inline void ana_st_add_step(ana_st *st, ana_st_step s)
     st->steps[st->n_steps++] = s;
 }
 
+/* steps_place.c: the phase a range name says (enum ana_phase), or -1; the calls a range
+ * [t0, t1] holds, of every thread: calls [*lo, *hi). */
+int ana_st_phase_of(const char *name);
+void ana_st_window(const ana_st *st, uint64_t t0, uint64_t t1, size_t *lo, size_t *hi);
+/* steps_place.c: each call's NVTX phase from the ranges that name one (st->nv_phase); the
+ * calls to the steps found (sorted by start; out->steps and call_step); the steps' phases
+ * (out->call_phase), returning the steps that have none. */
+void ana_st_nvtx_phases(ana_st *st);
+void ana_st_assign(ana_st *st, ana_steps *out);
+size_t ana_st_phases(ana_st *st, ana_steps *out);
 /* steps_seq.c: each adds the steps it finds and returns 1, or writes what it missed to
  * why and returns 0. */
 int ana_st_optimizer(ana_st *st, char *why, size_t cap);

@@ -1,10 +1,11 @@
 /* calls.c — the API calls in time order, in memory or packed (calls.h). Part of model/:
- * calls model/spill.h and model/util.h only. */
+ * calls model/spill.h, model/util.h and format/varint.h only. */
 #include "model/calls.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/varint.h"
 #include "model/util.h"
 
 void ana_calls_init(ana_calls *c)
@@ -20,17 +21,7 @@ void ana_calls_adopt(ana_calls *c, ana_api_call *v, uint64_t n)
     c->n = n;
 }
 
-static size_t ana_put_varint(uint8_t *p, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        p[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[n++] = (uint8_t)v;
-    return n;
-}
-
+/* A varint this file wrote (ana_varint_put): no bound to check. */
 static inline uint64_t ana_get_varint(const uint8_t **p)
 {
     if (!(**p & 0x80)) /* most are one byte */
@@ -67,13 +58,12 @@ void ana_calls_pack(ana_calls *c, const ana_api_call *x)
         memset(&c->prev, 0, sizeof(c->prev));
         c->prev_nz_call = 0;
     }
-    uint8_t b[5 * 10], *p = b;
-    int64_t dt = (int64_t)(x->time_ns - c->prev.time_ns);
-    p += ana_put_varint(p, ((uint64_t)dt << 1) ^ (uint64_t)(dt >> 63));
-    p += ana_put_varint(p, ana_zz32(x->corr_w, c->prev.corr_w));
-    p += ana_put_varint(p, x->arg_w);
-    p += ana_put_varint(p, x->call_w ? (uint64_t)ana_zz32(x->call_w, c->prev_nz_call) + 1 : 0);
-    p += ana_put_varint(p, x->site);
+    uint8_t b[5 * ANA_VARINT_MAX], *p = b;
+    p += ana_varint_put(p, ana_zigzag((int64_t)(x->time_ns - c->prev.time_ns)));
+    p += ana_varint_put(p, ana_zz32(x->corr_w, c->prev.corr_w));
+    p += ana_varint_put(p, x->arg_w);
+    p += ana_varint_put(p, x->call_w ? (uint64_t)ana_zz32(x->call_w, c->prev_nz_call) + 1 : 0);
+    p += ana_varint_put(p, x->site);
     ana_spill_push(&c->bytes, b, (size_t)(p - b));
     if (x->call_w)
         c->prev_nz_call = x->call_w;
@@ -133,7 +123,7 @@ static const ana_api_call *ana_calls_block(const ana_calls *c, uint64_t b)
     uint32_t nz = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t dt = ana_get_varint(&p);
-        v[i].time_ns = prev.time_ns + ((dt >> 1) ^ (0 - (dt & 1)));
+        v[i].time_ns = prev.time_ns + (uint64_t)ana_unzigzag(dt);
         v[i].corr_w = ana_unzz32((uint32_t)ana_get_varint(&p), prev.corr_w);
         v[i].arg_w = (uint32_t)ana_get_varint(&p);
         uint64_t cw = ana_get_varint(&p);
