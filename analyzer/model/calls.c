@@ -71,6 +71,62 @@ void ana_calls_pack(ana_calls *c, const ana_api_call *x)
     c->n++;
 }
 
+void ana_calls_pack_run(ana_calls *c, const ana_api_call *v, size_t n)
+{
+    ANA_GROW(c->runs, c->cap_runs, c->n_runs + 1);
+    c->runs[c->n_runs++] = c->n;
+    for (size_t i = 0; i < n; i++)
+        ana_calls_pack(c, &v[i]);
+}
+
+void ana_calls_merge_runs(const ana_calls *c, ana_calls *out,
+                          int (*cmp)(const void *, const void *))
+{
+    size_t nr = c->n_runs, nh = 0, *heap = ana_xcalloc(nr + 1, sizeof(size_t));
+    uint64_t *pos = ana_xcalloc(nr + 1, sizeof(uint64_t));
+    ana_api_call *head = ana_xcalloc(nr + 1, sizeof(*head));
+#define ANA_RUN_END(r) ((r) + 1 < nr ? c->runs[(r) + 1] : c->n)
+#define ANA_RUN_LESS(a, b) \
+    (cmp(&head[a], &head[b]) < 0 || ((a) < (b) && cmp(&head[a], &head[b]) == 0))
+    for (size_t r = 0; r < nr; r++) {
+        if ((pos[r] = c->runs[r]) >= ANA_RUN_END(r))
+            continue;
+        head[r] = ana_calls_get(c, pos[r]);
+        size_t i = nh++; /* sift up */
+        for (; i && ANA_RUN_LESS(r, heap[(i - 1) / 2]); i = (i - 1) / 2)
+            heap[i] = heap[(i - 1) / 2];
+        heap[i] = r;
+    }
+    while (nh) {
+        size_t r = heap[0];
+        ana_calls_pack(out, &head[r]);
+        if (++pos[r] < ANA_RUN_END(r))
+            head[r] = ana_calls_get(c, pos[r]);
+        else if (--nh) /* the run is done: the last in the heap takes its place */
+            r = heap[nh];
+        else
+            break;
+        size_t i = 0; /* sift r down from the top */
+        for (;;) {
+            size_t l = 2 * i + 1, m = l + 1, k = l;
+            if (l >= nh)
+                break;
+            if (m < nh && ANA_RUN_LESS(heap[m], heap[l]))
+                k = m;
+            if (!ANA_RUN_LESS(heap[k], r))
+                break;
+            heap[i] = heap[k], i = k;
+        }
+        heap[i] = r;
+    }
+#undef ANA_RUN_LESS
+#undef ANA_RUN_END
+    free(heap);
+    free(pos);
+    free(head);
+    ana_calls_seal(out);
+}
+
 void ana_calls_seal(ana_calls *c)
 {
     if (c->raw || !c->n_blocks)
@@ -92,6 +148,7 @@ void ana_calls_free(ana_calls *c)
     ana_spill_free(&c->bytes);
     free(c->off);
     free(c->first_ns);
+    free(c->runs);
     if (c->cache)
         free(c->cache->buf);
     free(c->cache);

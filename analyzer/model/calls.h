@@ -54,6 +54,8 @@ typedef struct ana_calls {
     ana_api_call prev;    /* while packing: the call before, in its block */
     uint32_t prev_nz_call; /* while packing: the last nonzero call_w of the block */
     ana_calls_cache *cache;
+    uint64_t *runs;       /* packed in sorted runs (ana_calls_pack_run): where each begins */
+    size_t n_runs, cap_runs;
 } ana_calls;
 
 void ana_calls_init(ana_calls *c);
@@ -61,6 +63,13 @@ void ana_calls_init(ana_calls *c);
 void ana_calls_adopt(ana_calls *c, ana_api_call *v, uint64_t n);
 /* Adds the next call (in time order) to the packed calls. */
 void ana_calls_pack(ana_calls *c, const ana_api_call *x);
+/* Adds a sorted run of n calls (runs that follow each other in time make the calls in
+ * order; else ana_calls_merge_runs puts them in order). */
+void ana_calls_pack_run(ana_calls *c, const ana_api_call *v, size_t n);
+/* The calls of c's runs (sealed), merged in order into out (equal calls: the earlier run
+ * first) by cmp, then sealed. */
+void ana_calls_merge_runs(const ana_calls *c, ana_calls *out,
+                          int (*cmp)(const void *, const void *));
 /* Once every call is packed, before reading. */
 void ana_calls_seal(ana_calls *c);
 void ana_calls_free(ana_calls *c);

@@ -50,6 +50,12 @@ static void ana_sorter_run(ana_sorter *s)
         s->last = ana_xmalloc(s->item);
     }
     memcpy(s->last, s->buf + (s->n - 1) * s->item, s->item);
+    if (s->keep) {
+        s->n_runs++;
+        s->keep(s->keep_arg, s->buf, s->n);
+        s->n = 0;
+        return;
+    }
     ANA_GROW(s->starts, s->cap_runs, s->n_runs + 1);
     s->starts[s->n_runs++] = s->runs.n;
     ana_spill_to_file(&s->runs);
@@ -184,6 +190,8 @@ void ana_sorter_finish(ana_sorter *s, ana_spill *out, void (*emit)(void *arg, co
     }
     ana_sorter_free(s);
 }
+
+void ana_sorter_flush(ana_sorter *s) { ana_sorter_run(s); }
 
 void ana_sorter_free(ana_sorter *s)
 {

@@ -30,6 +30,11 @@ typedef struct ana_sorter {
     size_t n_runs, cap_runs;
     uint8_t *last;          /* the last item of the last run written */
     int unordered;          /* a run began before the one before it ended */
+    /* When set, each run (sorted) goes to keep(keep_arg, items, n) instead of the runs'
+     * file: its owner keeps it its own way, flushes the last run with ana_sorter_flush
+     * and merges them itself when they are unordered (ana_sorter_finish is not used). */
+    void (*keep)(void *arg, const void *items, size_t n);
+    void *keep_arg;
 } ana_sorter;
 
 /* The context of the sort under way, for its comparator: a sorter's ctx while it sorts or
@@ -47,6 +52,8 @@ void *ana_sorter_slot(ana_sorter *s);
 void ana_sorter_finish(ana_sorter *s, ana_spill *out, void (*emit)(void *arg, const void *item),
                        void *arg);
 void ana_sorter_free(ana_sorter *s);
+/* The items not yet in a run become the last run (a sorter with keep). */
+void ana_sorter_flush(ana_sorter *s);
 
 /* The number of items a setting (environment variable `name`) asks for: a number, 0 for
  * no limit (SIZE_MAX); def when unset or unreadable (said on stderr once per setting). */

@@ -46,23 +46,39 @@ static int ana_api_call_cmp(const void *a, const void *b)
 /* 8 Mi calls (192 MiB) in memory at most; past that they are sorted in runs and packed */
 #define ANA_CALLS_RUN_DEFAULT (1u << 23)
 
-static void ana_trace_pack_call(void *arg, const void *item) { ana_calls_pack(arg, item); }
+/* A full run of calls, sorted: packed at once (calls.h), not written out as it is. */
+static void ana_trace_keep_calls(void *arg, const void *items, size_t n)
+{
+    ana_calls_pack_run(arg, items, n);
+}
 
-/* The calls sorted: the sorted array itself while they stayed in memory, else merged from
- * their runs straight into the packed calls. */
+/* The calls sorted: the sorted array itself while they stayed in memory; else their packed
+ * runs, which are the calls in order when they follow each other in time (one thread's
+ * calls, or threads' that do not overlap), or are merged into order. */
 static void ana_trace_finish_calls(ana_trace *t)
 {
-    ana_spill out;
-    ana_spill_init(&out, sizeof(ana_api_call), "API calls");
     if (!t->call_sort.n_runs) {
+        ana_spill out;
+        ana_spill_init(&out, sizeof(ana_api_call), "API calls");
         ana_sorter_finish(&t->call_sort, &out, NULL, NULL);
         ana_calls_adopt(&t->calls, (ana_api_call *)out.mem, out.n);
         out.mem = NULL;
+        ana_spill_free(&out);
     } else {
-        ana_sorter_finish(&t->call_sort, &t->calls.bytes, ana_trace_pack_call, &t->calls);
+        ana_sorter_flush(&t->call_sort);
+        int unordered = t->call_sort.unordered;
+        ana_sorter_free(&t->call_sort);
         ana_calls_seal(&t->calls);
+        if (unordered) {
+            ana_calls merged;
+            ana_calls_init(&merged);
+            ana_sorter_ctx = t;
+            ana_calls_merge_runs(&t->calls, &merged, ana_api_call_cmp);
+            ana_sorter_ctx = NULL;
+            ana_calls_free(&t->calls);
+            t->calls = merged;
+        }
     }
-    ana_spill_free(&out);
     t->n_calls = (size_t)t->calls.n;
 }
 
@@ -122,6 +138,8 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     ana_calls_init(&t->calls);
     run = ana_sorter_setting("ANATOMIST_SPILL_CALLS", ANA_CALLS_RUN_DEFAULT, sizeof(ana_api_call));
     ana_sorter_init(&t->call_sort, sizeof(ana_api_call), run, 1, ana_api_call_cmp, t, "API calls");
+    t->call_sort.keep = ana_trace_keep_calls;
+    t->call_sort.keep_arg = &t->calls;
     ana_spill_init(&t->gpu_spill, sizeof(ana_gpu_act), "GPU activities");
     run = ana_sorter_setting("ANATOMIST_SPILL_GPU", ANA_GPU_RUN_DEFAULT, sizeof(ana_gpu_act));
     ana_sorter_init(&t->gpu_sort, sizeof(ana_gpu_act), run, 0, ana_gpu_act_cmp, t,

@@ -321,7 +321,7 @@ static int want_call_cmp(const void *a, const void *b)
  * gaps past 2^32 ns, threads, correlation ids, library calls and sizes of 2^31 and up,
  * and launches recorded without their kernel that take the kernel of their GPU_KERNEL
  * (the earliest one when two share the id). */
-Test(spill, calls_read_back_whatever_the_runs)
+static void calls_read_back(int ordered)
 {
     enum { N = 5000 };
     static want_call want[N];
@@ -330,15 +330,18 @@ Test(spill, calls_read_back_whatever_the_runs)
     uint64_t time = 1000;
     for (size_t i = 0; i < N; i++) {
         uint64_t r = next64();
-        time += r % 4 == 0 ? 0 : r % 4 == 1 ? (1ull << 33) + next64() % 1000 : next64() % 5000;
-        uint64_t at = next64() % 8 == 0 ? time - next64() % 900 : time; /* some out of order */
+        time += r % 4 == 0 ? !!ordered : r % 4 == 1 ? (1ull << 33) + next64() % 1000
+                                                   : 1 + next64() % 5000;
+        /* some out of order, unless in order: then their runs follow each other */
+        uint64_t at = !ordered && next64() % 8 == 0 ? time - next64() % 900 : time;
         want_call *w = &want[i];
         *w = (want_call){ .time = at, .order = i };
         w->tid = next64() % 5 == 0 ? (1ull << 40) + 7 : 1 + next64() % 3;
         w->corr = next64() % 9 == 0 ? 0 : 10 + i;
         w->arg = next64() % 6 == 0 ? 0 : next64() % 3 == 0 ? (1ull << 35) + i : 1 + next64() % 9;
         w->call = next64() % 3 ? 0 : next64() % 2 ? 5000 + i / 4 : (1ull << 36) + i;
-        named[i] = want[i].arg == 0 && want[i].corr ? 100 + next64() % 5 : 0;
+        /* (launches named afterwards pack the calls again: only when out of order) */
+        named[i] = !ordered && want[i].arg == 0 && want[i].corr ? 100 + next64() % 5 : 0;
     }
     for (size_t ri = 0; ri < sizeof(runs) / sizeof(runs[0]); ri++) {
         setenv("ANATOMIST_SPILL_CALLS", runs[ri], 1);
@@ -369,6 +372,10 @@ Test(spill, calls_read_back_whatever_the_runs)
         cr_assert_eq(t->n_calls, N, "runs %s", runs[ri]);
         int packed = atoi(runs[ri]) > 0 && atoi(runs[ri]) < N;
         cr_assert_eq(t->calls.raw == NULL, packed, "runs %s", runs[ri]);
+        if (packed && ordered) /* the packed runs are the calls: no merge */
+            cr_assert_eq(t->calls.n_runs, (N + atoi(runs[ri]) - 1) / atoi(runs[ri]));
+        if (packed && !ordered && atoi(runs[ri]) == 1) /* merged from runs of one */
+            cr_assert_eq(t->calls.n_runs, 0);
         for (size_t k = 0; k < 2 * N; k++) { /* in order, then at random */
             size_t i = k < N ? k : (size_t)(next64() % N);
             ana_api_call c = ana_trace_call(t, i);
@@ -396,3 +403,6 @@ Test(spill, calls_read_back_whatever_the_runs)
     }
     unsetenv("ANATOMIST_SPILL_CALLS");
 }
+
+Test(spill, calls_read_back_whatever_the_runs) { calls_read_back(0); }
+Test(spill, calls_read_back_runs_in_order) { calls_read_back(1); }
