@@ -6,12 +6,14 @@
  * call written as the differences from the one before it in its block (LEB128 varints,
  * about 7 bytes a call), in a temporary file (spill.h); in memory stay only where each block
  * begins and the time of its first call (16 bytes per block), and a cache of the blocks
- * read last, decoded. Readers take a call by value (ana_calls_get): it stays valid however
+ * read last, decoded. The model's sorter hands each sorted run over to be packed at once;
+ * runs that overlap in time are then merged into a second packed file. Readers take a call by value (ana_calls_get): it stays valid however
  * many calls are read after it. Reading in order, or near the calls read last (the calls of
  * the GPU activities, in their order), decodes each block once.
  *
  * Single-threaded: the cache is shared by every reader of the trace (the analyses run on
- * one thread). Part of model/: calls model/spill.h and model/util.h only. */
+ * one thread). Part of model/: calls model/spill.h, model/util.h and format/varint.h
+ * only. */
 #ifndef ANA_CALLS_H
 #define ANA_CALLS_H
 
