@@ -13,7 +13,9 @@ Three ways:
 Prints the medians per call (a pair is two captures: the allocation's and the free's) and
 c - b per capture: what reading the Python frames and interning the longer stack costs.
 Not a test: run by hand, numbers go to docs/overhead.md."""
+import atexit
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,6 +45,7 @@ def main():
     depth = int(sys.argv[3]) if len(sys.argv) > 3 else 20
     n = int(sys.argv[4]) if len(sys.argv) > 4 else 200000
     d = tempfile.mkdtemp(prefix="ana-bench-py-")
+    atexit.register(shutil.rmtree, d, True)  # the built extension and the traces
     ext = os.path.join(d, "pyframes_ext" + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-I" + sysconfig.get_paths()["include"],
                     "-I" + os.path.join(CUDA_HOME, "include"), os.path.join(HERE, "pyframes_ext.c"),

@@ -1,6 +1,7 @@
 """scripts/layers on small source trees made here, whose calls are known: it must find the
 cycle, the call going up the layer table, the long file and the file without an opening
 comment that were put there, and nothing in a tree that has none."""
+import atexit
 import json
 import os
 import shutil
@@ -14,10 +15,17 @@ LAYERS = os.path.join(os.path.abspath(SOURCE), "scripts", "layers")
 CC = shutil.which("cc") or shutil.which("gcc")
 
 
+def scratch():
+    """A new directory, removed when the test process exits."""
+    d = tempfile.mkdtemp(prefix="ana-layers-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
 def tree(files):
     """Writes files {relative path: text} under a new source root, compiles every .c into
     build/obj/, writes build/compile_commands.json; returns (root, build)."""
-    root = tempfile.mkdtemp(prefix="ana-layers-")
+    root = scratch()
     build = os.path.join(root, "build")
     os.makedirs(os.path.join(build, "obj"))
     entries = []
@@ -101,7 +109,7 @@ class Layers(unittest.TestCase):
         self.assertIn("analyzer/misc/odd.c: in no folder of the layer table", out)
 
     def test_a_missing_build_is_exit_2(self):
-        root = tempfile.mkdtemp(prefix="ana-layers-")
+        root = scratch()
         rc, out = check(root, os.path.join(root, "nope"))
         self.assertEqual(rc, 2, out)
         self.assertIn("build first", out)

@@ -2,8 +2,10 @@
 
 The tests run real sample programs under the preload on the simulated device and check
 the analyzer's numbers against what the samples know about themselves (their ledgers)."""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -94,5 +96,21 @@ def ledger(stdout):
     return json.loads(lines[-1][len("ledger "):])
 
 
+_TMPDIRS = []
+
+
 def tmpdir():
-    return tempfile.mkdtemp(prefix="ana-scenario-")
+    """A scratch directory, removed with everything in it when the test process exits
+    (ANA_KEEP_TMP=1 keeps them, to look at after a failure): runs on a developer's
+    machine would otherwise leave their traces in /tmp, gigabytes after a few days."""
+    d = tempfile.mkdtemp(prefix="ana-scenario-")
+    _TMPDIRS.append(d)
+    return d
+
+
+@atexit.register
+def _remove_tmpdirs():
+    if os.environ.get("ANA_KEEP_TMP"):
+        return
+    for d in _TMPDIRS:
+        shutil.rmtree(d, ignore_errors=True)

@@ -15,10 +15,9 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import ANATOMIST, PRELOAD, SANITIZER_RUNTIME, SIM_LIB, CUDA_HOME, anatomist, clean_env as _clean_env, run  # noqa: E402
+from common import ANATOMIST, PRELOAD, SANITIZER_RUNTIME, SIM_LIB, CUDA_HOME, anatomist, clean_env as _clean_env, run, tmpdir  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = os.path.join(HERE, "py", "pyframes_probe.py")
@@ -154,7 +153,7 @@ def test_layouts_match_the_headers():
 def test_every_site_on_every_interpreter():
     vers = [(v, py) for v, py in interpreters() if (3, 9) <= v <= (3, 13)]
     assert vers, "no CPython 3.9-3.13 here"
-    d = tempfile.mkdtemp(prefix="ana-pyframes-")
+    d = tmpdir()
     for v, py in vers:
         trace = os.path.join(d, "py%d%d.anat" % v)
         r = profile(py, trace)
@@ -164,7 +163,7 @@ def test_every_site_on_every_interpreter():
 
 
 def test_c_extension_allocates_and_launches():
-    d = tempfile.mkdtemp(prefix="ana-pyext-")
+    d = tmpdir()
     v = sys.version_info[:2]
     build_ext(sys.executable, d)
     trace = os.path.join(d, "ext.anat")
@@ -221,7 +220,7 @@ def test_c_extension_allocates_and_launches():
 
 
 def test_text_report_and_diff_name_python_sites():
-    d = tempfile.mkdtemp(prefix="ana-pytext-")
+    d = tmpdir()
     trace = os.path.join(d, "t.anat")
     profile(sys.executable, trace)
     r = anatomist("report", trace)
@@ -244,7 +243,7 @@ def test_text_report_and_diff_name_python_sites():
 def test_oom_stack_leads_with_python():
     """`anatomist oom` on a Python program that runs the device out of memory: the failed
     allocation's stack shows the Python frames right after the innermost native frame."""
-    d = tempfile.mkdtemp(prefix="ana-pyoom-")
+    d = tmpdir()
     prog = os.path.join(d, "grow.py")
     with open(prog, "w") as f:
         f.write("import ctypes\n"
@@ -275,7 +274,7 @@ def test_oom_stack_leads_with_python():
 def test_python_file_names_are_escaped_in_text():
     """A Python file name is a name the program chose: text outputs write its control bytes
     as \\xNN (util.h ana_name_dup), the JSON keeps its exact bytes."""
-    d = os.path.join(tempfile.mkdtemp(prefix="ana-pyname-"), "evil\x1b[31m")
+    d = os.path.join(tmpdir(), "evil\x1b[31m")
     os.mkdir(d)
     prog = os.path.join(d, "p.py")
     with open(prog, "w") as f:
@@ -297,7 +296,7 @@ def test_killed_process_keeps_python_frames():
     """A Python process killed by SIGKILL: `anatomist run` recovers its trace from the live
     file, and the allocation's stack still shows its Python frames (PYCODE definitions in
     the live file's definitions ring)."""
-    d = tempfile.mkdtemp(prefix="ana-pykill-")
+    d = tmpdir()
     prog = os.path.join(d, "killed.py")
     with open(prog, "w") as f:
         f.write("import ctypes, os, signal\n"
@@ -322,7 +321,7 @@ def test_killed_process_keeps_python_frames():
 
 
 def test_python_off_and_unsupported_interpreters():
-    d = tempfile.mkdtemp(prefix="ana-pyoff-")
+    d = tmpdir()
     trace = os.path.join(d, "off.anat")
     profile(sys.executable, trace, extra_env={"ANATOMIST_PYTHON": "0"})
     for a in allocations(trace):
