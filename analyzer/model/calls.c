@@ -1,11 +1,13 @@
 /* calls.c — the API calls in time order, in memory or packed (calls.h). Part of model/:
- * calls model/spill.h, model/util.h and format/varint.h only. */
+ * calls model/spill.h, model/sorter.h (its merge heap), model/util.h and format/varint.h
+ * only. */
 #include "model/calls.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "format/varint.h"
+#include "model/sorter.h"
 #include "model/util.h"
 
 void ana_calls_init(ana_calls *c)
@@ -79,49 +81,43 @@ void ana_calls_pack_run(ana_calls *c, const ana_api_call *v, size_t n)
         ana_calls_pack(c, &v[i]);
 }
 
+typedef struct ana_calls_heads {
+    int (*cmp)(const void *, const void *);
+    const ana_api_call *head;
+} ana_calls_heads;
+
+static int ana_calls_run_less(void *arg, size_t a, size_t b)
+{
+    const ana_calls_heads *x = arg;
+    int c = x->cmp(&x->head[a], &x->head[b]);
+    return c < 0 || (c == 0 && a < b);
+}
+
 void ana_calls_merge_runs(const ana_calls *c, ana_calls *out,
                           int (*cmp)(const void *, const void *))
 {
-    size_t nr = c->n_runs, nh = 0, *heap = ana_xcalloc(nr + 1, sizeof(size_t));
+    size_t nr = c->n_runs;
     uint64_t *pos = ana_xcalloc(nr + 1, sizeof(uint64_t));
     ana_api_call *head = ana_xcalloc(nr + 1, sizeof(*head));
+    ana_calls_heads heads = { cmp, head };
+    ana_run_heap h = { ana_xcalloc(nr + 1, sizeof(size_t)), 0, ana_calls_run_less, &heads };
 #define ANA_RUN_END(r) ((r) + 1 < nr ? c->runs[(r) + 1] : c->n)
-#define ANA_RUN_LESS(a, b) \
-    (cmp(&head[a], &head[b]) < 0 || ((a) < (b) && cmp(&head[a], &head[b]) == 0))
     for (size_t r = 0; r < nr; r++) {
         if ((pos[r] = c->runs[r]) >= ANA_RUN_END(r))
             continue;
         head[r] = ana_calls_get(c, pos[r]);
-        size_t i = nh++; /* sift up */
-        for (; i && ANA_RUN_LESS(r, heap[(i - 1) / 2]); i = (i - 1) / 2)
-            heap[i] = heap[(i - 1) / 2];
-        heap[i] = r;
+        ana_run_heap_add(&h, r);
     }
-    while (nh) {
-        size_t r = heap[0];
+    while (h.n) {
+        size_t r = h.v[0];
         ana_calls_pack(out, &head[r]);
-        if (++pos[r] < ANA_RUN_END(r))
+        int done = ++pos[r] >= ANA_RUN_END(r);
+        if (!done)
             head[r] = ana_calls_get(c, pos[r]);
-        else if (--nh) /* the run is done: the last in the heap takes its place */
-            r = heap[nh];
-        else
-            break;
-        size_t i = 0; /* sift r down from the top */
-        for (;;) {
-            size_t l = 2 * i + 1, m = l + 1, k = l;
-            if (l >= nh)
-                break;
-            if (m < nh && ANA_RUN_LESS(heap[m], heap[l]))
-                k = m;
-            if (!ANA_RUN_LESS(heap[k], r))
-                break;
-            heap[i] = heap[k], i = k;
-        }
-        heap[i] = r;
+        ana_run_heap_next(&h, done);
     }
-#undef ANA_RUN_LESS
 #undef ANA_RUN_END
-    free(heap);
+    free(h.v);
     free(pos);
     free(head);
     ana_calls_seal(out);

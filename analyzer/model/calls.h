@@ -12,8 +12,8 @@
  * the GPU activities, in their order), decodes each block once.
  *
  * Single-threaded: the cache is shared by every reader of the trace (the analyses run on
- * one thread). Part of model/: calls model/spill.h, model/util.h and format/varint.h
- * only. */
+ * one thread). Part of model/: calls model/spill.h, model/sorter.h, model/util.h and
+ * format/varint.h only. */
 #ifndef ANA_CALLS_H
 #define ANA_CALLS_H
 

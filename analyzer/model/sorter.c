@@ -73,15 +73,58 @@ void *ana_sorter_slot(ana_sorter *s)
     return s->buf + s->n++ * s->item;
 }
 
+void ana_run_heap_add(ana_run_heap *h, size_t r)
+{
+    size_t i = h->n++; /* sift up */
+    for (; i && h->less(h->arg, r, h->v[(i - 1) / 2]); i = (i - 1) / 2)
+        h->v[i] = h->v[(i - 1) / 2];
+    h->v[i] = r;
+}
+
+void ana_run_heap_next(ana_run_heap *h, int done)
+{
+    size_t r = h->v[0], i = 0;
+    if (done) { /* the last in the heap takes its place */
+        if (!--h->n)
+            return;
+        r = h->v[h->n];
+    }
+    for (;;) { /* sift r down from the top */
+        size_t l = 2 * i + 1, m = l + 1, k = l;
+        if (l >= h->n)
+            break;
+        if (m < h->n && h->less(h->arg, h->v[m], h->v[l]))
+            k = m;
+        if (!h->less(h->arg, h->v[k], r))
+            break;
+        h->v[i] = h->v[k], i = k;
+    }
+    h->v[i] = r;
+}
+
+typedef struct ana_sorter_heads {
+    const ana_sorter *s;
+    const uint8_t **head;
+} ana_sorter_heads;
+
+static int ana_sorter_run_less(void *arg, size_t a, size_t b)
+{
+    const ana_sorter_heads *x = arg;
+    int c = x->s->cmp(x->head[a], x->head[b]);
+    return c < 0 || (c == 0 && a < b);
+}
+
 /* The runs merged (equal items: the earlier run first) into emit. Each run is read
  * through a cursor of its own, with blocks small enough that all of them together hold
  * about 64 MiB. */
 static void ana_sorter_merge(ana_sorter *s, void (*emit)(void *arg, const void *item), void *arg)
 {
-    size_t nr = s->n_runs, *heap = ana_xcalloc(nr + 1, sizeof(size_t)), nh = 0;
+    size_t nr = s->n_runs;
     ana_spill_cur *c = ana_xcalloc(nr + 1, sizeof(*c));
     const uint8_t **head = ana_xcalloc(nr + 1, sizeof(*head));
     size_t *left = ana_xcalloc(nr + 1, sizeof(size_t));
+    ana_sorter_heads heads = { s, head };
+    ana_run_heap h = { ana_xcalloc(nr + 1, sizeof(size_t)), 0, ana_sorter_run_less, &heads };
     size_t block = ((64u << 20) / (nr + 1)) / s->item * s->item;
     if (block < (64u << 10))
         block = 64u << 10;
@@ -89,8 +132,6 @@ static void ana_sorter_merge(ana_sorter *s, void (*emit)(void *arg, const void *
         block = s->runs.block;
     const void *was = ana_sorter_ctx;
     ana_sorter_ctx = s->ctx;
-#define ANA_RUN_LESS(a, b) (s->cmp(head[a], head[b]) < 0 || \
-                            ((a) < (b) && s->cmp(head[a], head[b]) == 0))
     for (size_t r = 0; r < nr; r++) {
         ana_spill_open(&c[r], &s->runs, s->starts[r], r + 1 < nr ? s->starts[r + 1] : UINT64_MAX);
         c[r].block = block;
@@ -98,13 +139,10 @@ static void ana_sorter_merge(ana_sorter *s, void (*emit)(void *arg, const void *
         if (!(left[r] = ana_spill_peek(&c[r], &p)))
             continue;
         head[r] = p;
-        size_t i = nh++; /* sift up */
-        for (; i && ANA_RUN_LESS(r, heap[(i - 1) / 2]); i = (i - 1) / 2)
-            heap[i] = heap[(i - 1) / 2];
-        heap[i] = r;
+        ana_run_heap_add(&h, r);
     }
-    while (nh) {
-        size_t r = heap[0];
+    while (h.n) {
+        size_t r = h.v[0];
         emit(arg, head[r]);
         ana_spill_take(&c[r], 1);
         const void *p;
@@ -112,31 +150,15 @@ static void ana_sorter_merge(ana_sorter *s, void (*emit)(void *arg, const void *
             left[r] = ana_spill_peek(&c[r], &p);
         if (left[r])
             head[r] = c[r].at;
-        else if (--nh) /* the run is done: the last in the heap takes its place */
-            r = heap[nh];
-        else
-            break;
-        size_t i = 0; /* sift r down from the top */
-        for (;;) {
-            size_t l = 2 * i + 1, m = l + 1, k = l;
-            if (l >= nh)
-                break;
-            if (m < nh && ANA_RUN_LESS(heap[m], heap[l]))
-                k = m;
-            if (!ANA_RUN_LESS(heap[k], r))
-                break;
-            heap[i] = heap[k], i = k;
-        }
-        heap[i] = r;
+        ana_run_heap_next(&h, !left[r]);
     }
-#undef ANA_RUN_LESS
     ana_sorter_ctx = was;
     for (size_t r = 0; r < nr; r++)
         ana_spill_close(&c[r]);
     free(c);
     free(head);
     free(left);
-    free(heap);
+    free(h.v);
 }
 
 static void ana_sorter_push(void *arg, const void *item) { ana_spill_push(arg, item, 1); }

@@ -55,6 +55,18 @@ void ana_sorter_free(ana_sorter *s);
 /* The items not yet in a run become the last run (a sorter with keep). */
 void ana_sorter_flush(ana_sorter *s);
 
+/* The heap of a k-way merge: run numbers, the run with the least head on top. less(arg,
+ * a, b) orders two runs by their heads, the lower run first between equal heads (so that
+ * the merge is stable). v has room for every run. */
+typedef struct ana_run_heap {
+    size_t *v, n;
+    int (*less)(void *arg, size_t a, size_t b);
+    void *arg;
+} ana_run_heap;
+void ana_run_heap_add(ana_run_heap *h, size_t r);
+/* The top run's head moved on, or the run ended (done): the heap back in order. */
+void ana_run_heap_next(ana_run_heap *h, int done);
+
 /* The number of items a setting (environment variable `name`) asks for: a number, 0 for
  * no limit (SIZE_MAX); def when unset or unreadable (said on stderr once per setting). */
 size_t ana_sorter_setting(const char *name, size_t def, size_t item);
