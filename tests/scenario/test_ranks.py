@@ -175,7 +175,9 @@ class Ranks(unittest.TestCase):
             d = json.loads(r.stdout)
             step = {m["key"]: m for m in d["metrics"]}["step-time"]
             self.assertEqual(step["base"], self.job["job"]["step_median_ns"])
-            self.assertGreaterEqual(step["base"], SLOW_US * 1000)
+            # the others' steps hold their wait for the straggler, less however late they
+            # reached the all-reduce: under load a little under SLOW_US (149.87 ms seen)
+            self.assertGreaterEqual(step["base"], SLOW_US * 1000 * 9 // 10)
             self.assertLess(step["head"], step["base"] - SLOW_US * 1000 // 2)
             self.assertEqual([s["rank"] for s in d["base"]["stragglers"] if s["metric"] == "work"], [SLOW])
         r = anatomist("diff", self.slow_dir, self.fast_dir, "--fail-on", "step-time<-20%", timeout=180)
