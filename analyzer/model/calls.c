@@ -1,6 +1,6 @@
 /* calls.c — the API calls in time order, in memory or packed (calls.h). Part of model/:
- * calls model/spill.h, model/sorter.h (its merge heap), model/util.h and format/varint.h
- * only. */
+ * calls model/spill.h, model/sorter.h (its merge heap), model/u64map.h, model/util.h and
+ * format/varint.h only. */
 #include "model/calls.h"
 
 #include <stdlib.h>
@@ -37,15 +37,22 @@ static inline uint64_t ana_get_varint(const uint8_t **p)
     }
 }
 
-static uint32_t ana_zz32(uint32_t x, uint32_t prev)
+/* A 32-bit field against the one before: its difference, zigzag-coded (format/varint.h). */
+static uint64_t ana_zz32(uint32_t x, uint32_t prev)
 {
-    int32_t d = (int32_t)(x - prev);
-    return ((uint32_t)d << 1) ^ (uint32_t)(d >> 31);
+    return ana_zigzag((int32_t)(x - prev));
 }
 
-static uint32_t ana_unzz32(uint32_t z, uint32_t prev)
+static uint32_t ana_unzz32(uint64_t z, uint32_t prev)
 {
-    return prev + ((z >> 1) ^ (0u - (z & 1)));
+    return prev + (uint32_t)ana_unzigzag(z);
+}
+
+/* The calls of block b: ANA_CALLS_BLOCK, but for the last. */
+static size_t ana_calls_block_len(const ana_calls *c, uint64_t b)
+{
+    uint64_t left = c->n - b * ANA_CALLS_BLOCK;
+    return left < ANA_CALLS_BLOCK ? (size_t)left : ANA_CALLS_BLOCK;
 }
 
 void ana_calls_pack(ana_calls *c, const ana_api_call *x)
@@ -53,8 +60,10 @@ void ana_calls_pack(ana_calls *c, const ana_api_call *x)
     if (c->n % ANA_CALLS_BLOCK == 0) { /* a block begins: against zeros */
         if (!c->n)
             ana_spill_to_file(&c->bytes);
+        size_t was = c->cap_blocks;
         ANA_GROW(c->off, c->cap_blocks, c->n_blocks + 2);
-        c->first_ns = ana_xrealloc(c->first_ns, c->cap_blocks * sizeof(*c->first_ns));
+        if (c->cap_blocks != was)
+            c->first_ns = ana_xrealloc(c->first_ns, c->cap_blocks * sizeof(*c->first_ns));
         c->off[c->n_blocks] = c->bytes.n;
         c->first_ns[c->n_blocks++] = x->time_ns;
         memset(&c->prev, 0, sizeof(c->prev));
@@ -64,7 +73,7 @@ void ana_calls_pack(ana_calls *c, const ana_api_call *x)
     p += ana_varint_put(p, ana_zigzag((int64_t)(x->time_ns - c->prev.time_ns)));
     p += ana_varint_put(p, ana_zz32(x->corr_w, c->prev.corr_w));
     p += ana_varint_put(p, x->arg_w);
-    p += ana_varint_put(p, x->call_w ? (uint64_t)ana_zz32(x->call_w, c->prev_nz_call) + 1 : 0);
+    p += ana_varint_put(p, x->call_w ? ana_zz32(x->call_w, c->prev_nz_call) + 1 : 0);
     p += ana_varint_put(p, x->site);
     ana_spill_push(&c->bytes, b, (size_t)(p - b));
     if (x->call_w)
@@ -145,6 +154,7 @@ void ana_calls_free(ana_calls *c)
     free(c->off);
     free(c->first_ns);
     free(c->runs);
+    ana_u64map_free(&c->args);
     if (c->cache)
         free(c->cache->buf);
     free(c->cache);
@@ -169,18 +179,17 @@ static const ana_api_call *ana_calls_block(const ana_calls *c, uint64_t b)
         k->buf_off = at;
         k->buf_n = n;
     }
-    uint64_t first = b * ANA_CALLS_BLOCK;
-    size_t n = c->n - first < ANA_CALLS_BLOCK ? (size_t)(c->n - first) : ANA_CALLS_BLOCK;
+    size_t n = ana_calls_block_len(c, b);
     const uint8_t *p = k->buf + (at - k->buf_off);
     ana_api_call prev = { 0 }, *v = k->v[slot];
     uint32_t nz = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t dt = ana_get_varint(&p);
         v[i].time_ns = prev.time_ns + (uint64_t)ana_unzigzag(dt);
-        v[i].corr_w = ana_unzz32((uint32_t)ana_get_varint(&p), prev.corr_w);
+        v[i].corr_w = ana_unzz32(ana_get_varint(&p), prev.corr_w);
         v[i].arg_w = (uint32_t)ana_get_varint(&p);
         uint64_t cw = ana_get_varint(&p);
-        v[i].call_w = cw ? (nz = ana_unzz32((uint32_t)(cw - 1), nz)) : 0;
+        v[i].call_w = cw ? (nz = ana_unzz32(cw - 1, nz)) : 0;
         v[i].site = (uint32_t)ana_get_varint(&p);
         prev = v[i];
     }
@@ -190,7 +199,34 @@ static const ana_api_call *ana_calls_block(const ana_calls *c, uint64_t b)
 
 ana_api_call ana_calls_get_packed(const ana_calls *c, uint64_t i)
 {
-    return ana_calls_block(c, i / ANA_CALLS_BLOCK)[i % ANA_CALLS_BLOCK];
+    ana_api_call x = ana_calls_block(c, i / ANA_CALLS_BLOCK)[i % ANA_CALLS_BLOCK];
+    uint64_t arg;
+    if (c->args.n && ana_u64map_get(&c->args, i, &arg))
+        x.arg_w = (uint32_t)arg;
+    return x;
+}
+
+void ana_calls_set_arg(ana_calls *c, uint64_t i, uint32_t arg_w)
+{
+    if (c->raw)
+        c->raw[i].arg_w = arg_w;
+    else
+        ana_u64map_put(&c->args, i, arg_w);
+}
+
+void ana_calls_apply(ana_calls *c)
+{
+    if (!c->args.n)
+        return;
+    ana_calls re;
+    ana_calls_init(&re);
+    for (uint64_t i = 0; i < c->n; i++) {
+        ana_api_call x = ana_calls_get_packed(c, i);
+        ana_calls_pack(&re, &x);
+    }
+    ana_calls_seal(&re);
+    ana_calls_free(c);
+    *c = re;
 }
 
 uint64_t ana_calls_bound_packed(const ana_calls *c, uint64_t time_ns, int after)
@@ -216,7 +252,7 @@ uint64_t ana_calls_bound_packed(const ana_calls *c, uint64_t time_ns, int after)
     c->cache->hint = lo - 1;
     /* every block before lo begins below: the answer is in block lo - 1, or lo's start */
     uint64_t first = (uint64_t)(lo - 1) * ANA_CALLS_BLOCK;
-    size_t n = c->n - first < ANA_CALLS_BLOCK ? (size_t)(c->n - first) : ANA_CALLS_BLOCK;
+    size_t n = ana_calls_block_len(c, lo - 1);
     const ana_api_call *v = ana_calls_block(c, lo - 1);
     size_t a = 1, z = n; /* its first call is below */
     while (a < z) {

@@ -7,13 +7,13 @@
  * about 7 bytes a call), in a temporary file (spill.h); in memory stay only where each block
  * begins and the time of its first call (16 bytes per block), and a cache of the blocks
  * read last, decoded. The model's sorter hands each sorted run over to be packed at once;
- * runs that overlap in time are then merged into a second packed file. Readers take a call by value (ana_calls_get): it stays valid however
- * many calls are read after it. Reading in order, or near the calls read last (the calls of
+ * runs that overlap in time are then merged into a second packed file. Readers take a call
+ * by value (ana_calls_get): it stays valid however many calls are read after it. Reading in order, or near the calls read last (the calls of
  * the GPU activities, in their order), decodes each block once.
  *
  * Single-threaded: the cache is shared by every reader of the trace (the analyses run on
- * one thread). Part of model/: calls model/spill.h, model/sorter.h, model/util.h and
- * format/varint.h only. */
+ * one thread). Part of model/: calls model/spill.h, model/sorter.h, model/u64map.h,
+ * model/util.h and format/varint.h only. */
 #ifndef ANA_CALLS_H
 #define ANA_CALLS_H
 
@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "model/spill.h"
+#include "model/u64map.h"
 
 /* An API call that makes the GPU work (LAUNCH, MEMCPY, MEMSET records): 24 bytes. */
 typedef struct ana_api_call {
@@ -58,6 +59,7 @@ typedef struct ana_calls {
     ana_calls_cache *cache;
     uint64_t *runs;       /* packed in sorted runs (ana_calls_pack_run): where each begins */
     size_t n_runs, cap_runs;
+    ana_u64map args;      /* packed: call index -> arg_w set (ana_calls_set_arg) */
 } ana_calls;
 
 void ana_calls_init(ana_calls *c);
@@ -74,6 +76,11 @@ void ana_calls_merge_runs(const ana_calls *c, ana_calls *out,
                           int (*cmp)(const void *, const void *));
 /* Once every call is packed, before reading. */
 void ana_calls_seal(ana_calls *c);
+/* Call i's arg_w (a launch named by its kernel afterwards): in memory, changed in place;
+ * packed, kept aside (and read back by ana_calls_get) until ana_calls_apply packs the
+ * calls again with it. */
+void ana_calls_set_arg(ana_calls *c, uint64_t i, uint32_t arg_w);
+void ana_calls_apply(ana_calls *c);
 void ana_calls_free(ana_calls *c);
 
 ana_api_call ana_calls_get_packed(const ana_calls *c, uint64_t i);

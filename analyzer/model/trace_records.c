@@ -446,25 +446,20 @@ static void ana_trace_note_time(ana_trace *t, uint64_t time_ns)
 }
 
 /* A launch recorded without its function (cuLaunchKernel: LAUNCH.kernel 0) takes the
- * kernel of the GPU_KERNEL with its corr, so the launch table names it. Packed calls
- * (calls.h) are not changed in place: the kernels found are kept by call (named) and the
- * calls packed again with them. */
+ * kernel of the GPU_KERNEL with its corr, so the launch table names it. */
 void ana_trace_name_launches(ana_trace *t)
 {
     ana_gpu_iter it;
-    ana_u64map named; /* packed calls: call index -> its kernel's arg_w */
-    ana_u64map_init(&named);
     ana_trace_gpu_begin(t, &it);
     for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));) {
-        uint64_t arg = ana_trace_wide(t, a->arg_w), was;
+        uint64_t arg = ana_trace_wide(t, a->arg_w);
         size_t i;
         if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL || !arg ||
             (i = ana_trace_call_index(t, ana_trace_wide(t, a->corr_w))) == SIZE_MAX)
             continue;
-        ana_api_call cc = ana_trace_call(t, i), *c = t->calls.raw ? &t->calls.raw[i] : &cc;
-        const ana_call_site *s = ana_trace_call_site(t, c);
-        if (s->kind != ANA_K_LAUNCH || c->arg_w != 0 || ana_api_is_graph_launch(s->api) ||
-            (!t->calls.raw && ana_u64map_get(&named, i, &was)))
+        ana_api_call c = ana_trace_call(t, i);
+        const ana_call_site *s = ana_trace_call_site(t, &c);
+        if (s->kind != ANA_K_LAUNCH || c.arg_w != 0 || ana_api_is_graph_launch(s->api))
             continue;
         ana_trace_kernel *k = ana_trace_kernel_get(t, arg); /* may grow the table */
         ana_trace_kernel *unknown = ana_trace_kernel_get(t, 0);
@@ -474,26 +469,10 @@ void ana_trace_name_launches(ana_trace *t)
             unknown->failed--;
             k->failed++;
         }
-        c->arg_w = a->arg_w;
-        if (!t->calls.raw)
-            ana_u64map_put(&named, i, a->arg_w);
+        ana_calls_set_arg(&t->calls, i, a->arg_w);
     }
     ana_trace_gpu_end(&it);
-    if (named.n) {
-        ana_calls re;
-        ana_calls_init(&re);
-        for (size_t i = 0; i < t->n_calls; i++) {
-            ana_api_call c = ana_trace_call(t, i);
-            uint64_t k;
-            if (ana_u64map_get(&named, i, &k))
-                c.arg_w = (uint32_t)k;
-            ana_calls_pack(&re, &c);
-        }
-        ana_calls_seal(&re);
-        ana_calls_free(&t->calls);
-        t->calls = re;
-    }
-    ana_u64map_free(&named);
+    ana_calls_apply(&t->calls);
 }
 
 void ana_trace_add(ana_trace *t, const ana_record *rec)
