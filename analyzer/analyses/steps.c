@@ -281,7 +281,7 @@ static int ana_st_nvtx(ana_st *st, char *why, size_t cap)
     for (size_t i = 0; i < st->n_ranges; i++) {
         const ana_st_range *r = &st->ranges[i];
         if (r->group == (uint32_t)best)
-            ana_st_add_step(st, (ana_st_step){ r->t0, r->t1, 0, 0, r->kind });
+            ana_st_add_step(st, (ana_st_step){ .t0 = r->t0, .t1 = r->t1, .kind = r->kind });
     }
     ana_st_stem(ana_libs_str(&st->t->libs, g[best].name), st->name, sizeof(st->name));
     free(g);

@@ -34,6 +34,7 @@ typedef struct ana_st_step {
     uint64_t t0, t1;
     size_t a, b;
     uint8_t kind;
+    size_t lo, hi; /* the calls it may hold, [lo, hi): set by ana_st_assign */
 } ana_st_step;
 
 typedef struct ana_st {

@@ -127,17 +127,6 @@ static int ana_st_step_cmp(const void *a, const void *b)
     return x->a < y->a ? -1 : x->a > y->a;
 }
 
-/* The calls step i (of the sorted st->steps) may hold: [*lo, *hi). */
-static void ana_st_step_window(const ana_st *st, size_t i, size_t *lo, size_t *hi)
-{
-    const ana_st_step *s = &st->steps[i];
-    if (s->kind == ST_SPAN) {
-        *lo = s->a;
-        *hi = s->b + 1;
-    } else {
-        ana_st_window(st, s->t0, s->t1, lo, hi);
-    }
-}
 
 void ana_st_assign(ana_st *st, ana_steps *out)
 {
@@ -146,12 +135,16 @@ void ana_st_assign(ana_st *st, ana_steps *out)
     out->n_steps = st->n_steps;
     uint64_t *span_end = st->method == ANA_STEPS_NVTX ? NULL : ana_st_span_ends(st);
     for (size_t i = 0; i < st->n_steps; i++) {
-        const ana_st_step *s = &st->steps[i];
+        ana_st_step *s = &st->steps[i];
         ana_step *o = &out->steps[i];
-        size_t lo, hi;
         *o = (ana_step){ .start_ns = s->t0, .end_ns = s->kind == ST_SPAN ? span_end[i] : s->t1 };
-        ana_st_step_window(st, i, &lo, &hi);
-        for (size_t c = lo; c < hi; c++) {
+        if (s->kind == ST_SPAN) { /* the calls it may hold: its own, or its range's */
+            s->lo = s->a;
+            s->hi = s->b + 1;
+        } else {
+            ana_st_window(st, s->t0, s->t1, &s->lo, &s->hi);
+        }
+        for (size_t c = s->lo; c < s->hi; c++) {
             if (out->call_step[c] < 0) { /* overlapping ranges: the earlier step keeps it */
                 out->call_step[c] = (int32_t)i;
                 o->calls++;
@@ -188,11 +181,11 @@ static void ana_st_range_phases(const ana_st *st, const uint32_t *L, size_t n, u
  * ranges may): then a counting sort by step of them all. */
 size_t ana_st_phases(ana_st *st, ana_steps *out)
 {
-    size_t none = 0, total = 0, most = 0, lo, hi, *off = NULL;
+    size_t none = 0, total = 0, most = 0, *off = NULL;
     for (size_t s = 0; s < out->n_steps; s++) {
-        ana_st_step_window(st, s, &lo, &hi);
-        total += hi - lo;
-        most = hi - lo > most ? hi - lo : most;
+        size_t w = st->steps[s].hi - st->steps[s].lo;
+        total += w;
+        most = w > most ? w : most;
     }
     int gather = total <= 2 * st->n + 4096;
     uint32_t *L; /* call_step is 32-bit: so are calls */
@@ -221,8 +214,7 @@ size_t ana_st_phases(ana_st *st, ana_steps *out)
         const uint32_t *l = L;
         size_t n = 0, nv = 0;
         if (gather) {
-            ana_st_step_window(st, s, &lo, &hi);
-            for (size_t c = lo; c < hi; c++)
+            for (size_t c = st->steps[s].lo; c < st->steps[s].hi; c++)
                 if (out->call_step[c] == (int32_t)s)
                     L[n++] = (uint32_t)c;
         } else {

@@ -148,8 +148,8 @@ int ana_st_optimizer(ana_st *st, char *why, size_t cap)
     size_t start = ana_st_first_start(st, lead, (ana_st_seq){ after[0].a + tail, after[0].b });
     for (size_t k = 0; k < r; k++) { /* step k: [start, end of run k + tail) */
         size_t end = runs[k].b + tail;
-        ana_st_add_step(st, (ana_st_step){ ana_trace_call(st->t, start).time_ns, 0, start, end - 1,
-                                           ST_SPAN });
+        ana_st_add_step(st, (ana_st_step){ .t0 = ana_trace_call(st->t, start).time_ns,
+                                           .a = start, .b = end - 1, .kind = ST_SPAN });
         start = end;
     }
     free(after);
@@ -281,8 +281,9 @@ int ana_st_period(ana_st *st, char *why, size_t cap)
         return 0;
     }
     for (size_t i = 0; i < best.n_win; i++)
-        ana_st_add_step(st, (ana_st_step){ ana_trace_call(st->t, best.win[i].a).time_ns, 0,
-                                           best.win[i].a, best.win[i].b - 1, ST_SPAN });
+        ana_st_add_step(st, (ana_st_step){ .t0 = ana_trace_call(st->t, best.win[i].a).time_ns,
+                                           .a = best.win[i].a, .b = best.win[i].b - 1,
+                                           .kind = ST_SPAN });
     free(best.win);
     return 1;
 }
