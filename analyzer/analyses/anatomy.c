@@ -156,9 +156,10 @@ static void ana_anat_step_flops(const ana_trace *t, ana_anatomy *a)
     for (size_t i = 0; i < t->libs.n_gemms; i++) {
         const ana_gemm_call *gc = &t->libs.gemms[i];
         const ana_gemm_shape *s = &t->libs.shapes[gc->shape];
-        if (!ana_u64map_get(&first, gc->call, &v) || a->steps.call_step[v] < 0)
+        int32_t step;
+        if (!ana_u64map_get(&first, gc->call, &v) || (step = ana_steps_step(&a->steps, v)) < 0)
             continue;
-        a->step_rows[a->steps.call_step[v]].flops += s->count ? s->flops / s->count : 0;
+        a->step_rows[step].flops += s->count ? s->flops / s->count : 0;
     }
     ana_u64map_free(&first);
 }
@@ -228,6 +229,7 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
     ana_anat_ctx_init(t, &cx);
 
     ana_gpu_iter it;
+    size_t run = 0; /* the activities come about in the order of their calls */
     ana_trace_gpu_begin(t, &it);
     for (const ana_gpu_act *act; (act = ana_trace_gpu_next(&it));) {
         uint64_t dur = ana_trace_wide(t, act->dur_w);
@@ -257,10 +259,8 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
         /* step and phase, through the call that issued it */
         int32_t step = -1;
         int phase = ANA_PHASE_UNDECIDED;
-        if (issued) {
-            step = a->steps.call_step[ci];
-            phase = a->steps.call_phase[ci];
-        }
+        if (issued)
+            step = ana_steps_at(&a->steps, ci, &run, &phase);
         if (step < 0) {
             a->outside_ns += dur;
             continue;

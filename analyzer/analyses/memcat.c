@@ -27,7 +27,7 @@
 static uint8_t ana_mc_phase_at(const ana_trace *t, const ana_steps *s, int32_t step, uint64_t time_ns,
                                int next)
 {
-    if (step < 0 || (size_t)step >= s->n_steps || !s->call_phase)
+    if (step < 0 || (size_t)step >= s->n_steps || !s->n_runs)
         return ANA_PHASE_UNDECIDED;
     size_t i = ana_trace_call_bound(t, time_ns, 0);
     if (!next || i == t->n_calls) {
@@ -35,7 +35,8 @@ static uint8_t ana_mc_phase_at(const ana_trace *t, const ana_steps *s, int32_t s
             return ANA_PHASE_UNDECIDED;
         i--;
     }
-    return s->call_step[i] == step ? s->call_phase[i] : ANA_PHASE_UNDECIDED;
+    int ph;
+    return ana_steps_at(s, i, NULL, &ph) == step ? (uint8_t)ph : ANA_PHASE_UNDECIDED;
 }
 
 /* ------------------------------------------------------------------ address index */
@@ -186,9 +187,10 @@ static uint8_t ana_mc_type_bytes(uint64_t type)
 /* 1 when some call of a step is in backward or optimizer: the run trains. */
 static int ana_mc_training(const ana_trace *t, const ana_steps *s)
 {
-    for (size_t i = 0; i < t->n_calls && s->call_step; i++)
-        if (s->call_step[i] >= 0 && (size_t)s->call_step[i] < s->n_steps &&
-            (s->call_phase[i] == ANA_PHASE_BACKWARD || s->call_phase[i] == ANA_PHASE_OPTIMIZER))
+    (void)t;
+    for (size_t k = 0; k < s->n_runs; k++)
+        if (s->runs[k].step >= 0 && (size_t)s->runs[k].step < s->n_steps &&
+            (s->runs[k].phase == ANA_PHASE_BACKWARD || s->runs[k].phase == ANA_PHASE_OPTIMIZER))
             return 1;
     return 0;
 }
@@ -389,17 +391,16 @@ void ana_memcat_build(const ana_trace *t, const ana_mem_result *mem, const ana_s
     /* The steps as the names and NVTX left them, with structure filling what they did not
      * decide (memcat_struct.c): every rule below reads these phases. */
     ana_steps sp = *s;
-    if (s->call_phase && t->n_calls) {
-        sp.call_phase = ana_xmalloc(t->n_calls);
-        memcpy(sp.call_phase, s->call_phase, t->n_calls);
-        ana_mc_struct(t, s, mem, out, &ua, sp.call_phase);
+    if (s->n_runs && t->n_calls) {
+        sp.runs = NULL, sp.n_runs = sp.cap_runs = 0;
+        ana_mc_struct(t, s, mem, out, &ua, &sp);
         if (out->structure)
             ana_mc_times(t, mem, &sp, out);
     }
     ana_mc_place_uses(t, &sp, &ua, out);
     ana_mc_decide(t, &sp, mem, out);
-    if (sp.call_phase != s->call_phase)
-        free(sp.call_phase);
+    if (sp.runs != s->runs)
+        free(sp.runs);
     out->peak_bytes = mem->peak_bytes;
     if (mem->peak_bytes)
         ana_memcat_at_event(out, mem, mem->peak_idx, out->at_peak, out->count_at_peak);

@@ -36,12 +36,11 @@ void ana_mc_uses_close(ana_mc_uses *r);
 int32_t ana_mc_step_of(const ana_steps *s, uint64_t time_ns);
 
 /* Phases and roles from the structure of the steps' uses (memcat_struct.c): use_alloc
- * holds the allocation (index into m->allocs) each use fell in, or -1; phase[] (per call,
- * a copy of s->call_phase) gets structural phases where it is undecided (and over kernel
- * names' in steps with micro-batches: memcat_struct.c); sets
- * m->allocs[*].sflags and m->structure. */
+ * holds the allocation (index into m->allocs) each use fell in, or -1; out->runs (empty)
+ * get s's runs with structural phases where they are undecided (and over kernel names' in
+ * steps with micro-batches: memcat_struct.c); sets m->allocs[*].sflags and m->structure. */
 void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m,
-                   const ana_spill *use_alloc, uint8_t *phase);
+                   const ana_spill *use_alloc, ana_steps *out);
 
 /* Decides m->allocs[*].cat and .why (memcat_rules.c). */
 void ana_mc_decide(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m);

@@ -142,14 +142,16 @@ static void ana_mc_ctx_init(ana_mc_ctx *c, const ana_trace *t, const ana_steps *
     c->phases = s->phases != ANA_PHASES_NONE;
     c->last_fwd = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
     c->first_bwd = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
-    for (size_t i = 0; i < t->n_calls && s->call_step; i++) {
-        int32_t st = s->call_step[i];
+    size_t hint = 0;
+    for (size_t i = 0; i < t->n_calls && s->n_runs; i++) {
+        int ph;
+        int32_t st = ana_steps_at(s, i, &hint, &ph);
         if (st < 0 || st >= c->n)
             continue;
         uint64_t tm = ana_trace_call(t, i).time_ns;
-        if (s->call_phase[i] == ANA_PHASE_FORWARD)
+        if (ph == ANA_PHASE_FORWARD)
             c->last_fwd[st] = tm;
-        else if (s->call_phase[i] == ANA_PHASE_BACKWARD) {
+        else if (ph == ANA_PHASE_BACKWARD) {
             c->backward = 1;
             if (!c->first_bwd[st])
                 c->first_bwd[st] = tm;

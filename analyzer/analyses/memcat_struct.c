@@ -81,23 +81,29 @@ static uint64_t ana_ms_after_launch(const ana_trace *t, uint64_t time_ns)
     return i < t->n_calls ? ana_trace_call(t, i).time_ns + 1 : time_ns + 1;
 }
 
-/* Sets phase[] (per call, in/out) of step k's calls where it is undecided, or, with
- * over_names, wherever the points decide one. */
+/* Step k's phases, into out (the runs of s up to its first call, copied from *done on),
+ * with the points' where s's are undecided, or, with over_names, wherever the points
+ * decide one. */
 static void ana_ms_apply(const ana_trace *t, const ana_steps *s, int32_t k, const ana_ms_points *p,
-                         int over_names, uint8_t *phase)
+                         int over_names, ana_steps *out, size_t *done)
 {
-    size_t c = 0;
-    for (size_t i = ana_trace_call_bound(t, s->steps[k].start_ns, 0);
-         i < t->n_calls && ana_trace_call(t, i).time_ns < s->steps[k].end_ns; i++) {
-        if (s->call_step[i] != k)
-            continue;
-        while (c + 1 < p->n && p->at[c + 1] <= ana_trace_call(t, i).time_ns)
+    size_t b = s->steps[k].first_call, n = s->steps[k].calls, c = 0;
+    uint8_t *phase = ana_xmalloc(n + 1);
+    ana_steps_phases(s, b, n, phase);
+    for (size_t j = 0; j < n && ana_trace_call(t, b + j).time_ns < s->steps[k].end_ns; j++) {
+        uint64_t tm = ana_trace_call(t, b + j).time_ns;
+        while (c + 1 < p->n && p->at[c + 1] <= tm)
             c++;
-        if (!p->n || ana_trace_call(t, i).time_ns < p->at[0])
+        if (!p->n || tm < p->at[0])
             continue;
-        if (phase[i] == ANA_PHASE_UNDECIDED || (over_names && p->ph[c] != ANA_PHASE_UNDECIDED))
-            phase[i] = p->ph[c];
+        if (phase[j] == ANA_PHASE_UNDECIDED || (over_names && p->ph[c] != ANA_PHASE_UNDECIDED))
+            phase[j] = p->ph[c];
     }
+    ana_steps_copy(out, s, *done, b);
+    for (size_t j = 0; j < n; j++)
+        ana_steps_put(out, b + j, k, phase[j]);
+    *done = b + n;
+    free(phase);
 }
 
 /* A 16-bit working copy: a weight the update does not touch, written in a step, before its
@@ -175,8 +181,8 @@ static void ana_ms_kernel_sides(const ana_trace *t, const ana_steps *s, const an
     free(seen_b);
 }
 
-void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m,
-                   const ana_spill *ua, uint8_t *phase)
+static void ana_ms_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem,
+                          ana_memcat *m, const ana_spill *ua, ana_steps *out, size_t *done)
 {
     int32_t n = (int32_t)s->n_steps;
     size_t na = m->n_allocs, nk = t->n_kernels;
@@ -402,7 +408,8 @@ void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result 
         /* Kernel names place forward only before the first backward-named launch: the
          * forwards of later micro-batches read as backward. Where the structure saw them,
          * it decides the step (NVTX ranges still win). */
-        ana_ms_apply(t, s, k, &pt, restarts > 0 && s->steps[k].phases != ANA_PHASES_NVTX, phase);
+        ana_ms_apply(t, s, k, &pt, restarts > 0 && s->steps[k].phases != ANA_PHASES_NVTX, out,
+                     done);
     }
     ana_mc_uses_close(&r);
     free(pt.at);
@@ -423,4 +430,12 @@ out:
     free(w);
     free(upd);
     free(input);
+}
+
+void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m,
+                   const ana_spill *ua, ana_steps *out)
+{
+    size_t done = 0; /* the calls whose runs are in out */
+    ana_ms_struct(t, s, mem, m, ua, out, &done);
+    ana_steps_copy(out, s, done, t->n_calls);
 }

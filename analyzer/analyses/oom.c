@@ -273,12 +273,13 @@ static void ana_oom_sites(const ana_memcat *m, const ana_mem_result *mem, size_t
 static int ana_oom_phase_in(const ana_trace *t, const ana_steps *s, size_t i, uint64_t time_ns)
 {
     size_t c = ana_trace_call_bound(t, time_ns, 1);
-    if (!s->call_step || !s->call_phase)
+    int ph;
+    if (!s->n_runs)
         return ANA_PHASE_UNDECIDED;
-    if (c < t->n_calls && s->call_step[c] == (int32_t)i)
-        return s->call_phase[c];
-    if (c > 0 && s->call_step[c - 1] == (int32_t)i)
-        return s->call_phase[c - 1];
+    if (c < t->n_calls && ana_steps_at(s, c, NULL, &ph) == (int32_t)i)
+        return ph;
+    if (c > 0 && ana_steps_at(s, c - 1, NULL, &ph) == (int32_t)i)
+        return ph;
     return ANA_PHASE_UNDECIDED;
 }
 

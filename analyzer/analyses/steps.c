@@ -144,7 +144,7 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
     memset(st, 0, sizeof(*st));
     st->t = t;
     st->n = t->n_calls;
-    st->hint = ana_xcalloc(st->n + 1, 1);
+    st->hint = ana_xcalloc(st->n / 4 + 1, 1);
     uint8_t *cache = ana_xcalloc(t->n_kernels + 1, 1);
     ana_u64map graph;
     ana_st_graph_hints(t, cache, &graph);
@@ -153,20 +153,21 @@ static void ana_st_init(ana_st *st, const ana_trace *t)
         const ana_api_call *c = &call;
         const ana_call_site *cs = ana_trace_call_site(t, c);
         uint64_t h;
-        st->hint[i] = ana_st_hint_of(t, cache, cs->kind, c->arg_w);
+        unsigned own = ana_st_hint_of(t, cache, cs->kind, c->arg_w);
+        ana_st_set_hint(st->hint, i, own);
         if (!t->graph_launches || !t->n_gpu)
             continue;
         if (!st->find_hint)
-            st->find_hint = ana_xcalloc(st->n + 1, 1);
-        st->find_hint[i] = st->hint[i];
+            st->find_hint = ana_xcalloc(st->n / 4 + 1, 1);
+        ana_st_set_hint(st->find_hint, i, own);
         if (cs->kind != ANA_K_LAUNCH)
             continue;
         if (!ana_u64map_get(&graph, ana_trace_wide(t, c->corr_w), &h))
             /* no kernel ran for it: captured into a graph, not run — no step of its own
              * (its hint still places its phase, as the graph's kernels run it) */
-            st->find_hint[i] = ST_NONE;
+            ana_st_set_hint(st->find_hint, i, ST_NONE);
         else if (ana_api_is_graph_launch(cs->api))
-            st->find_hint[i] = (uint8_t)(h - 1); /* its kernels' hint */
+            ana_st_set_hint(st->find_hint, i, (unsigned)(h - 1)); /* its kernels' hint */
     }
     ana_u64map_free(&graph);
     free(cache);
@@ -177,7 +178,7 @@ static void ana_st_free(ana_st *st)
     free(st->hint);
     free(st->find_hint);
     free(st->key);
-    free(st->nv_phase);
+    free(st->pr);
     free(st->ranges);
     free(st->steps);
 }
@@ -326,12 +327,8 @@ static int ana_st_find(ana_st *st, char *why, size_t cap)
 void ana_steps_find(const ana_trace *t, ana_steps *out)
 {
     memset(out, 0, sizeof(*out));
-    out->call_step = ana_xcalloc(t->n_calls + 1, sizeof(*out->call_step));
-    out->call_phase = ana_xcalloc(t->n_calls + 1, sizeof(*out->call_phase));
-    for (size_t i = 0; i < t->n_calls; i++) {
-        out->call_step[i] = -1;
-        out->call_phase[i] = ANA_PHASE_UNDECIDED;
-    }
+    if (t->n_calls) /* until steps are placed, every call is outside them */
+        ana_steps_put(out, 0, -1, ANA_PHASE_UNDECIDED);
     if (!t->n_calls) {
         snprintf(out->why, sizeof(out->why), "no steps: no kernel launches or copies");
         return;
@@ -364,8 +361,7 @@ void ana_steps_find(const ana_trace *t, ana_steps *out)
 void ana_steps_free(ana_steps *s)
 {
     free(s->steps);
-    free(s->call_step);
-    free(s->call_phase);
+    free(s->runs);
     memset(s, 0, sizeof(*s));
 }
 

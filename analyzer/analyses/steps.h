@@ -42,9 +42,19 @@ enum ana_phases_method { ANA_PHASES_NONE = 0, ANA_PHASES_NVTX = 1, ANA_PHASES_NA
 
 typedef struct ana_step {
     uint64_t start_ns, end_ns; /* absolute host time; duration = end - start */
+    uint64_t first_call;       /* its calls are t->calls [first_call, first_call + calls) */
     uint64_t calls;            /* API calls (LAUNCH/MEMCPY/MEMSET) assigned to it */
     int phases;                /* enum ana_phases_method that placed this step's calls */
 } ana_step;
+
+/* Calls of one step and one phase: run k holds t->calls [first, the next run's first),
+ * the last one up to t->n_calls. A training loop's calls come in long runs (a few per
+ * step), so each call's step and phase cost nothing per call. */
+typedef struct ana_call_run {
+    uint64_t first;
+    int32_t step;  /* step index, or -1 outside every step */
+    uint32_t phase; /* enum ana_phase; ANA_PHASE_UNDECIDED outside every step */
+} ana_call_run;
 
 typedef struct ana_steps {
     int method;       /* enum ana_steps_method */
@@ -52,14 +62,37 @@ typedef struct ana_steps {
     ana_step *steps;  /* in time order */
     size_t n_steps;
     uint64_t median_ns; /* median step duration (lower middle for an even count); 0 = none */
-    int32_t *call_step; /* per t->calls index: step index, or -1 outside every step */
-    uint8_t *call_phase; /* per t->calls index: enum ana_phase */
+    ana_call_run *runs; /* every call's step and phase, in runs (ana_steps_at); the first
+                         * starts at call 0; none when the trace has no calls */
+    size_t n_runs, cap_runs;
     int phases;          /* the best ana_phases_method any step used */
     char why[200];       /* what was looked for and not found (no steps, or no phases) */
 } ana_steps;
 
 void ana_steps_find(const ana_trace *t, ana_steps *out);
 void ana_steps_free(ana_steps *s);
+
+/* The step of call c (-1 outside every step, or past the calls) and, into *phase when not
+ * NULL, its phase. hint (NULL, or a run index kept by the caller, 0 to begin) makes
+ * lookups in call order O(1); others are a binary search over the runs. */
+int32_t ana_steps_at(const ana_steps *s, size_t c, size_t *hint, int *phase);
+static inline int32_t ana_steps_step(const ana_steps *s, size_t c)
+{
+    return ana_steps_at(s, c, NULL, NULL);
+}
+static inline int ana_steps_phase(const ana_steps *s, size_t c)
+{
+    int p;
+    ana_steps_at(s, c, NULL, &p);
+    return p;
+}
+/* The phases of calls [b, b + n) into ph[0..n). */
+void ana_steps_phases(const ana_steps *s, size_t b, size_t n, uint8_t *ph);
+/* Appends to s's runs: from call `first` on, step and phase (first at or after the last
+ * run's start; a run at the same call replaces it; equal neighbours merge). */
+void ana_steps_put(ana_steps *s, uint64_t first, int32_t step, int phase);
+/* Appends src's runs over calls [from, to) to dst (ana_steps_put). */
+void ana_steps_copy(ana_steps *dst, const ana_steps *src, size_t from, size_t to);
 const char *ana_steps_method_name(int method); /* "nvtx", "optimizer", "period", "none" */
 const char *ana_phase_name(int phase);         /* "forward", ..., "undecided" */
 /* The phase a launch's kernel name hints (classify.h): optimizer before backward before

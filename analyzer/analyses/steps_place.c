@@ -88,6 +88,14 @@ static int ana_st_range_depth_cmp(const void *a, const void *b)
     return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
 }
 
+static int ana_st_pr_cmp(const void *a, const void *b)
+{
+    const ana_st_pr *x = a, *y = b;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
 void ana_st_nvtx_phases(ana_st *st)
 {
     const ana_libs *l = &st->t->libs;
@@ -103,16 +111,15 @@ void ana_st_nvtx_phases(ana_st *st)
             v[n++] = &st->ranges[i];
     }
     ana_sort(v, n, sizeof(*v), ana_st_range_depth_cmp);
-    if (n) { /* no phase ranges: no array, every call's NVTX phase is none */
-        st->nv_phase = ana_xmalloc(st->n + 1);
-        memset(st->nv_phase, ANA_PHASE_COUNT, st->n + 1);
-    }
+    st->pr = ana_xcalloc(n + 1, sizeof(*st->pr));
     for (size_t i = 0; i < n; i++) {
         size_t lo, hi;
         ana_st_window(st, v[i]->t0, v[i]->t1, &lo, &hi);
-        for (size_t c = lo; c < hi; c++)
-            st->nv_phase[c] = (uint8_t)phase_of[v[i]->name];
+        if (lo < hi) /* painted in this order (ana_st_paint): ord */
+            st->pr[st->n_pr++] = (ana_st_pr){ .lo = lo, .hi = hi, .ord = (uint32_t)i,
+                                              .phase = (uint8_t)phase_of[v[i]->name] };
     }
+    ana_sort(st->pr, st->n_pr, sizeof(*st->pr), ana_st_pr_cmp);
     free(phase_of);
     free(v);
 }
@@ -128,105 +135,105 @@ static int ana_st_step_cmp(const void *a, const void *b)
 }
 
 
+/* Each step's calls, into out->steps. A call in the windows of several steps (ranges
+ * that overlap) belongs to the earliest: as the windows' first calls never go back (steps
+ * come by start, and a window starts at its start), the calls of step i are those of its
+ * window past every earlier window's end — consecutive calls. */
 void ana_st_assign(ana_st *st, ana_steps *out)
 {
     ana_sort(st->steps, st->n_steps, sizeof(*st->steps), ana_st_step_cmp);
     out->steps = ana_xcalloc(st->n_steps + 1, sizeof(*out->steps));
     out->n_steps = st->n_steps;
     uint64_t *span_end = st->method == ANA_STEPS_NVTX ? NULL : ana_st_span_ends(st);
+    size_t reach = 0; /* the furthest end of the windows so far */
     for (size_t i = 0; i < st->n_steps; i++) {
         ana_st_step *s = &st->steps[i];
         ana_step *o = &out->steps[i];
         *o = (ana_step){ .start_ns = s->t0, .end_ns = s->kind == ST_SPAN ? span_end[i] : s->t1 };
+        size_t lo, hi;
         if (s->kind == ST_SPAN) { /* the calls it may hold: its own, or its range's */
-            s->lo = s->a;
-            s->hi = s->b + 1;
+            lo = s->a;
+            hi = s->b + 1;
         } else {
-            ana_st_window(st, s->t0, s->t1, &s->lo, &s->hi);
+            ana_st_window(st, s->t0, s->t1, &lo, &hi);
         }
-        for (size_t c = s->lo; c < s->hi; c++) {
-            if (out->call_step[c] < 0) { /* overlapping ranges: the earlier step keeps it */
-                out->call_step[c] = (int32_t)i;
-                o->calls++;
-            }
-        }
+        lo = lo > reach ? lo : reach;
+        hi = hi > lo ? hi : lo;
+        o->first_call = lo;
+        o->calls = hi - lo;
+        reach = hi;
     }
     free(span_end);
 }
 
 /* ------------------------------------------------------------------ phases */
 
-/* Phases of one step's calls L[0..n) from the ranges: a call in no phase range is
- * undecided, but for a step with backward and no forward ranges, whose calls before the
- * first backward one are forward (PyTorch: everything before autograd starts). */
-static void ana_st_range_phases(const ana_st *st, const uint32_t *L, size_t n, uint8_t *phase)
+/* Phases of one step's calls from the ranges (nv[j]: the phase a range gives its call j,
+ * or ANA_PHASE_COUNT): a call in no phase range is undecided, but for a step with backward
+ * and no forward ranges, whose calls before the first backward one are forward (PyTorch:
+ * everything before autograd starts). */
+static void ana_st_range_phases(const uint8_t *nv, size_t n, uint8_t *phase)
 {
     size_t fb = n;
     int fwd = 0;
     for (size_t j = 0; j < n; j++) {
-        fwd |= st->nv_phase[L[j]] == ANA_PHASE_FORWARD;
-        if (fb == n && st->nv_phase[L[j]] == ANA_PHASE_BACKWARD)
+        fwd |= nv[j] == ANA_PHASE_FORWARD;
+        if (fb == n && nv[j] == ANA_PHASE_BACKWARD)
             fb = j;
     }
     for (size_t j = 0; j < n; j++)
-        phase[L[j]] = st->nv_phase[L[j]] < ANA_PHASE_COUNT ? st->nv_phase[L[j]]
-                      : !fwd && j < fb                     ? ANA_PHASE_FORWARD
-                                                           : ANA_PHASE_UNDECIDED;
+        phase[j] = nv[j] < ANA_PHASE_COUNT ? nv[j]
+                   : !fwd && j < fb        ? ANA_PHASE_FORWARD
+                                           : ANA_PHASE_UNDECIDED;
 }
 
-/* Each step's calls in order, then its phases. Returns the steps that have no phases.
- * A step's calls lie in its window (ana_st_assign gave them from there): they are gathered
- * from it into room for one step's, so that no array by call is needed — unless windows
- * overlap so much that the gathering would read the calls many times over (start/end
- * ranges may): then a counting sort by step of them all. */
+static int ana_st_pr_ord_cmp(const void *a, const void *b)
+{
+    const ana_st_pr *x = *(const ana_st_pr *const *)a, *y = *(const ana_st_pr *const *)b;
+    return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
+/* The phase ranges over the calls [b, e) into nv[0..e - b), outer ranges first (the
+ * innermost decides); *next and the active ranges act[0..*n_act) carry over from the
+ * step before (steps come in order of their calls). Returns the calls a range placed. */
+static size_t ana_st_paint(const ana_st *st, size_t b, size_t e, size_t *next,
+                           const ana_st_pr **act, size_t *n_act, uint8_t *nv)
+{
+    size_t k = 0, placed = 0;
+    for (size_t j = 0; j < *n_act; j++) /* those that end before b are done */
+        if (act[j]->hi > b)
+            act[k++] = act[j];
+    for (; *next < st->n_pr && st->pr[*next].lo < e; ++*next)
+        if (st->pr[*next].hi > b)
+            act[k++] = &st->pr[*next];
+    *n_act = k;
+    ana_sort(act, k, sizeof(*act), ana_st_pr_ord_cmp);
+    memset(nv, ANA_PHASE_COUNT, e - b);
+    for (size_t j = 0; j < k; j++) {
+        size_t lo = act[j]->lo > b ? act[j]->lo : b, hi = act[j]->hi < e ? act[j]->hi : e;
+        memset(nv + (lo - b), act[j]->phase, hi > lo ? hi - lo : 0);
+    }
+    for (size_t j = 0; j < e - b; j++)
+        placed += nv[j] < ANA_PHASE_COUNT;
+    return placed;
+}
+
+/* Each step's phases, into out->runs (whose first run, every call outside the steps, is
+ * there). Returns the steps that have no phases. */
 size_t ana_st_phases(ana_st *st, ana_steps *out)
 {
-    size_t none = 0, total = 0, most = 0, *off = NULL;
+    size_t none = 0, most = 0, next = 0, n_act = 0;
+    for (size_t s = 0; s < out->n_steps; s++)
+        most = out->steps[s].calls > most ? out->steps[s].calls : most;
+    uint8_t *ph = ana_xmalloc(most + 1), *nv = st->n_pr ? ana_xmalloc(most + 1) : NULL;
+    const ana_st_pr **act = st->n_pr ? ana_xcalloc(st->n_pr + 1, sizeof(*act)) : NULL;
     for (size_t s = 0; s < out->n_steps; s++) {
-        size_t w = st->steps[s].hi - st->steps[s].lo;
-        total += w;
-        most = w > most ? w : most;
-    }
-    int gather = total <= 2 * st->n + 4096;
-    uint32_t *L; /* call_step is 32-bit: so are calls */
-    if (gather) {
-        L = ana_xmalloc((most + 1) * sizeof(uint32_t));
-    } else {
-        /* the keys (when a method read them) are not read again: their array holds the
-         * order */
-        L = st->key ? st->key : ana_xmalloc((st->n + 1) * sizeof(uint32_t));
-        st->key = NULL;
-        off = ana_xcalloc(out->n_steps + 2, sizeof(size_t));
-        for (size_t i = 0; i < st->n; i++)
-            if (out->call_step[i] >= 0)
-                off[out->call_step[i] + 1]++;
-        for (size_t s = 0; s < out->n_steps; s++)
-            off[s + 1] += off[s];
-        size_t *fill = ana_xcalloc(out->n_steps + 1, sizeof(size_t));
-        for (size_t i = 0; i < st->n; i++)
-            if (out->call_step[i] >= 0) {
-                size_t s = (size_t)out->call_step[i];
-                L[off[s] + fill[s]++] = (uint32_t)i;
-            }
-        free(fill);
-    }
-    for (size_t s = 0; s < out->n_steps; s++) {
-        const uint32_t *l = L;
-        size_t n = 0, nv = 0;
-        if (gather) {
-            for (size_t c = st->steps[s].lo; c < st->steps[s].hi; c++)
-                if (out->call_step[c] == (int32_t)s)
-                    L[n++] = (uint32_t)c;
-        } else {
-            l = L + off[s];
-            n = off[s + 1] - off[s];
-        }
-        for (size_t j = 0; j < n && st->nv_phase; j++)
-            nv += st->nv_phase[l[j]] < ANA_PHASE_COUNT;
-        if (nv) {
-            ana_st_range_phases(st, l, n, out->call_phase);
+        size_t b = out->steps[s].first_call, n = out->steps[s].calls;
+        memset(ph, ANA_PHASE_UNDECIDED, n);
+        if (st->n_pr && ana_st_paint(st, b, b + n, &next, act, &n_act, nv)) {
+            ana_st_range_phases(nv, n, ph);
             out->steps[s].phases = ANA_PHASES_NVTX;
-        } else if (ana_st_name_phases(st, l, n, out->call_phase)) {
+        } else if (ana_st_name_phases(st, b, n, ph)) {
             out->steps[s].phases = ANA_PHASES_NAMES;
         } else {
             none++;
@@ -234,8 +241,13 @@ size_t ana_st_phases(ana_st *st, ana_steps *out)
         int p = out->steps[s].phases;
         if (p == ANA_PHASES_NVTX || (p == ANA_PHASES_NAMES && out->phases == ANA_PHASES_NONE))
             out->phases = p;
+        for (size_t j = 0; j < n; j++)
+            ana_steps_put(out, b + j, (int32_t)s, ph[j]);
+        if (b + n < st->n)
+            ana_steps_put(out, b + n, -1, ANA_PHASE_UNDECIDED);
     }
-    free(L);
-    free(off);
+    free(ph);
+    free(nv);
+    free(act);
     return none;
 }

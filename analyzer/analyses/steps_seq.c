@@ -64,14 +64,14 @@ static size_t ana_st_runs(const ana_st *st, ana_st_seq **out)
     int open = 0;
     for (size_t i = 0; i < st->n; i++) {
         const ana_call_site *c = ana_trace_call_site_at(st->t, i);
-        if (st->hint[i] == ST_OPT && c->kind == ANA_K_LAUNCH && ana_api_is_graph_launch(c->api)) {
+        if (ana_st_hint(st->hint, i) == ST_OPT && c->kind == ANA_K_LAUNCH && ana_api_is_graph_launch(c->api)) {
             /* a graph launch whose kernels end with the optimizer: a whole step, a run of
              * its own */
             ANA_GROW(v, cap, n + 1);
             v[n++] = (ana_st_seq){ i, i + 1 };
             open = 0;
             gap = 0;
-        } else if (st->hint[i] == ST_OPT) {
+        } else if (ana_st_hint(st->hint, i) == ST_OPT) {
             if (open && gap <= nopt) {
                 v[n - 1].b = i + 1;
                 nopt++;
@@ -82,7 +82,7 @@ static size_t ana_st_runs(const ana_st *st, ana_st_seq **out)
                 open = 1;
             }
             gap = 0;
-        } else if (st->hint[i]) {
+        } else if (ana_st_hint(st->hint, i)) {
             open = 0;
         } else if (c->kind != ANA_K_MEMSET) {
             gap++; /* a memset does not count: an optimizer that makes its states at its
@@ -97,7 +97,7 @@ static size_t ana_st_runs(const ana_st *st, ana_st_seq **out)
 static ana_st_seq ana_st_gap(const ana_st *st, size_t from, size_t limit)
 {
     size_t b = from;
-    while (b < limit && !st->hint[b])
+    while (b < limit && !ana_st_hint(st->hint, b))
         b++;
     return (ana_st_seq){ from, b };
 }
@@ -348,20 +348,20 @@ uint64_t *ana_st_span_ends(const ana_st *st)
 
 /* ------------------------------------------------------------------ phases by names */
 
-/* The closing optimizer run of a step's calls L[0..n) after position fb: its first and
+/* The closing optimizer run of a step's calls [b, b + n) after position fb: its first and
  * last positions (the last extended over the unhinted launches right after it), or 0
  * when the step's last hinted launch is no optimizer launch. */
-static int ana_st_closing_run(const ana_st *st, const uint32_t *L, size_t n, size_t fb, size_t *rs,
+static int ana_st_closing_run(const ana_st *st, size_t b, size_t n, size_t fb, size_t *rs,
                               size_t *re)
 {
     size_t j = n, gap = 0, nopt = 1;
-    while (j-- > fb && !st->hint[L[j]])
+    while (j-- > fb && !ana_st_hint(st->hint, b + j))
         ;
-    if (j == SIZE_MAX || j <= fb || st->hint[L[j]] != ST_OPT)
+    if (j == SIZE_MAX || j <= fb || ana_st_hint(st->hint, b + j) != ST_OPT)
         return 0;
     *rs = *re = j;
     for (size_t k = j; k-- > fb + 1;) {
-        uint8_t h = st->hint[L[k]];
+        unsigned h = ana_st_hint(st->hint, b + k);
         if (h == ST_OPT && gap <= nopt) {
             *rs = k;
             nopt++;
@@ -372,30 +372,30 @@ static int ana_st_closing_run(const ana_st *st, const uint32_t *L, size_t n, siz
             gap++;
         }
     }
-    while (*re + 1 < n && !st->hint[L[*re + 1]] &&
-           ana_trace_call_site_at(st->t, L[*re + 1])->kind == ANA_K_LAUNCH)
+    while (*re + 1 < n && !ana_st_hint(st->hint, b + *re + 1) &&
+           ana_trace_call_site_at(st->t, b + *re + 1)->kind == ANA_K_LAUNCH)
         (*re)++;
     return 1;
 }
 
-/* Phases of one step's calls L[0..n) from kernel-name hints; 0 when it has no
- * backward-hinted launch (everything undecided). */
-int ana_st_name_phases(const ana_st *st, const uint32_t *L, size_t n, uint8_t *phase)
+/* Phases of one step's calls [b, b + n) (into phase[0..n)) from kernel-name hints; 0 when
+ * it has no backward-hinted launch (everything undecided). */
+int ana_st_name_phases(const ana_st *st, size_t b, size_t n, uint8_t *phase)
 {
     size_t fb = 0, lf = SIZE_MAX, lb = 0, rs = SIZE_MAX, re = 0;
-    while (fb < n && st->hint[L[fb]] != ST_BWD)
+    while (fb < n && ana_st_hint(st->hint, b + fb) != ST_BWD)
         fb++;
     if (fb == n)
         return 0;
     for (size_t j = 0; j < n; j++) {
-        if (j < fb && st->hint[L[j]] == ST_FWD)
+        if (j < fb && ana_st_hint(st->hint, b + j) == ST_FWD)
             lf = j;
-        if (st->hint[L[j]] == ST_BWD)
+        if (ana_st_hint(st->hint, b + j) == ST_BWD)
             lb = j;
     }
-    size_t bwd_end = ana_st_closing_run(st, L, n, fb, &rs, &re) ? rs : lb + 1;
+    size_t bwd_end = ana_st_closing_run(st, b, n, fb, &rs, &re) ? rs : lb + 1;
     for (size_t j = 0; j < n; j++)
-        phase[L[j]] = lf != SIZE_MAX && j <= lf ? ANA_PHASE_FORWARD
+        phase[j] = lf != SIZE_MAX && j <= lf ? ANA_PHASE_FORWARD
                       : j >= fb && j < bwd_end  ? ANA_PHASE_BACKWARD
                       : j >= rs && j <= re      ? ANA_PHASE_OPTIMIZER
                                                 : ANA_PHASE_UNDECIDED;

@@ -308,6 +308,7 @@ static void ana_sq_calls(ana_sq *q)
     const ana_trace *t = q->t;
     const ana_steps *s = &q->r->anat.steps;
     char buf[32];
+    size_t run = 0;
     ana_sq_begin(q, "INSERT INTO api_calls VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     for (size_t i = 0; i < t->n_calls && !q->failed; i++) {
         ana_api_call cv = ana_trace_call(t, i), *c = &cv;
@@ -324,11 +325,10 @@ static void ana_sq_calls(ana_sq *q)
         uint64_t call = ana_trace_wide(t, c->call_w), stack = ana_trace_wide(t, cs->stack_w);
         call ? ana_sq_u(q, call) : ana_sq_null(q);
         stack ? ana_sq_u(q, stack) : ana_sq_null(q);
-        if (s->call_step && s->call_step[i] >= 0)
-            ana_sq_i(q, s->call_step[i] + 1); /* numbered from 1, as the report does */
-        else
-            ana_sq_null(q);
-        ana_sq_t(q, s->call_phase ? ana_phase_name(s->call_phase[i]) : NULL);
+        int phase;
+        int32_t step = ana_steps_at(s, i, &run, &phase);
+        step >= 0 ? ana_sq_i(q, step + 1) : ana_sq_null(q); /* from 1, as the report does */
+        ana_sq_t(q, s->n_runs ? ana_phase_name(phase) : NULL);
         ana_sq_row(q);
     }
 }

@@ -39,8 +39,8 @@ static void dump_calls(ana_json *j, const ana_trace *t, const ana_steps *s)
         ana_json_ku64(j, "corr", ana_trace_wide(t, c->corr_w));
         ana_json_ku64(j, "arg", ana_trace_wide(t, c->arg_w));
         ana_json_kstr(j, "kernel", k ? k->name : NULL);
-        ana_json_ki64(j, "step", s->call_step[i]);
-        ana_json_kstr(j, "phase", ana_phase_name(s->call_phase[i]));
+        ana_json_ki64(j, "step", ana_steps_step(s, i));
+        ana_json_kstr(j, "phase", ana_phase_name(ana_steps_phase(s, i)));
         ana_json_obj_end(j);
     }
     ana_json_arr_end(j);

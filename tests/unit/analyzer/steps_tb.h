@@ -125,8 +125,8 @@ static inline void tb_free(tb *b, ana_steps *s)
 static inline void expect_phases(const ana_steps *s, size_t from, const int *want, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        cr_expect_eq(s->call_phase[from + i], want[i], "call %zu: phase %s, want %s", from + i,
-                     ana_phase_name(s->call_phase[from + i]), ana_phase_name(want[i]));
+        cr_expect_eq(ana_steps_phase(s, from + i), want[i], "call %zu: phase %s, want %s", from + i,
+                     ana_phase_name(ana_steps_phase(s, from + i)), ana_phase_name(want[i]));
 }
 
 enum { F = ANA_PHASE_FORWARD, B = ANA_PHASE_BACKWARD, O = ANA_PHASE_OPTIMIZER, U = ANA_PHASE_UNDECIDED };

@@ -48,7 +48,7 @@ Test(steps, nvtx_steps_with_nested_phases)
     cr_expect_str_eq(s.name, "train_step");
     cr_assert_eq(s.n_steps, 3);
     cr_expect_eq(s.phases, ANA_PHASES_NVTX);
-    cr_expect_eq(s.call_step[0], -1);
+    cr_expect_eq(ana_steps_step(&s, 0), -1);
     for (int i = 0; i < 3; i++) {
         cr_expect_eq(s.steps[i].start_ns, push[i]);
         cr_expect_eq(s.steps[i].end_ns, pop[i]);
@@ -57,10 +57,10 @@ Test(steps, nvtx_steps_with_nested_phases)
         static const int want[] = { U, F, F, B, B, O };
         expect_phases(&s, first[i], want, 6);
         for (size_t c = first[i]; c < first[i] + 6; c++)
-            cr_expect_eq(s.call_step[c], i);
+            cr_expect_eq(ana_steps_step(&s, c), i);
     }
-    cr_expect_eq(s.call_step[first[1] + 6], 1, "the other thread's launch, in the step's time");
-    cr_expect_eq(s.call_phase[first[1] + 6], U, "outside every phase range");
+    cr_expect_eq(ana_steps_step(&s, first[1] + 6), 1, "the other thread's launch, in the step's time");
+    cr_expect_eq(ana_steps_phase(&s, first[1] + 6), U, "outside every phase range");
     cr_expect_eq(s.median_ns, pop[0] - push[0]); /* all three last equally long but step 1 */
     cr_expect_lt(pop[0] - push[0], pop[1] - push[1]);
     tb_free(&b, &s);
@@ -89,7 +89,7 @@ Test(steps, profiler_step_numbers_group_as_one_name)
     cr_assert_eq(s.n_steps, 4);
     for (int i = 0; i < 4; i++)
         cr_expect_eq(s.steps[i].calls, (uint64_t)i + 1);
-    cr_expect_eq(s.call_step[10], -1);
+    cr_expect_eq(ana_steps_step(&s, 10), -1);
     cr_expect_eq(s.median_ns, d[1]); /* lower middle of four increasing durations */
     tb_free(&b, &s);
 }
@@ -190,7 +190,7 @@ Test(steps, step_ranges_hold_other_threads_launches)
             cr_expect_eq(s.steps[i].calls, 5, "step %d holds thread B's two launches", i);
             cr_expect_eq(s.steps[i].phases, by);
             for (size_t c = first[i]; c < first[i] + 5; c++)
-                cr_expect_eq(s.call_step[c], i, "call %zu (mode %d)", c, mode);
+                cr_expect_eq(ana_steps_step(&s, c), i, "call %zu (mode %d)", c, mode);
             cr_expect_eq(ana_trace_wide(b.t, ana_trace_call_site_at(b.t, first[i] + 2)->tid_w),
                          TID + 1);
             expect_phases(&s, first[i], want[mode], 5);
@@ -231,7 +231,7 @@ Test(steps, overlapping_step_ranges_of_two_threads)
         cr_expect_eq(s.steps[i].calls, calls[i]);
     }
     for (size_t c = 0; c < 8; c++)
-        cr_expect_eq(s.call_step[c], step_of[c], "call %zu", c);
+        cr_expect_eq(ana_steps_step(&s, c), step_of[c], "call %zu", c);
     cr_expect_eq(ana_trace_wide(b.t, ana_trace_call_site_at(b.t, 1)->tid_w), B);
     /* durations: 6 records after the push (600 ns) for steps 0 and 1, 3 for step 2 */
     cr_expect_eq(pop[0] - push[0], 600);
@@ -282,9 +282,9 @@ Test(steps, overlapping_start_end_ranges)
             size_t owner = blk > w ? blk - w : 0; /* the earliest range holding the block */
             calls[owner] += K;
             for (size_t j = 0; j < K; j++) {
-                cr_expect_eq(s.call_step[first[blk] + j], (int32_t)owner, "width %zu call %zu",
+                cr_expect_eq(ana_steps_step(&s, first[blk] + j), (int32_t)owner, "width %zu call %zu",
                              w, first[blk] + j);
-                cr_expect_eq(s.call_phase[first[blk] + j], j < K / 2 ? F : B);
+                cr_expect_eq(ana_steps_phase(&s, first[blk] + j), j < K / 2 ? F : B);
             }
         }
         for (size_t r = 0; r < R; r++)
@@ -331,7 +331,7 @@ Test(steps, single_named_range_is_a_step)
             cr_expect_eq(s.steps[0].start_ns, t0);
             cr_expect_eq(s.steps[0].end_ns, t1);
             cr_expect_eq(s.steps[0].calls, 13);
-            cr_expect_eq(s.call_step[0], -1);
+            cr_expect_eq(ana_steps_step(&s, 0), -1);
             cr_expect_eq(s.median_ns, t1 - t0);
             cr_expect_neq(strstr(s.why, "1 of 1 steps"), NULL, "%s", s.why); /* no phases */
         } else if (v == 3) {

@@ -80,16 +80,16 @@ Test(steps, optimizer_anchored_steps)
     cr_assert_eq(s.method, ANA_STEPS_OPTIMIZER, "%s", s.why);
     cr_expect_str_eq(s.name, "");
     cr_assert_eq(s.n_steps, 4);
-    cr_expect_eq(s.call_step[pro], -1);
-    cr_expect_eq(s.call_step[pro + 1], -1);
+    cr_expect_eq(ana_steps_step(&s, pro), -1);
+    cr_expect_eq(ana_steps_step(&s, pro + 1), -1);
     for (size_t c = eval; c < eval + 3; c++)
-        cr_expect_eq(s.call_step[c], -1, "call %zu after the last step", c);
+        cr_expect_eq(ana_steps_step(&s, c), -1, "call %zu after the last step", c);
     for (int i = 0; i < 4; i++) {
         cr_expect_eq(s.steps[i].calls, GPT_CALLS);
         cr_expect_eq(s.steps[i].start_ns, b.call_time[first[i]]);
         cr_expect_eq(s.steps[i].phases, ANA_PHASES_NAMES);
         for (size_t c = first[i]; c < first[i] + GPT_CALLS; c++)
-            cr_expect_eq(s.call_step[c], i, "call %zu", c);
+            cr_expect_eq(ana_steps_step(&s, c), i, "call %zu", c);
         expect_phases(&s, first[i], GPT_PHASES, GPT_CALLS);
     }
     for (int i = 0; i < 3; i++)
@@ -120,9 +120,9 @@ Test(steps, optimizer_steps_with_a_longer_first_step)
     cr_expect_eq(s.steps[0].end_ns, b.call_time[first[1]]);
     cr_expect_eq(s.steps[1].calls, GPT_CALLS);
     cr_expect_eq(s.steps[1].start_ns, b.call_time[first[1]]);
-    cr_expect_eq(s.call_step[0], -1);
-    cr_expect_eq(s.call_phase[first[0] + 1], F, "the warm-up copy lies in the forward region");
-    cr_expect_eq(s.call_phase[first[0] + 5], F, "the warm-up kernel lies in the forward region");
+    cr_expect_eq(ana_steps_step(&s, 0), -1);
+    cr_expect_eq(ana_steps_phase(&s, first[0] + 1), F, "the warm-up copy lies in the forward region");
+    cr_expect_eq(ana_steps_phase(&s, first[0] + 5), F, "the warm-up kernel lies in the forward region");
     tb_free(&b, &s);
 }
 
@@ -199,16 +199,16 @@ Test(steps, periodic_sequence_without_optimizer_kernels)
     tb_find(&b, &s);
     cr_assert_eq(s.method, ANA_STEPS_PERIOD, "%s", s.why);
     cr_assert_eq(s.n_steps, 5);
-    cr_expect_eq(s.call_step[0], -1);
-    cr_expect_eq(s.call_step[1], -1);
-    cr_expect_eq(s.call_step[partial], -1);
-    cr_expect_eq(s.call_step[partial + 1], -1);
+    cr_expect_eq(ana_steps_step(&s, 0), -1);
+    cr_expect_eq(ana_steps_step(&s, 1), -1);
+    cr_expect_eq(ana_steps_step(&s, partial), -1);
+    cr_expect_eq(ana_steps_step(&s, partial + 1), -1);
     for (int i = 0; i < 5; i++) {
         cr_expect_eq(s.steps[i].calls, 5);
         cr_expect_eq(s.steps[i].start_ns, b.call_time[first[i]]);
         cr_expect_eq(s.steps[i].phases, ANA_PHASES_NONE);
         for (size_t c = first[i]; c < first[i] + 5; c++)
-            cr_expect_eq(s.call_phase[c], U);
+            cr_expect_eq(ana_steps_phase(&s, c), U);
     }
     for (int i = 0; i < 4; i++)
         cr_expect_eq(s.steps[i].end_ns, b.call_time[first[i + 1]]);
@@ -233,7 +233,7 @@ Test(steps, periodic_first_step_with_extra_launches)
     tb_find(&b, &s);
     cr_assert_eq(s.method, ANA_STEPS_PERIOD, "%s", s.why);
     cr_assert_eq(s.n_steps, 4);
-    cr_expect_eq(s.call_step[0], -1);
+    cr_expect_eq(ana_steps_step(&s, 0), -1);
     cr_expect_eq(s.steps[0].calls, 8);
     cr_expect_eq(s.steps[0].start_ns, b.call_time[first[0]]);
     cr_expect_eq(s.steps[0].end_ns, b.call_time[first[1]]);
@@ -267,8 +267,8 @@ Test(steps, inference_without_repetition_has_no_steps)
     cr_expect_neq(strstr(s.why, "no steps"), NULL, "%s", s.why);
     cr_expect_neq(strstr(s.why, "NVTX"), NULL, "%s", s.why);
     for (size_t i = 0; i < b.n_calls; i++) {
-        cr_expect_eq(s.call_step[i], -1);
-        cr_expect_eq(s.call_phase[i], U);
+        cr_expect_eq(ana_steps_step(&s, i), -1);
+        cr_expect_eq(ana_steps_phase(&s, i), U);
     }
     tb_free(&b, &s);
 }
