@@ -146,6 +146,7 @@ static size_t *ana_anat_kname_index(const ana_trace *t, const ana_gpu_result *g)
 static void ana_anat_step_flops(const ana_trace *t, ana_anatomy *a)
 {
     ana_u64map first;
+    size_t run = 0; /* GEMM calls come in the order of their launches */
     uint64_t v;
     ana_u64map_init(&first);
     for (size_t i = 0; i < t->n_calls; i++) {
@@ -157,7 +158,8 @@ static void ana_anat_step_flops(const ana_trace *t, ana_anatomy *a)
         const ana_gemm_call *gc = &t->libs.gemms[i];
         const ana_gemm_shape *s = &t->libs.shapes[gc->shape];
         int32_t step;
-        if (!ana_u64map_get(&first, gc->call, &v) || (step = ana_steps_step(&a->steps, v)) < 0)
+        if (!ana_u64map_get(&first, gc->call, &v) ||
+            (step = ana_steps_at(&a->steps, v, &run, NULL)) < 0)
             continue;
         a->step_rows[step].flops += s->count ? s->flops / s->count : 0;
     }

@@ -25,7 +25,7 @@
  * is made for the work that follows) or the previous one (a release follows its last use),
  * if that call belongs to the same step; else undecided. */
 static uint8_t ana_mc_phase_at(const ana_trace *t, const ana_steps *s, int32_t step, uint64_t time_ns,
-                               int next)
+                               int next, size_t *run)
 {
     if (step < 0 || (size_t)step >= s->n_steps || !s->n_runs)
         return ANA_PHASE_UNDECIDED;
@@ -36,7 +36,7 @@ static uint8_t ana_mc_phase_at(const ana_trace *t, const ana_steps *s, int32_t s
         i--;
     }
     int ph;
-    return ana_steps_at(s, i, NULL, &ph) == step ? (uint8_t)ph : ANA_PHASE_UNDECIDED;
+    return ana_steps_at(s, i, run, &ph) == step ? (uint8_t)ph : ANA_PHASE_UNDECIDED;
 }
 
 /* ------------------------------------------------------------------ address index */
@@ -203,7 +203,7 @@ static int ana_mc_training(const ana_trace *t, const ana_steps *s)
  * GEMM or a copy that reads the allocation means its contents mattered before training
  * began; a kernel parameter does not count, as it may as well be a fill of zeros. */
 static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training, ana_mc_alloc *a,
-                            const ana_ptr_use *u, int8_t *is16)
+                            const ana_ptr_use *u, int8_t *is16, size_t *run)
 {
     a->uses++;
     a->flags |= ANA_MCF_TOUCHED;
@@ -222,7 +222,7 @@ static void ana_mc_note_use(const ana_trace *t, const ana_steps *s, int training
         a->flags |= ANA_MCF_STEP_INPUT;
         return;
     }
-    uint8_t ph = ana_mc_phase_at(t, s, step, u->time_ns, 1);
+    uint8_t ph = ana_mc_phase_at(t, s, step, u->time_ns, 1, run);
     if (ph == ANA_PHASE_UNDECIDED && !training)
         ph = ANA_PHASE_FORWARD;
     a->use_phases |= (uint8_t)(1u << ph);
@@ -298,12 +298,12 @@ static void ana_mc_place_uses(const ana_trace *t, const ana_steps *s, const ana_
     ana_mc_uses r;
     const ana_ptr_use *u;
     const int32_t *a;
-    size_t n;
+    size_t n, run = 0; /* the uses come in time order */
     ana_mc_uses_open(&r, t, ua);
     while ((n = ana_mc_uses_next(&r, &u, &a))) {
         for (size_t i = 0; i < n; i++)
             if (a[i] >= 0)
-                ana_mc_note_use(t, s, training, &m->allocs[a[i]], &u[i], is16);
+                ana_mc_note_use(t, s, training, &m->allocs[a[i]], &u[i], is16, &run);
         ana_mc_uses_take(&r, n);
     }
     ana_mc_uses_close(&r);
@@ -348,14 +348,16 @@ static int ana_mc_is_segment(const ana_trace *t, uint64_t stack, ana_u64map *mem
 /* Each allocation's step and phase at birth and death. */
 static void ana_mc_times(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s, ana_memcat *m)
 {
+    size_t run = 0; /* allocations come about in time order */
     for (size_t i = 0; i < m->n_allocs; i++) {
         ana_mc_alloc *a = &m->allocs[i];
         const ana_mem_life *l = &mem->lives[a->life];
         a->step_alloc = ana_mc_step_of(s, l->t_alloc);
         a->step_free = l->t_free == UINT64_MAX ? (int32_t)s->n_steps : ana_mc_step_of(s, l->t_free);
-        a->phase_alloc = ana_mc_phase_at(t, s, a->step_alloc, l->t_alloc, 1);
-        a->phase_free = l->t_free == UINT64_MAX ? ANA_PHASE_UNDECIDED
-                                                 : ana_mc_phase_at(t, s, a->step_free, l->t_free, 0);
+        a->phase_alloc = ana_mc_phase_at(t, s, a->step_alloc, l->t_alloc, 1, &run);
+        a->phase_free = l->t_free == UINT64_MAX
+                            ? ANA_PHASE_UNDECIDED
+                            : ana_mc_phase_at(t, s, a->step_free, l->t_free, 0, &run);
     }
 }
 

@@ -6,10 +6,10 @@
 
 #include "model/util.h"
 
-/* The last run starting at or before call c, among runs [lo, n) (runs[lo].first <= c). */
-static size_t ana_sr_search(const ana_call_run *r, size_t lo, size_t n, size_t c)
+/* The last run starting at or before call c among runs [lo, hi), given runs[lo].first <= c
+ * and runs[hi].first > c (or hi the end). */
+static size_t ana_sr_search(const ana_call_run *r, size_t lo, size_t hi, size_t c)
 {
-    size_t hi = n;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
         if (r[mid].first <= c)
@@ -20,13 +20,24 @@ static size_t ana_sr_search(const ana_call_run *r, size_t lo, size_t n, size_t c
     return lo;
 }
 
-/* The run holding call c (s has runs; the first starts at 0). */
+/* The run holding call c (s has runs; the first starts at 0): without a hint, a binary
+ * search; with one, a search that widens from it either way (calls asked near the last
+ * one cost a step or two, wherever they lie). */
 static size_t ana_sr_find(const ana_steps *s, size_t c, size_t *hint)
 {
     const ana_call_run *r = s->runs;
-    size_t n = s->n_runs, k = hint && *hint < n && r[*hint].first <= c ? *hint : 0;
-    if (k + 1 < n && r[k + 1].first <= c) /* on from the hint: the next run, else search */
-        k = k + 2 < n && r[k + 2].first <= c ? ana_sr_search(r, k + 2, n, c) : k + 1;
+    size_t n = s->n_runs, k, step = 1;
+    if (!hint || *hint >= n)
+        k = ana_sr_search(r, 0, n, c);
+    else if (r[k = *hint].first <= c) {
+        while (k + step < n && r[k + step].first <= c)
+            k += step, step *= 2;
+        k = ana_sr_search(r, k, k + step < n ? k + step : n, c);
+    } else {
+        while (k >= step && r[k - step].first > c)
+            k -= step, step *= 2;
+        k = k >= step ? ana_sr_search(r, k - step, k, c) : ana_sr_search(r, 0, k, c);
+    }
     if (hint)
         *hint = k;
     return k;
