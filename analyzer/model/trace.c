@@ -190,7 +190,7 @@ void ana_trace_free(ana_trace *t)
     free(t->table_ptrs);
     ana_u64map_free(&t->table_dsts);
     ana_u64map_free(&t->corr_map);
-    free(t->corr_base);
+    free(t->corr_g);
     free(t->corr_d);
     ana_u64map_free(&t->call_ctx);
     free(t->wide);

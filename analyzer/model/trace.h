@@ -140,9 +140,18 @@ typedef struct ana_ptr_table {
 #define ANA_TRACE_PTRS_CAP 512
 
 #define ANA_TRACE_KERNEL_DENSE (1u << 20)
-#define ANA_CORR_GROUP 64     /* correlation ids per base of the dense index */
+#define ANA_CORR_GROUP 64     /* correlation ids per group of the dense index */
 #define ANA_CORR_NONE 0xffffu /* corr_d: no call has the id */
 #define ANA_CORR_FAR 0xfffeu  /* corr_d: its call is too far from the base: in corr_map */
+
+/* 64 correlation ids of the dense index (ana_trace.corr_g): which have a call, the index
+ * of the earliest of those calls, and where their calls lie. */
+typedef struct ana_corr_group {
+    uint64_t has;  /* bit j: id 64·g + j has a call */
+    uint32_t base; /* the earliest call of the group's ids */
+    uint32_t d;    /* 0: the ids' calls are consecutive from base, in order of id; else
+                    * 1 + the group's row of 64 distances from base in corr_d */
+} ana_corr_group;
 #define ANA_TRACE_INTERN_CACHE 509 /* slots of the caches before the interning maps */
 
 typedef struct ana_api_stats {
@@ -231,12 +240,15 @@ typedef struct ana_trace {
     uint32_t site_cache[ANA_TRACE_INTERN_CACHE]; /* 1 + index of a recent site, by hash */
     /* corr (≠ 0) -> index into the calls (ana_trace_call_index): correlation ids count up
      * in a process, and the calls of 64 ids that follow each other are near each other in
-     * time, so a dense index of corr_n ids from corr_lo keeps, for each 64, the index of
-     * their earliest call (corr_base), and for each id the distance of its call from that
-     * one (corr_d: 2 bytes, not 4; ANA_CORR_NONE: no call; ANA_CORR_FAR: in corr_map).
-     * Ids too sparse for it all go in corr_map instead. */
-    uint32_t *corr_base;
+     * time — most often the very calls that follow each other —, so a dense index of
+     * corr_n ids from corr_lo keeps, for each 64 (ana_corr_group), which have a call and
+     * the index of their earliest; where the calls are consecutive, an id's call is that
+     * one plus the ids with a call before it (16 bytes per 64 ids); else the group has a
+     * row of 64 distances from its earliest in corr_d (ANA_CORR_NONE: no call;
+     * ANA_CORR_FAR: in corr_map). Ids too sparse for it all go in corr_map instead. */
+    ana_corr_group *corr_g;
     uint16_t *corr_d;
+    size_t n_corr_d;
     uint64_t corr_lo, corr_n;
     ana_u64map corr_map;
     uint64_t gpu_dropped_records, gpu_dropped_by_reason[3]; /* GPU_DROPPED: [0] other reasons */
@@ -418,15 +430,20 @@ static inline const ana_call_site *ana_trace_call_site_at(const ana_trace *t, si
 size_t ana_trace_call_index_map(const ana_trace *t, uint64_t corr);
 static inline size_t ana_trace_call_index(const ana_trace *t, uint64_t corr)
 {
-    if (!corr || !t->corr_d)
+    if (!corr || !t->corr_g)
         return ana_trace_call_index_map(t, corr);
     if (corr < t->corr_lo || corr - t->corr_lo >= t->corr_n)
         return SIZE_MAX;
-    uint64_t k = corr - t->corr_lo;
-    uint16_t d = t->corr_d[k];
+    uint64_t k = corr - t->corr_lo, j = k % ANA_CORR_GROUP;
+    const ana_corr_group *g = &t->corr_g[k / ANA_CORR_GROUP];
+    if (!(g->has >> j & 1))
+        return SIZE_MAX;
+    if (!g->d)
+        return (size_t)g->base + (size_t)__builtin_popcountll(g->has & ((1ull << j) - 1));
+    uint16_t d = t->corr_d[(size_t)(g->d - 1) * ANA_CORR_GROUP + j];
     if (d >= ANA_CORR_FAR)
         return d == ANA_CORR_NONE ? SIZE_MAX : ana_trace_call_index_map(t, corr);
-    return (size_t)t->corr_base[k / ANA_CORR_GROUP] + d;
+    return (size_t)g->base + d;
 }
 /* 1 and *c, the API call with this correlation id; 0 when there is none. */
 static inline int ana_trace_call_by_corr(const ana_trace *t, uint64_t corr, ana_api_call *c)

@@ -109,6 +109,68 @@ uint32_t ana_trace_use_pack(ana_trace *t, unsigned kind, uint64_t arg)
     return a << 4 | (kind & 15);
 }
 
+/* The dense index's group of id c and its bit. */
+static ana_corr_group *ana_ti_group(const ana_trace *t, uint64_t c, uint64_t *bit)
+{
+    *bit = 1ull << ((c - t->corr_lo) % ANA_CORR_GROUP);
+    return &t->corr_g[(c - t->corr_lo) / ANA_CORR_GROUP];
+}
+
+/* The dense index, in passes over the calls: which ids have a call and each group's
+ * earliest; the groups whose calls are not the consecutive ones that index says; their
+ * rows of distances, if any. */
+static void ana_ti_dense(ana_trace *t)
+{
+    size_t groups = (size_t)(t->corr_n / ANA_CORR_GROUP + 1), rows = 0;
+    t->corr_g = ana_xcalloc(groups, sizeof(*t->corr_g));
+    uint64_t bit;
+    for (size_t i = 0; i < t->n_calls; i++) {
+        uint64_t c = ana_trace_wide(t, ana_trace_call(t, i).corr_w);
+        ana_corr_group *g = c ? ana_ti_group(t, c, &bit) : NULL;
+        if (!g || (g->has & bit))
+            continue; /* no id, or an earlier call has it */
+        if (!g->has)
+            g->base = (uint32_t)i; /* the group's earliest call: later ones are after it */
+        g->has |= bit;
+    }
+    /* A group is consecutive when each id's first call is base + the ids with a call
+     * before it; a later call of an id finds the first where that says. */
+    for (size_t i = 0; i < t->n_calls; i++) {
+        uint64_t c = ana_trace_wide(t, ana_trace_call(t, i).corr_w);
+        ana_corr_group *g = c ? ana_ti_group(t, c, &bit) : NULL;
+        if (!g || g->d)
+            continue;
+        size_t e = (size_t)g->base + (size_t)__builtin_popcountll(g->has & (bit - 1));
+        if (i != e && !(i > e && ana_trace_wide(t, ana_trace_call(t, e).corr_w) == c))
+            g->d = UINT32_MAX, rows++;
+    }
+    if (!rows)
+        return;
+    t->n_corr_d = rows * ANA_CORR_GROUP;
+    t->corr_d = ana_xmalloc(t->n_corr_d * sizeof(*t->corr_d));
+    memset(t->corr_d, 0xff, t->n_corr_d * sizeof(*t->corr_d)); /* ANA_CORR_NONE */
+    rows = 0;
+    for (size_t k = 0; k < groups; k++)
+        if (t->corr_g[k].d)
+            t->corr_g[k].d = (uint32_t)++rows;
+    for (size_t i = 0; i < t->n_calls; i++) {
+        uint64_t c = ana_trace_wide(t, ana_trace_call(t, i).corr_w);
+        ana_corr_group *g = c ? ana_ti_group(t, c, &bit) : NULL;
+        if (!g || !g->d)
+            continue;
+        uint16_t *d = &t->corr_d[(size_t)(g->d - 1) * ANA_CORR_GROUP +
+                                 (size_t)((c - t->corr_lo) % ANA_CORR_GROUP)];
+        if (*d != ANA_CORR_NONE)
+            continue; /* an earlier call has the id */
+        if (i - g->base < ANA_CORR_FAR) {
+            *d = (uint16_t)(i - g->base);
+            continue;
+        }
+        *d = ANA_CORR_FAR;
+        ana_u64map_put(&t->corr_map, c, i);
+    }
+}
+
 /* Builds the corr -> call index; the first call (in time order) with an id keeps it. */
 void ana_trace_index_calls(ana_trace *t)
 {
@@ -121,36 +183,16 @@ void ana_trace_index_calls(ana_trace *t)
         hi = c > hi ? c : hi;
         n++;
     }
-    int dense = n && t->n_calls < UINT32_MAX && hi - lo < n * 4 + 4096;
-    if (dense) {
+    if (n && t->n_calls < UINT32_MAX && hi - lo < n * 4 + 4096) {
         t->corr_lo = lo;
         t->corr_n = hi - lo + 1;
-        size_t groups = (size_t)(t->corr_n / ANA_CORR_GROUP + 1);
-        t->corr_base = ana_xmalloc(groups * sizeof(*t->corr_base));
-        memset(t->corr_base, 0xff, groups * sizeof(*t->corr_base));
-        t->corr_d = ana_xmalloc(t->corr_n * sizeof(*t->corr_d));
-        memset(t->corr_d, 0xff, t->corr_n * sizeof(*t->corr_d)); /* ANA_CORR_NONE */
+        ana_ti_dense(t);
+        return;
     }
     for (size_t i = 0; i < t->n_calls && n; i++) {
         uint64_t c = ana_trace_wide(t, ana_trace_call(t, i).corr_w);
-        if (!c)
-            continue;
-        if (dense) {
-            uint16_t *d = &t->corr_d[c - lo];
-            uint32_t *base = &t->corr_base[(c - lo) / ANA_CORR_GROUP];
-            if (*d != ANA_CORR_NONE)
-                continue; /* an earlier call has the id */
-            if (*base == UINT32_MAX)
-                *base = (uint32_t)i; /* the group's earliest call: later ones are after it */
-            if (i - *base < ANA_CORR_FAR) {
-                *d = (uint16_t)(i - *base);
-                continue;
-            }
-            *d = ANA_CORR_FAR;
-        } else if (ana_u64map_get(&t->corr_map, c, &(uint64_t){ 0 })) {
-            continue;
-        }
-        ana_u64map_put(&t->corr_map, c, i);
+        if (c && !ana_u64map_get(&t->corr_map, c, &(uint64_t){ 0 }))
+            ana_u64map_put(&t->corr_map, c, i);
     }
 }
 

@@ -2,8 +2,9 @@
  * the last search ended) for times asked in order and at random, ana_trace_call_by_corr
  * with dense and sparse correlation ids, ana_sort (insertion sort while an array is
  * nearly in order, qsort past that) and ana_sort_stable against a plain stable sort, the
- * 32-bit fields of calls, GPU activities and pointer uses holding values of 2^31 and up
- * (wide values), and kernel ids on both sides of the dense table's bound. */
+ * dense index's groups of consecutive calls, the 32-bit fields of calls, GPU activities
+ * and pointer uses holding values of 2^31 and up (wide values), and kernel ids on both
+ * sides of the dense table's bound. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,58 @@ Test(trace_index, corr_far_from_its_neighbours)
                      (unsigned long long)corr[i]);
     cr_assert_eq(ana_trace_call_index(t, N), SIZE_MAX); /* the id the repeat replaced */
     cr_assert_eq(ana_trace_call_index(t, N + 1), SIZE_MAX);
+    ana_trace_free(t);
+}
+
+/* Ids as a process's calls take them: counting up with gaps (ids of calls that are not
+ * kept), a few calls without one, a few neighbours swapped (two threads) and repeats. Every
+ * id is found where the test put its first call, and the groups of 64 ids whose calls are
+ * consecutive keep no row of distances (16 bytes per 64 ids). */
+Test(trace_index, corr_consecutive_groups_with_gaps_swaps_and_repeats)
+{
+    enum { N = 50000 };
+    static uint64_t corr[N];
+    uint64_t id = 1000;
+    size_t none = 0, swapped = 0, repeated = 0;
+    for (size_t i = 0; i < N; i++) { /* the first 500 before ids were kept */
+        id += 1 + (next64() % 4 == 0 ? next64() % 3 : 0);
+        corr[i] = i < 500 || next64() % 1000 == 0 ? 0 : id;
+        none += i >= 500 && !corr[i];
+    }
+    for (size_t i = 100; i + 1 < N; i += 1 + next64() % 2000) {
+        uint64_t x = corr[i];
+        corr[i] = corr[i + 1], corr[i + 1] = x, swapped++;
+    }
+    for (size_t i = 200; i < N; i += 1 + next64() % 3000)
+        corr[i] = corr[i - 1 - next64() % 100], repeated++;
+    ana_trace *t = ana_trace_new("ids", ANA_LOAD_ALL);
+    for (size_t i = 0; i < N; i++) {
+        ana_record r = { .kind = ANA_K_LAUNCH, .tid = 1, .time_ns = 1000 + i };
+        r.u.launch.kernel = 1;
+        r.u.launch.corr = corr[i];
+        ana_trace_add(t, &r);
+    }
+    ana_trace_finish(t);
+    cr_assert_eq(t->n_calls, N);
+    cr_assert(t->corr_g, "a dense index");
+    size_t span = (size_t)(id - 1000 + 1);
+    size_t *first = malloc(span * sizeof(size_t));
+    for (size_t k = 0; k < span; k++)
+        first[k] = SIZE_MAX;
+    for (size_t i = 0; i < N; i++)
+        if (corr[i] && first[corr[i] - 1000] == SIZE_MAX)
+            first[corr[i] - 1000] = i;
+    for (size_t k = 0; k < span; k++)
+        cr_assert_eq(ana_trace_call_index(t, 1000 + k), first[k], "corr %zu", 1000 + k);
+    cr_assert_eq(ana_trace_call_index(t, 999), SIZE_MAX);
+    cr_assert_eq(ana_trace_call_index(t, id + 1), SIZE_MAX);
+    size_t groups = (size_t)(t->corr_n / ANA_CORR_GROUP + 1), rows = t->n_corr_d / ANA_CORR_GROUP;
+    /* each swap, repeat or call without an id among others unsettles at most two groups */
+    cr_expect_leq(rows, 2 * (swapped + repeated + none),
+                  "%zu rows for %zu swaps, %zu repeats, %zu calls without id (%zu groups)", rows,
+                  swapped, repeated, none, groups);
+    cr_expect_gt(rows, 0, "the swaps and repeats need rows");
+    free(first);
     ana_trace_free(t);
 }
 
