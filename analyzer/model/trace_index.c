@@ -116,9 +116,11 @@ static ana_corr_group *ana_ti_group(const ana_trace *t, uint64_t c, uint64_t *bi
     return &t->corr_g[(c - t->corr_lo) / ANA_CORR_GROUP];
 }
 
-/* The dense index, in passes over the calls: which ids have a call and each group's
- * earliest; the groups whose calls are not the consecutive ones that index says; their
- * rows of distances, if any. */
+/* The dense index: in one pass over the calls, which ids have a call, each group's
+ * earliest, and whether the group's calls are consecutive in order of id (each id's first
+ * call is base + the ids with a call before it: the ids come in increasing order, each at
+ * the call after the last); then, if any group is not, a pass for their rows of
+ * distances. */
 static void ana_ti_dense(ana_trace *t)
 {
     size_t groups = (size_t)(t->corr_n / ANA_CORR_GROUP + 1), rows = 0;
@@ -131,18 +133,9 @@ static void ana_ti_dense(ana_trace *t)
             continue; /* no id, or an earlier call has it */
         if (!g->has)
             g->base = (uint32_t)i; /* the group's earliest call: later ones are after it */
-        g->has |= bit;
-    }
-    /* A group is consecutive when each id's first call is base + the ids with a call
-     * before it; a later call of an id finds the first where that says. */
-    for (size_t i = 0; i < t->n_calls; i++) {
-        uint64_t c = ana_trace_wide(t, ana_trace_call(t, i).corr_w);
-        ana_corr_group *g = c ? ana_ti_group(t, c, &bit) : NULL;
-        if (!g || g->d)
-            continue;
-        size_t e = (size_t)g->base + (size_t)__builtin_popcountll(g->has & (bit - 1));
-        if (i != e && !(i > e && ana_trace_wide(t, ana_trace_call(t, e).corr_w) == c))
+        else if (!g->d && (g->has >= bit || i != g->base + (size_t)__builtin_popcountll(g->has)))
             g->d = UINT32_MAX, rows++;
+        g->has |= bit;
     }
     if (!rows)
         return;
