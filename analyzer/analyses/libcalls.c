@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-ana_call_gpu *ana_libcalls_link(const ana_trace *t, ana_u64map *map, size_t *n)
+ana_call_gpu *ana_libcalls_link(const ana_trace *t, const ana_u64map *want, ana_u64map *map,
+                                size_t *n)
 {
     ana_call_gpu *v = NULL;
     size_t cap = 0;
@@ -24,7 +25,7 @@ ana_call_gpu *ana_libcalls_link(const ana_trace *t, ana_u64map *map, size_t *n)
         uint64_t k, call;
         if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL ||
             !ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w), &c) ||
-            !(call = ana_trace_wide(t, c.call_w)))
+            !(call = ana_trace_wide(t, c.call_w)) || (want && !ana_u64map_get(want, call, &k)))
             continue;
         if (!ana_u64map_get(map, call, &k)) {
             ANA_GROW(v, cap, *n + 1);
@@ -104,27 +105,122 @@ static void ana_lc_gemm_findings(ana_libcalls *lc, const ana_trace *t, const ana
     lc->fp32_gpu_ns += r->gpu_ns;
 }
 
-static void ana_lc_gemms(const ana_trace *t, const ana_u64map *map, const ana_call_gpu *v,
-                         ana_libcalls *lc)
+/* Library call id -> index into t->libs.gemms: a table by id when the ids are dense (they
+ * count up in a process), else a map. 0 when an id has two GEMM records. */
+typedef struct ana_lc_ids {
+    uint64_t lo, span;
+    uint32_t *at; /* dense: 1 + index, 0 none */
+    ana_u64map map;
+} ana_lc_ids;
+
+static int ana_lc_ids_init(ana_lc_ids *x, const ana_libs *l)
+{
+    uint64_t lo = UINT64_MAX, hi = 0, v;
+    memset(x, 0, sizeof(*x));
+    ana_u64map_init(&x->map);
+    for (size_t i = 0; i < l->n_gemms; i++) {
+        uint64_t call = l->gemms[i].call;
+        lo = call && call < lo ? call : lo;
+        hi = call > hi ? call : hi;
+    }
+    if (l->n_gemms && l->n_gemms < UINT32_MAX && hi - lo < 4 * (uint64_t)l->n_gemms + 4096) {
+        x->lo = lo, x->span = hi - lo + 1;
+        x->at = ana_xcalloc((size_t)x->span, sizeof(uint32_t));
+    }
+    for (size_t i = 0; i < l->n_gemms; i++) {
+        uint64_t call = l->gemms[i].call;
+        if (!call)
+            continue;
+        if (x->at ? x->at[call - lo] != 0 : ana_u64map_get(&x->map, call, &v))
+            return 0;
+        if (x->at)
+            x->at[call - lo] = (uint32_t)(i + 1);
+        else
+            ana_u64map_put(&x->map, call, i);
+    }
+    return 1;
+}
+
+static size_t ana_lc_ids_get(const ana_lc_ids *x, uint64_t call)
+{
+    uint64_t v;
+    if (x->at)
+        return call >= x->lo && call - x->lo < x->span && x->at[call - x->lo]
+                   ? (size_t)x->at[call - x->lo] - 1
+                   : SIZE_MAX;
+    return call && ana_u64map_get(&x->map, call, &v) ? (size_t)v : SIZE_MAX;
+}
+
+/* Each shape's GPU time, kernels and timed calls, from the GEMM calls' kernels in one
+ * pass, without a record by call: a call is timed once (a bit by GEMM record), and a
+ * shape's device is that of the first kernel seen of its earliest GEMM record with one.
+ * 0 (nothing done) when two GEMM records share a call id. */
+static int ana_lc_gemm_kernels(const ana_trace *t, ana_libcalls *lc)
+{
+    const ana_libs *l = &t->libs;
+    ana_lc_ids ids;
+    int ok = ana_lc_ids_init(&ids, l);
+    uint8_t *timed = ok ? ana_xcalloc(l->n_gemms / 8 + 1, 1) : NULL;
+    size_t *first = ok ? ana_xcalloc(l->n_shapes + 1, sizeof(size_t)) : NULL;
+    for (size_t i = 0; ok && i < l->n_shapes; i++)
+        first[i] = SIZE_MAX;
+    ana_gpu_iter it;
+    ana_trace_gpu_begin(t, &it);
+    for (const ana_gpu_act *a; ok && (a = ana_trace_gpu_next(&it));) {
+        ana_api_call c;
+        size_t i;
+        if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL ||
+            !ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w), &c) ||
+            (i = ana_lc_ids_get(&ids, ana_trace_wide(t, c.call_w))) == SIZE_MAX)
+            continue;
+        const ana_gemm_call *g = &l->gemms[i];
+        ana_gemm_row *r = &lc->gemms[g->shape];
+        r->gpu_ns += ana_trace_wide(t, a->dur_w);
+        r->kernels++;
+        if (!(timed[i / 8] >> (i % 8) & 1)) {
+            timed[i / 8] |= (uint8_t)(1u << (i % 8));
+            r->timed_calls++;
+            r->timed_flops += ana_gemm_call_flops(r->s);
+        }
+        if (i < first[g->shape]) {
+            first[g->shape] = i;
+            r->device = ana_trace_gpu_lane(t, a)->device;
+        }
+    }
+    ana_trace_gpu_end(&it);
+    free(ids.at);
+    ana_u64map_free(&ids.map);
+    free(timed);
+    free(first);
+    return ok;
+}
+
+static void ana_lc_gemms(const ana_trace *t, ana_libcalls *lc)
 {
     const ana_libs *l = &t->libs;
     lc->n_gemms = l->n_shapes;
     lc->gemms = ana_xcalloc(l->n_shapes + 1, sizeof(*lc->gemms));
     for (size_t i = 0; i < l->n_shapes; i++)
         lc->gemms[i] = (ana_gemm_row){ .s = &l->shapes[i], .device = -1 };
-    for (size_t i = 0; i < l->n_gemms; i++) {
-        const ana_gemm_call *g = &l->gemms[i];
-        const ana_call_gpu *c = ana_lc_get(map, v, g->call);
-        ana_gemm_row *r = &lc->gemms[g->shape];
-        if (!c)
-            continue;
-        const ana_gemm_shape *s = r->s;
-        r->gpu_ns += c->gpu_ns;
-        r->kernels += c->kernels;
-        r->timed_calls++;
-        r->timed_flops += ana_gemm_call_flops(s);
-        if (r->device < 0)
-            r->device = c->device;
+    if (!ana_lc_gemm_kernels(t, lc)) { /* a call id twice: by call, as the records say */
+        ana_u64map map;
+        size_t n;
+        ana_call_gpu *v = ana_libcalls_link(t, NULL, &map, &n);
+        for (size_t i = 0; i < l->n_gemms; i++) {
+            const ana_gemm_call *g = &l->gemms[i];
+            const ana_call_gpu *c = ana_lc_get(&map, v, g->call);
+            ana_gemm_row *r = &lc->gemms[g->shape];
+            if (!c)
+                continue;
+            r->gpu_ns += c->gpu_ns;
+            r->kernels += c->kernels;
+            r->timed_calls++;
+            r->timed_flops += ana_gemm_call_flops(r->s);
+            if (r->device < 0)
+                r->device = c->device;
+        }
+        free(v);
+        ana_u64map_free(&map);
     }
     for (size_t i = 0; i < lc->n_gemms; i++) {
         ana_gemm_row *r = &lc->gemms[i];
@@ -313,11 +409,11 @@ static void ana_lc_coll_algos(const ana_trace *t, ana_libcalls *lc, const uint64
     free(p);
 }
 
+/* The collectives' rows; map and v: the GPU time of the owner calls (owner[i], of colls[i]). */
 static void ana_lc_colls(const ana_trace *t, const ana_u64map *map, const ana_call_gpu *v,
-                         ana_libcalls *lc)
+                         const uint64_t *owner, ana_libcalls *lc)
 {
     const ana_libs *l = &t->libs;
-    uint64_t *owner = ana_lc_group_owner(l);
     size_t *row_of = ana_xcalloc(l->n_colls + 1, sizeof(size_t));
     ana_u64map idx, bytes, ops;
     size_t cap = 0;
@@ -347,7 +443,6 @@ static void ana_lc_colls(const ana_trace *t, const ana_u64map *map, const ana_ca
         ana_lc_coll_algo(t, r, g->first_kernel);
     }
     ana_lc_coll_algos(t, lc, owner, row_of);
-    free(owner);
     free(row_of);
     ana_u64map_free(&idx);
     ana_u64map_free(&bytes);
@@ -383,10 +478,20 @@ void ana_libcalls_analyze(const ana_trace *t, ana_libcalls *lc)
         if (ana_trace_gpu_lane(t, a)->type == ANA_GPU_KERNEL)
             lc->kernel_ns += ana_trace_wide(t, a->dur_w);
     ana_trace_gpu_end(&it);
-    ana_call_gpu *v = ana_libcalls_link(t, &map, &n);
-    ana_lc_gemms(t, &map, v, lc);
-    ana_lc_colls(t, &map, v, lc);
+    ana_lc_gemms(t, lc);
+    /* the GPU time of the calls that own collectives, kept by call (the GEMMs' went by
+     * shape) */
+    uint64_t *owner = ana_lc_group_owner(&t->libs);
+    ana_u64map want;
+    ana_u64map_init(&want);
+    for (size_t i = 0; i < t->libs.n_colls; i++)
+        if (owner[i])
+            ana_u64map_put(&want, owner[i], 1);
+    ana_call_gpu *v = ana_libcalls_link(t, &want, &map, &n);
+    ana_u64map_free(&want);
+    ana_lc_colls(t, &map, v, owner, lc);
     ana_lc_comms(t, lc);
+    free(owner);
     free(v);
     ana_u64map_free(&map);
 }

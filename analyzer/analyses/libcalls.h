@@ -71,8 +71,10 @@ typedef struct ana_libcalls {
 void ana_libcalls_analyze(const ana_trace *t, ana_libcalls *out);
 void ana_libcalls_free(ana_libcalls *lc);
 
-/* GPU time per library call id: fills map call -> index into *out (n entries). */
-ana_call_gpu *ana_libcalls_link(const ana_trace *t, ana_u64map *map, size_t *n);
+/* GPU time per library call id: fills map call -> index into *out (n entries); only the
+ * calls in want when it is not NULL. */
+ana_call_gpu *ana_libcalls_link(const ana_trace *t, const ana_u64map *want, ana_u64map *map,
+                                size_t *n);
 
 /* The first API call each library call made: fills map (initialized here) with
  * call -> index into t->calls (in time order). A library record has no time of its own;

@@ -424,7 +424,7 @@ static void ana_sq_libcalls(ana_sq *q)
     size_t n;
     uint64_t k;
     char buf[32];
-    ana_call_gpu *v = ana_libcalls_link(t, &link, &n);
+    ana_call_gpu *v = ana_libcalls_link(t, NULL, &link, &n);
     ana_libcalls_first_calls(t, &first);
     ana_sq_begin(q, "INSERT OR REPLACE INTO gemms VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
                     " ?, ?, ?, ?)");
