@@ -82,6 +82,21 @@ Test(trace_index, call_bound_and_corr)
     }
 }
 
+/* n launches, call i at time 1000 + i (index i in time order) with id corr[i]. */
+static ana_trace *launches(const char *name, const uint64_t *corr, size_t n)
+{
+    ana_trace *t = ana_trace_new(name, ANA_LOAD_ALL);
+    for (size_t i = 0; i < n; i++) {
+        ana_record r = { .kind = ANA_K_LAUNCH, .tid = 1, .time_ns = 1000 + i };
+        r.u.launch.kernel = 1;
+        r.u.launch.corr = corr[i];
+        ana_trace_add(t, &r);
+    }
+    ana_trace_finish(t);
+    cr_assert_eq(t->n_calls, n);
+    return t;
+}
+
 /* Ids whose calls lie further apart in time order than the dense index's 2-byte distance
  * reaches (65534 calls) are found too: call i has id i + 1, but for a few pairs swapped
  * across the whole trace, and a few ids repeat (the earliest call keeps them). */
@@ -99,15 +114,7 @@ Test(trace_index, corr_far_from_its_neighbours)
         corr[swaps[k][1]] = x;
     }
     corr[N - 1] = corr[3]; /* a repeat: call 3 keeps the id */
-    ana_trace *t = ana_trace_new("far", ANA_LOAD_ALL);
-    for (size_t i = 0; i < N; i++) { /* in time order: index i */
-        ana_record r = { .kind = ANA_K_LAUNCH, .tid = 1, .time_ns = 1000 + i };
-        r.u.launch.kernel = 1;
-        r.u.launch.corr = corr[i];
-        ana_trace_add(t, &r);
-    }
-    ana_trace_finish(t);
-    cr_assert_eq(t->n_calls, N);
+    ana_trace *t = launches("far", corr, N);
     for (size_t i = 0; i + 1 < N; i++)
         cr_assert_eq(ana_trace_call_index(t, corr[i]), i, "corr %llu",
                      (unsigned long long)corr[i]);
@@ -137,15 +144,7 @@ Test(trace_index, corr_consecutive_groups_with_gaps_swaps_and_repeats)
     }
     for (size_t i = 200; i < N; i += 1 + next64() % 3000)
         corr[i] = corr[i - 1 - next64() % 100], repeated++;
-    ana_trace *t = ana_trace_new("ids", ANA_LOAD_ALL);
-    for (size_t i = 0; i < N; i++) {
-        ana_record r = { .kind = ANA_K_LAUNCH, .tid = 1, .time_ns = 1000 + i };
-        r.u.launch.kernel = 1;
-        r.u.launch.corr = corr[i];
-        ana_trace_add(t, &r);
-    }
-    ana_trace_finish(t);
-    cr_assert_eq(t->n_calls, N);
+    ana_trace *t = launches("ids", corr, N);
     cr_assert(t->corr_g, "a dense index");
     size_t span = (size_t)(id - 1000 + 1);
     size_t *first = malloc(span * sizeof(size_t));
