@@ -46,7 +46,7 @@ static void ana_gpu_add(const ana_trace *t, ana_gpu_sum *s, const ana_gpu_act *a
 }
 
 /* Class totals, copies, and correlation with the API calls of one activity (marks the
- * call that caused it in has_gpu). */
+ * call that caused it in has_gpu, a bit by call). */
 static void ana_gpu_classify(const ana_trace *t, ana_gpu_result *g, const ana_gpu_act *a,
                              uint8_t *has_gpu)
 {
@@ -66,7 +66,7 @@ static void ana_gpu_classify(const ana_trace *t, ana_gpu_result *g, const ana_gp
         g->no_corr++;
     } else if ((c = ana_trace_call_index(t, ana_trace_wide(t, a->corr_w))) != SIZE_MAX) {
         g->correlated++;
-        has_gpu[c] = 1;
+        has_gpu[c / 8] |= (uint8_t)(1u << (c % 8));
     } else {
         g->uncorrelated++;
     }
@@ -110,10 +110,49 @@ static int ana_gpu_stream_cmp(const void *a, const void *b)
     return x->stream < y->stream ? -1 : x->stream > y->stream;
 }
 
+/* The gaps found: every one when max is 0; else the max longest (ana_gpu_gap_cmp), as
+ * a heap whose root is the one of them that would go last. */
 typedef struct ana_gpu_gaps {
     ana_gpu_gap *v;
-    size_t n, cap;
+    size_t n, cap, max;
 } ana_gpu_gaps;
+
+static int ana_gpu_gap_cmp(const void *a, const void *b);
+
+static void ana_gpu_gap_swap(ana_gpu_gap *v, size_t i, size_t j)
+{
+    ana_gpu_gap x = v[i];
+    v[i] = v[j], v[j] = x;
+}
+
+/* Keeps gap p: appended, or in the heap of the max longest in place of its last. */
+static void ana_gpu_gap_keep(ana_gpu_gaps *gaps, const ana_gpu_gap *p)
+{
+    ana_gpu_gap *v;
+    size_t i;
+    if (!gaps->max || gaps->n < gaps->max) {
+        ANA_GROW(gaps->v, gaps->cap, gaps->n + 1);
+        v = gaps->v, i = gaps->n++;
+        v[i] = *p;
+        while (gaps->max && i && ana_gpu_gap_cmp(&v[(i - 1) / 2], &v[i]) < 0) /* up */
+            ana_gpu_gap_swap(v, i, (i - 1) / 2), i = (i - 1) / 2;
+        return;
+    }
+    v = gaps->v;
+    if (ana_gpu_gap_cmp(p, &v[0]) >= 0)
+        return; /* not among the longest */
+    v[0] = *p;
+    for (i = 0;;) { /* down: the root goes after both children */
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < gaps->n && ana_gpu_gap_cmp(&v[l], &v[m]) > 0)
+            m = l;
+        if (r < gaps->n && ana_gpu_gap_cmp(&v[r], &v[m]) > 0)
+            m = r;
+        if (m == i)
+            break;
+        ana_gpu_gap_swap(v, i, m), i = m;
+    }
+}
 
 /* The stream of a; its interval union is spans[index], grown with g->streams. */
 static size_t ana_gpu_stream_of(const ana_trace *t, ana_gpu_result *g, ana_u64map *idx,
@@ -176,9 +215,9 @@ static void ana_gpu_sweep(const ana_trace *t, ana_gpu_result *g, ana_gpu_gaps *g
             ana_gpu_device *d = &g->devices[g->n_devices - 1];
             d->gaps++;
             d->gaps_ns += gap;
-            ANA_GROW(gaps->v, gaps->cap, gaps->n + 1);
-            gaps->v[gaps->n++] = (ana_gpu_gap){ .device = l->device, .start_ns = a->start_ns - gap,
-                                                .dur_ns = gap, .next = *a };
+            ana_gpu_gap_keep(gaps, &(ana_gpu_gap){ .device = l->device,
+                                                   .start_ns = a->start_ns - gap,
+                                                   .dur_ns = gap, .next = *a });
         }
     }
     ana_trace_gpu_end(&it);
@@ -306,20 +345,20 @@ static int ana_gpu_cupti_ran(const ana_trace *t)
 void ana_gpu_analyze(const ana_trace *t, uint64_t min_gap_ns, size_t max_gaps,
                      ana_gpu_result *g)
 {
-    ana_gpu_gaps gaps = { 0 };
+    ana_gpu_gaps gaps = { .max = max_gaps };
     memset(g, 0, sizeof(*g));
     g->cupti = ana_trace_info(t, "cupti");
     g->cupti_ran = ana_gpu_cupti_ran(t);
     g->min_gap_ns = min_gap_ns;
     g->n_acts = t->n_gpu;
-    uint8_t *has_gpu = ana_xcalloc(t->n_calls + 1, 1);
+    uint8_t *has_gpu = ana_xcalloc(t->n_calls / 8 + 1, 1);
     ana_gpu_sweep(t, g, &gaps, has_gpu);
     for (size_t i = 0; i < t->n_calls; i++) {
         const ana_call_site *cs = ana_trace_call_site_at(t, i);
         if (cs->kind != ANA_K_LAUNCH || cs->ret != 0)
             continue;
         g->launches_ok++;
-        g->launches_without_gpu += !has_gpu[i];
+        g->launches_without_gpu += !(has_gpu[i / 8] >> (i % 8) & 1);
     }
     free(has_gpu);
     ana_gpu_totals(g);
