@@ -8,27 +8,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What the library records say about call ids: GEMM calls, NCCL operations. */
+/* What the library records say about call ids: GEMM calls, NCCL operations (a table by
+ * id, as the ids count up; the value is not read). */
 typedef struct ana_anat_ctx {
-    ana_u64map gemm_calls, coll_calls; /* call id -> 1 */
+    ana_idmap gemm_calls, coll_calls;
 } ana_anat_ctx;
+
+/* Widens [*lo, *hi] to id (0, no id, left out). */
+static void ana_anat_span(uint64_t id, uint64_t *lo, uint64_t *hi)
+{
+    if (id)
+        *lo = id < *lo ? id : *lo, *hi = id > *hi ? id : *hi;
+}
 
 static void ana_anat_ctx_init(const ana_trace *t, ana_anat_ctx *c)
 {
-    ana_u64map_init(&c->gemm_calls);
-    ana_u64map_init(&c->coll_calls);
-    for (size_t i = 0; i < t->libs.n_gemms; i++)
-        ana_u64map_put(&c->gemm_calls, t->libs.gemms[i].call, 1);
-    for (size_t i = 0; i < t->libs.n_colls; i++)
-        ana_u64map_put(&c->coll_calls, t->libs.colls[i].call, 1);
-    for (size_t i = 0; i < t->libs.n_group_ends; i++)
-        ana_u64map_put(&c->coll_calls, t->libs.group_ends[i].call, 1);
+    const ana_libs *l = &t->libs;
+    uint64_t glo = UINT64_MAX, ghi = 0, clo = UINT64_MAX, chi = 0;
+    for (size_t i = 0; i < l->n_gemms; i++)
+        ana_anat_span(l->gemms[i].call, &glo, &ghi);
+    for (size_t i = 0; i < l->n_colls; i++)
+        ana_anat_span(l->colls[i].call, &clo, &chi);
+    for (size_t i = 0; i < l->n_group_ends; i++)
+        ana_anat_span(l->group_ends[i].call, &clo, &chi);
+    ana_idmap_init(&c->gemm_calls, glo, ghi, l->n_gemms);
+    ana_idmap_init(&c->coll_calls, clo, chi, l->n_colls + l->n_group_ends);
+    for (size_t i = 0; i < l->n_gemms; i++)
+        ana_idmap_put(&c->gemm_calls, l->gemms[i].call, 0);
+    for (size_t i = 0; i < l->n_colls; i++)
+        ana_idmap_put(&c->coll_calls, l->colls[i].call, 0);
+    for (size_t i = 0; i < l->n_group_ends; i++)
+        ana_idmap_put(&c->coll_calls, l->group_ends[i].call, 0);
 }
 
 static void ana_anat_ctx_free(ana_anat_ctx *c)
 {
-    ana_u64map_free(&c->gemm_calls);
-    ana_u64map_free(&c->coll_calls);
+    ana_idmap_free(&c->gemm_calls);
+    ana_idmap_free(&c->coll_calls);
 }
 
 /* The context of activity a, issued by call c (NULL when no call has its corr). */
@@ -43,9 +59,9 @@ static int ana_anat_ctx_of(const ana_trace *t, const ana_anat_ctx *cx, const ana
     if ((call = ana_trace_wide(t, c->call_w))) {
         if (ana_u64map_get(&t->call_ctx, call, &v) && v < ANA_CTX_COUNT)
             return (int)v;
-        if (ana_u64map_get(&cx->gemm_calls, call, &v))
+        if (ana_idmap_get(&cx->gemm_calls, call) != SIZE_MAX)
             return ANA_CTX_GEMM;
-        if (ana_u64map_get(&cx->coll_calls, call, &v))
+        if (ana_idmap_get(&cx->coll_calls, call) != SIZE_MAX)
             return ANA_CTX_COMM;
     }
     unsigned lib = ana_trace_call_site(t, c)->lib;
@@ -142,21 +158,36 @@ static size_t *ana_anat_kname_index(const ana_trace *t, const ana_gpu_result *g)
     return idx;
 }
 
-/* The GEMM FLOPs of each step: a GEMM call belongs to the step of its first launch. */
+/* The GEMM FLOPs of each step: a GEMM call belongs to the step of its first launch. The
+ * calls in order, each GEMM call's first found through a table by call id (a map by call
+ * of every library call's first launch when two GEMM records share an id). */
 static void ana_anat_step_flops(const ana_trace *t, ana_anatomy *a)
 {
+    const ana_libs *l = &t->libs;
+    size_t run = 0; /* calls and GEMM calls come in order */
+    ana_idmap ids;
+    int by_id = ana_libcalls_gemm_ids(l, &ids);
+    uint8_t *seen = by_id ? ana_xcalloc(l->n_gemms / 8 + 1, 1) : NULL;
     ana_u64map first;
-    size_t run = 0; /* GEMM calls come in the order of their launches */
     uint64_t v;
     ana_u64map_init(&first);
     for (size_t i = 0; i < t->n_calls; i++) {
         uint64_t call = ana_trace_wide(t, ana_trace_call(t, i).call_w);
-        if (call && !ana_u64map_get(&first, call, &v))
+        size_t g;
+        int32_t step;
+        if (call && !by_id && !ana_u64map_get(&first, call, &v))
             ana_u64map_put(&first, call, i);
+        if (!call || !by_id || (g = ana_idmap_get(&ids, call)) == SIZE_MAX ||
+            (seen[g / 8] >> (g % 8) & 1))
+            continue;
+        seen[g / 8] |= (uint8_t)(1u << (g % 8));
+        const ana_gemm_shape *s = &l->shapes[l->gemms[g].shape];
+        if ((step = ana_steps_at(&a->steps, i, &run, NULL)) >= 0)
+            a->step_rows[step].flops += s->count ? s->flops / s->count : 0;
     }
-    for (size_t i = 0; i < t->libs.n_gemms; i++) {
-        const ana_gemm_call *gc = &t->libs.gemms[i];
-        const ana_gemm_shape *s = &t->libs.shapes[gc->shape];
+    for (size_t i = 0; i < l->n_gemms && !by_id; i++) {
+        const ana_gemm_call *gc = &l->gemms[i];
+        const ana_gemm_shape *s = &l->shapes[gc->shape];
         int32_t step;
         if (!ana_u64map_get(&first, gc->call, &v) ||
             (step = ana_steps_at(&a->steps, v, &run, NULL)) < 0)
@@ -164,6 +195,8 @@ static void ana_anat_step_flops(const ana_trace *t, ana_anatomy *a)
         a->step_rows[step].flops += s->count ? s->flops / s->count : 0;
     }
     ana_u64map_free(&first);
+    ana_idmap_free(&ids);
+    free(seen);
 }
 
 /* Achieved TFLOP/s of the GEMMs with linked kernels, the peak of their main precision

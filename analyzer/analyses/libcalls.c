@@ -105,50 +105,21 @@ static void ana_lc_gemm_findings(ana_libcalls *lc, const ana_trace *t, const ana
     lc->fp32_gpu_ns += r->gpu_ns;
 }
 
-/* Library call id -> index into t->libs.gemms: a table by id when the ids are dense (they
- * count up in a process), else a map. 0 when an id has two GEMM records. */
-typedef struct ana_lc_ids {
-    uint64_t lo, span;
-    uint32_t *at; /* dense: 1 + index, 0 none */
-    ana_u64map map;
-} ana_lc_ids;
-
-static int ana_lc_ids_init(ana_lc_ids *x, const ana_libs *l)
+int ana_libcalls_gemm_ids(const ana_libs *l, ana_idmap *x)
 {
-    uint64_t lo = UINT64_MAX, hi = 0, v;
-    memset(x, 0, sizeof(*x));
-    ana_u64map_init(&x->map);
+    uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < l->n_gemms; i++) {
         uint64_t call = l->gemms[i].call;
         lo = call && call < lo ? call : lo;
         hi = call > hi ? call : hi;
     }
-    if (l->n_gemms && l->n_gemms < UINT32_MAX && hi - lo < 4 * (uint64_t)l->n_gemms + 4096) {
-        x->lo = lo, x->span = hi - lo + 1;
-        x->at = ana_xcalloc((size_t)x->span, sizeof(uint32_t));
-    }
-    for (size_t i = 0; i < l->n_gemms; i++) {
-        uint64_t call = l->gemms[i].call;
-        if (!call)
-            continue;
-        if (x->at ? x->at[call - lo] != 0 : ana_u64map_get(&x->map, call, &v))
+    ana_idmap_init(x, lo, hi, l->n_gemms);
+    if (l->n_gemms >= UINT32_MAX)
+        return 0;
+    for (size_t i = 0; i < l->n_gemms; i++)
+        if (l->gemms[i].call && !ana_idmap_put(x, l->gemms[i].call, i))
             return 0;
-        if (x->at)
-            x->at[call - lo] = (uint32_t)(i + 1);
-        else
-            ana_u64map_put(&x->map, call, i);
-    }
     return 1;
-}
-
-static size_t ana_lc_ids_get(const ana_lc_ids *x, uint64_t call)
-{
-    uint64_t v;
-    if (x->at)
-        return call >= x->lo && call - x->lo < x->span && x->at[call - x->lo]
-                   ? (size_t)x->at[call - x->lo] - 1
-                   : SIZE_MAX;
-    return call && ana_u64map_get(&x->map, call, &v) ? (size_t)v : SIZE_MAX;
 }
 
 /* Each shape's GPU time, kernels and timed calls, from the GEMM calls' kernels in one
@@ -158,8 +129,8 @@ static size_t ana_lc_ids_get(const ana_lc_ids *x, uint64_t call)
 static int ana_lc_gemm_kernels(const ana_trace *t, ana_libcalls *lc)
 {
     const ana_libs *l = &t->libs;
-    ana_lc_ids ids;
-    int ok = ana_lc_ids_init(&ids, l);
+    ana_idmap ids;
+    int ok = ana_libcalls_gemm_ids(l, &ids);
     uint8_t *timed = ok ? ana_xcalloc(l->n_gemms / 8 + 1, 1) : NULL;
     size_t *first = ok ? ana_xcalloc(l->n_shapes + 1, sizeof(size_t)) : NULL;
     for (size_t i = 0; ok && i < l->n_shapes; i++)
@@ -171,7 +142,7 @@ static int ana_lc_gemm_kernels(const ana_trace *t, ana_libcalls *lc)
         size_t i;
         if (ana_trace_gpu_lane(t, a)->type != ANA_GPU_KERNEL ||
             !ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w), &c) ||
-            (i = ana_lc_ids_get(&ids, ana_trace_wide(t, c.call_w))) == SIZE_MAX)
+            (i = ana_idmap_get(&ids, ana_trace_wide(t, c.call_w))) == SIZE_MAX)
             continue;
         const ana_gemm_call *g = &l->gemms[i];
         ana_gemm_row *r = &lc->gemms[g->shape];
@@ -188,8 +159,7 @@ static int ana_lc_gemm_kernels(const ana_trace *t, ana_libcalls *lc)
         }
     }
     ana_trace_gpu_end(&it);
-    free(ids.at);
-    ana_u64map_free(&ids.map);
+    ana_idmap_free(&ids);
     free(timed);
     free(first);
     return ok;

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/idmap.h"
 #include "model/libs.h"
 #include "model/trace.h"
 
@@ -75,6 +76,10 @@ void ana_libcalls_free(ana_libcalls *lc);
  * calls in want when it is not NULL. */
 ana_call_gpu *ana_libcalls_link(const ana_trace *t, const ana_u64map *want, ana_u64map *map,
                                 size_t *n);
+
+/* Library call id -> index into l->gemms (ids 0 left out); 0 when two GEMM records share
+ * an id (x is still made: free it). */
+int ana_libcalls_gemm_ids(const ana_libs *l, ana_idmap *x);
 
 /* The first API call each library call made: fills map (initialized here) with
  * call -> index into t->calls (in time order). A library record has no time of its own;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cuda_errors.h"
+#include "model/idmap.h"
 #include "model/json.h"
 #include "model/stacks.h"
 #include "model/u64map.h"
@@ -48,6 +49,34 @@ Test(u64map, put_get_delete_under_churn)
     cr_expect(ana_u64map_get(&m, 0, &v) && v == 42);
     cr_expect(!ana_u64map_del(&m, 12345, NULL));
     ana_u64map_free(&m);
+}
+
+/* ids to indexes: a table when they are dense, a map when they are far apart; the first
+ * value of an id stays; ids never put are not found. */
+Test(idmap, dense_and_sparse_ids)
+{
+    for (int sparse = 0; sparse < 2; sparse++) {
+        enum { N = 5000 };
+        uint64_t step = sparse ? 1000003 : 3, lo = 77;
+        ana_idmap x;
+        ana_idmap_init(&x, lo, lo + (N - 1) * step, N);
+        cr_expect_eq(x.at != NULL, !sparse, "a table for dense ids only");
+        for (size_t i = 0; i < N; i++)
+            cr_expect_eq(ana_idmap_put(&x, lo + i * step, i), 1);
+        cr_expect_eq(ana_idmap_put(&x, lo + 7 * step, 99), 0, "an id put twice keeps its first");
+        for (size_t i = 0; i < N; i++) {
+            cr_expect_eq(ana_idmap_get(&x, lo + i * step), i);
+            cr_expect_eq(ana_idmap_get(&x, lo + i * step + 1), SIZE_MAX);
+        }
+        cr_expect_eq(ana_idmap_get(&x, 0), SIZE_MAX);
+        cr_expect_eq(ana_idmap_get(&x, lo - 1), SIZE_MAX);
+        cr_expect_eq(ana_idmap_get(&x, UINT64_MAX), SIZE_MAX);
+        ana_idmap_free(&x);
+    }
+    ana_idmap none;
+    ana_idmap_init(&none, UINT64_MAX, 0, 0); /* no ids */
+    cr_expect_eq(ana_idmap_get(&none, 5), SIZE_MAX);
+    ana_idmap_free(&none);
 }
 
 Test(stacks, identical_frames_merge_to_the_smallest_id)
