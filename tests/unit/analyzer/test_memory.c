@@ -163,3 +163,39 @@ Test(memory, the_last_failure_is_always_kept)
     cr_expect_eq(r.failures[ANA_MEM_MAX_FAILURES - 1].live_bytes, 64);
     ana_mem_result_free(&r);
 }
+
+/* GPU_MEMORY events with the correlation id of a traced allocation or free are that call
+ * again (not replayed); others are the driver's own, replayed by address. The traced
+ * calls' ids are kept as bits when dense (ids from 1000 on) and in a map when far apart
+ * (every other id shifted by 2^40). */
+Test(memory, gpu_memory_duplicates_dense_and_sparse_ids)
+{
+    for (int sparse = 0; sparse < 2; sparse++) {
+        enum { N = 300 };
+        static ana_mev ev[3 * N + 2];
+        size_t n = 0;
+        uint64_t t = 1;
+        for (size_t i = 0; i < N; i++) {
+            uint64_t corr = 1000 + i + (sparse && i % 2 ? 1ull << 40 : 0);
+            ana_mev a = ev_alloc(t++, 0x10000 + 0x100 * i, 64, 1, DEV);
+            a.corr = corr;
+            ev[n++] = a;
+            /* the driver's record of the same call: a duplicate */
+            ev[n++] = (ana_mev){ .time_ns = t, .seq = t, .ptr = 0x10000 + 0x100 * i, .size = 64,
+                                 .corr = corr, .type = ANA_MEV_GPU_ALLOC, .cls = DEV };
+            t++;
+        }
+        /* a driver allocation of no traced call (a corr no call has, and none) */
+        ev[n++] = (ana_mev){ .time_ns = t, .seq = t, .ptr = 0x900000, .size = 1000, .corr = 999,
+                             .type = ANA_MEV_GPU_ALLOC, .cls = DEV };
+        t++;
+        ev[n++] = (ana_mev){ .time_ns = t, .seq = t, .ptr = 0x990000, .size = 10, .corr = 0,
+                             .type = ANA_MEV_GPU_ALLOC, .cls = DEV };
+        ana_mem_result r;
+        ana_mem_replay(ev, n, &r);
+        cr_expect_eq(r.gpu_mem_duplicates, N, "sparse %d", sparse);
+        cr_expect_eq(r.gpu_mem_replayed, 2, "sparse %d", sparse);
+        cr_expect_eq(r.peak_bytes, N * 64 + 1010, "sparse %d", sparse);
+        ana_mem_result_free(&r);
+    }
+}
