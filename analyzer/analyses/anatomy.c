@@ -8,43 +8,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What the library records say about call ids: GEMM calls, NCCL operations (a table by
- * id, as the ids count up; the value is not read). */
+/* What the library records say about call ids: GEMM calls (-> their GEMM record), NCCL
+ * operations. Tables by id, as the ids count up (model/idmap.h). */
 typedef struct ana_anat_ctx {
-    ana_idmap gemm_calls, coll_calls;
+    ana_idmap gemm_calls; /* ana_libcalls_gemm_ids */
+    int gemm_unique;      /* each GEMM call id has one GEMM record */
+    ana_idset coll_calls;
 } ana_anat_ctx;
-
-/* Widens [*lo, *hi] to id (0, no id, left out). */
-static void ana_anat_span(uint64_t id, uint64_t *lo, uint64_t *hi)
-{
-    if (id)
-        *lo = id < *lo ? id : *lo, *hi = id > *hi ? id : *hi;
-}
 
 static void ana_anat_ctx_init(const ana_trace *t, ana_anat_ctx *c)
 {
     const ana_libs *l = &t->libs;
-    uint64_t glo = UINT64_MAX, ghi = 0, clo = UINT64_MAX, chi = 0;
-    for (size_t i = 0; i < l->n_gemms; i++)
-        ana_anat_span(l->gemms[i].call, &glo, &ghi);
+    uint64_t lo = UINT64_MAX, hi = 0;
+    c->gemm_unique = ana_libcalls_gemm_ids(l, &c->gemm_calls);
     for (size_t i = 0; i < l->n_colls; i++)
-        ana_anat_span(l->colls[i].call, &clo, &chi);
+        ana_id_span(l->colls[i].call, &lo, &hi);
     for (size_t i = 0; i < l->n_group_ends; i++)
-        ana_anat_span(l->group_ends[i].call, &clo, &chi);
-    ana_idmap_init(&c->gemm_calls, glo, ghi, l->n_gemms);
-    ana_idmap_init(&c->coll_calls, clo, chi, l->n_colls + l->n_group_ends);
-    for (size_t i = 0; i < l->n_gemms; i++)
-        ana_idmap_put(&c->gemm_calls, l->gemms[i].call, 0);
+        ana_id_span(l->group_ends[i].call, &lo, &hi);
+    ana_idset_init(&c->coll_calls, lo, hi, l->n_colls + l->n_group_ends);
     for (size_t i = 0; i < l->n_colls; i++)
-        ana_idmap_put(&c->coll_calls, l->colls[i].call, 0);
+        ana_idset_add(&c->coll_calls, l->colls[i].call);
     for (size_t i = 0; i < l->n_group_ends; i++)
-        ana_idmap_put(&c->coll_calls, l->group_ends[i].call, 0);
+        ana_idset_add(&c->coll_calls, l->group_ends[i].call);
 }
 
 static void ana_anat_ctx_free(ana_anat_ctx *c)
 {
     ana_idmap_free(&c->gemm_calls);
-    ana_idmap_free(&c->coll_calls);
+    ana_idset_free(&c->coll_calls);
 }
 
 /* The context of activity a, issued by call c (NULL when no call has its corr). */
@@ -61,7 +52,7 @@ static int ana_anat_ctx_of(const ana_trace *t, const ana_anat_ctx *cx, const ana
             return (int)v;
         if (ana_idmap_get(&cx->gemm_calls, call) != SIZE_MAX)
             return ANA_CTX_GEMM;
-        if (ana_idmap_get(&cx->coll_calls, call) != SIZE_MAX)
+        if (ana_idset_has(&cx->coll_calls, call))
             return ANA_CTX_COMM;
     }
     unsigned lib = ana_trace_call_site(t, c)->lib;
@@ -159,14 +150,13 @@ static size_t *ana_anat_kname_index(const ana_trace *t, const ana_gpu_result *g)
 }
 
 /* The GEMM FLOPs of each step: a GEMM call belongs to the step of its first launch. The
- * calls in order, each GEMM call's first found through a table by call id (a map by call
+ * calls in order, each GEMM call's first found through the table by call id (a map by call
  * of every library call's first launch when two GEMM records share an id). */
-static void ana_anat_step_flops(const ana_trace *t, ana_anatomy *a)
+static void ana_anat_step_flops(const ana_trace *t, const ana_anat_ctx *cx, ana_anatomy *a)
 {
     const ana_libs *l = &t->libs;
     size_t run = 0; /* calls and GEMM calls come in order */
-    ana_idmap ids;
-    int by_id = ana_libcalls_gemm_ids(l, &ids);
+    int by_id = cx->gemm_unique;
     uint8_t *seen = by_id ? ana_xcalloc(l->n_gemms / 8 + 1, 1) : NULL;
     ana_u64map first;
     uint64_t v;
@@ -177,10 +167,10 @@ static void ana_anat_step_flops(const ana_trace *t, ana_anatomy *a)
         int32_t step;
         if (call && !by_id && !ana_u64map_get(&first, call, &v))
             ana_u64map_put(&first, call, i);
-        if (!call || !by_id || (g = ana_idmap_get(&ids, call)) == SIZE_MAX ||
-            (seen[g / 8] >> (g % 8) & 1))
+        if (!call || !by_id || (g = ana_idmap_get(&cx->gemm_calls, call)) == SIZE_MAX ||
+            ana_bit_get(seen, g))
             continue;
-        seen[g / 8] |= (uint8_t)(1u << (g % 8));
+        ana_bit_set(seen, g);
         const ana_gemm_shape *s = &l->shapes[l->gemms[g].shape];
         if ((step = ana_steps_at(&a->steps, i, &run, NULL)) >= 0)
             a->step_rows[step].flops += s->count ? s->flops / s->count : 0;
@@ -195,7 +185,6 @@ static void ana_anat_step_flops(const ana_trace *t, ana_anatomy *a)
         a->step_rows[step].flops += s->count ? s->flops / s->count : 0;
     }
     ana_u64map_free(&first);
-    ana_idmap_free(&ids);
     free(seen);
 }
 
@@ -330,7 +319,7 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
     for (size_t i = 0; i < t->n_kernels; i++)
         a->kernel_cls[i] = kname_of[i] != SIZE_MAX ? a->knames[kname_of[i]].cls
                                                    : ana_classify(t->kernels[i].name, ANA_CTX_NONE).cls;
-    ana_anat_step_flops(t, a);
+    ana_anat_step_flops(t, &cx, a);
     ana_anat_contractions(t, g, lc, a);
 
     ana_anat_ctx_free(&cx);

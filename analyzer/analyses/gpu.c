@@ -66,7 +66,7 @@ static void ana_gpu_classify(const ana_trace *t, ana_gpu_result *g, const ana_gp
         g->no_corr++;
     } else if ((c = ana_trace_call_index(t, ana_trace_wide(t, a->corr_w))) != SIZE_MAX) {
         g->correlated++;
-        has_gpu[c / 8] |= (uint8_t)(1u << (c % 8));
+        ana_bit_set(has_gpu, c);
     } else {
         g->uncorrelated++;
     }
@@ -358,7 +358,7 @@ void ana_gpu_analyze(const ana_trace *t, uint64_t min_gap_ns, size_t max_gaps,
         if (cs->kind != ANA_K_LAUNCH || cs->ret != 0)
             continue;
         g->launches_ok++;
-        g->launches_without_gpu += !(has_gpu[i / 8] >> (i % 8) & 1);
+        g->launches_without_gpu += !ana_bit_get(has_gpu, i);
     }
     free(has_gpu);
     ana_gpu_totals(g);

@@ -108,18 +108,15 @@ static void ana_lc_gemm_findings(ana_libcalls *lc, const ana_trace *t, const ana
 int ana_libcalls_gemm_ids(const ana_libs *l, ana_idmap *x)
 {
     uint64_t lo = UINT64_MAX, hi = 0;
-    for (size_t i = 0; i < l->n_gemms; i++) {
-        uint64_t call = l->gemms[i].call;
-        lo = call && call < lo ? call : lo;
-        hi = call > hi ? call : hi;
-    }
-    ana_idmap_init(x, lo, hi, l->n_gemms);
-    if (l->n_gemms >= UINT32_MAX)
-        return 0;
+    int unique = 1;
     for (size_t i = 0; i < l->n_gemms; i++)
-        if (l->gemms[i].call && !ana_idmap_put(x, l->gemms[i].call, i))
-            return 0;
-    return 1;
+        ana_id_span(l->gemms[i].call, &lo, &hi);
+    ana_idmap_init(x, lo, hi, l->n_gemms);
+    for (size_t i = 0; i < l->n_gemms; i++)
+        if (l->gemms[i].call)
+            unique &= ana_idmap_put(x, l->gemms[i].call, i < ANA_IDMAP_MAX ? i : ANA_IDMAP_MAX) &&
+                      i < ANA_IDMAP_MAX;
+    return unique;
 }
 
 /* Each shape's GPU time, kernels and timed calls, from the GEMM calls' kernels in one
@@ -148,8 +145,8 @@ static int ana_lc_gemm_kernels(const ana_trace *t, ana_libcalls *lc)
         ana_gemm_row *r = &lc->gemms[g->shape];
         r->gpu_ns += ana_trace_wide(t, a->dur_w);
         r->kernels++;
-        if (!(timed[i / 8] >> (i % 8) & 1)) {
-            timed[i / 8] |= (uint8_t)(1u << (i % 8));
+        if (!ana_bit_get(timed, i)) {
+            ana_bit_set(timed, i);
             r->timed_calls++;
             r->timed_flops += ana_gemm_call_flops(r->s);
         }

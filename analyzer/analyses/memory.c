@@ -7,6 +7,7 @@
 #include "analyses/memory.h"
 
 #include "records.h"
+#include "model/idmap.h"
 #include "model/u64map.h"
 #include "model/util.h"
 
@@ -23,19 +24,12 @@ typedef struct ana_mem_slot {
     size_t life;      /* index into the state's lives */
 } ana_mem_slot;
 
-/* A set of correlation ids: a bit by id over [lo, lo + span) when bits, else map. */
-typedef struct ana_mem_corrs {
-    uint64_t lo, span;
-    uint8_t *bits;
-    ana_u64map map;
-} ana_mem_corrs;
-
 typedef struct ana_mem_state {
     ana_u64map live;    /* ptr -> slot index */
     ana_u64map handles; /* cuMemCreate handle not yet released -> slot index */
     ana_u64map vas;     /* mapped va -> slot index of the handle mapped there */
     ana_u64map va_size; /* mapped va -> bytes mapped there */
-    const ana_mem_corrs *dup_corrs; /* corrs of traced calls (GPU_MEMORY de-duplication) */
+    const ana_idset *dup_corrs; /* corrs of traced calls (GPU_MEMORY de-duplication) */
     ana_mem_slot *slots;
     size_t n_slots, cap_slots;
     uint64_t *free_slots;
@@ -51,7 +45,7 @@ typedef struct ana_mem_state {
     int keep_lives;
 } ana_mem_state;
 
-static void ana_mem_state_init(ana_mem_state *st, const ana_mem_corrs *dup_corrs)
+static void ana_mem_state_init(ana_mem_state *st, const ana_idset *dup_corrs)
 {
     memset(st, 0, sizeof(*st));
     ana_u64map_init(&st->live);
@@ -229,13 +223,7 @@ static void ana_mem_on_unmap(ana_mem_state *st, const ana_mev *e)
 
 static int ana_mem_is_dup(const ana_mem_state *st, const ana_mev *e)
 {
-    const ana_mem_corrs *d = st->dup_corrs;
-    uint64_t v, k = e->corr - d->lo;
-    if (!e->corr)
-        return 0;
-    if (d->bits)
-        return e->corr >= d->lo && k < d->span && (d->bits[k / 8] >> (k % 8) & 1);
-    return ana_u64map_get(&d->map, e->corr, &v);
+    return e->corr && ana_idset_has(st->dup_corrs, e->corr);
 }
 
 static void ana_mem_on_gpu(ana_mem_state *st, const ana_mev *e)
@@ -378,7 +366,7 @@ static void ana_mem_cover(const ana_mem_state *st, ana_mem_range *ranges, size_t
     }
 }
 
-static void ana_mem_sites_at_peak(const ana_mev *ev, size_t peak_idx, const ana_mem_corrs *dup,
+static void ana_mem_sites_at_peak(const ana_mev *ev, size_t peak_idx, const ana_idset *dup,
                                   ana_mem_range *ranges, size_t n_ranges, ana_mem_result *res)
 {
     ana_mem_state st;
@@ -399,35 +387,21 @@ static int ana_mem_is_call(const ana_mev *e)
 /* The correlation ids of the calls the hooks saw, for GPU_MEMORY de-duplication; the
  * GPU_MEMORY record may come before or after its call, so this is a pass of its own. None
  * are kept when no GPU_MEMORY event needs them; a bit by id when they are dense. */
-static void ana_mem_dup_corrs(const ana_mev *ev, size_t n, ana_mem_corrs *dup)
+static void ana_mem_dup_corrs(const ana_mev *ev, size_t n, ana_idset *dup)
 {
     uint64_t lo = UINT64_MAX, hi = 0, calls = 0;
     int gpu = 0;
-    memset(dup, 0, sizeof(*dup));
-    ana_u64map_init(&dup->map);
     for (size_t i = 0; i < n; i++) {
         gpu |= ev[i].type == ANA_MEV_GPU_ALLOC || ev[i].type == ANA_MEV_GPU_FREE;
         if (ana_mem_is_call(&ev[i])) {
-            lo = ev[i].corr < lo ? ev[i].corr : lo;
-            hi = ev[i].corr > hi ? ev[i].corr : hi;
+            ana_id_span(ev[i].corr, &lo, &hi);
             calls++;
         }
     }
-    if (!gpu || !calls)
-        return;
-    if (hi - lo < 64 * calls + 4096) {
-        dup->lo = lo, dup->span = hi - lo + 1;
-        dup->bits = ana_xcalloc((size_t)(dup->span / 8 + 1), 1);
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint64_t k = ev[i].corr - lo;
-        if (!ana_mem_is_call(&ev[i]))
-            continue;
-        if (dup->bits)
-            dup->bits[k / 8] |= (uint8_t)(1u << (k % 8));
-        else
-            ana_u64map_put(&dup->map, ev[i].corr, 1);
-    }
+    ana_idset_init(dup, lo, hi, gpu ? calls : 0);
+    for (size_t i = 0; i < n && gpu; i++)
+        if (ana_mem_is_call(&ev[i]))
+            ana_idset_add(dup, ev[i].corr);
 }
 
 void ana_mem_replay(const ana_mev *ev, size_t n, ana_mem_result *res)
@@ -440,7 +414,7 @@ void ana_mem_replay_ranges(const ana_mev *ev, size_t n, ana_mem_range *ranges, s
 {
     ana_mem_state st;
     ana_u64map pending;
-    ana_mem_corrs dup;
+    ana_idset dup;
     size_t peak_idx = 0;
     memset(res, 0, sizeof(*res));
     res->failures = ana_xcalloc(ANA_MEM_MAX_FAILURES, sizeof(ana_mem_failure));
@@ -478,8 +452,7 @@ void ana_mem_replay_ranges(const ana_mev *ev, size_t n, ana_mem_range *ranges, s
     ana_u64map_free(&pending);
     if (res->peak_bytes > 0)
         ana_mem_sites_at_peak(ev, peak_idx, &dup, ranges, n_ranges, res);
-    ana_u64map_free(&dup.map);
-    free(dup.bits);
+    ana_idset_free(&dup);
 }
 
 void ana_mem_result_free(ana_mem_result *res)

@@ -47,3 +47,36 @@ void ana_idmap_free(ana_idmap *x)
     ana_u64map_free(&x->map);
     memset(x, 0, sizeof(*x));
 }
+
+void ana_idset_init(ana_idset *x, uint64_t lo, uint64_t hi, size_t n)
+{
+    memset(x, 0, sizeof(*x));
+    ana_u64map_init(&x->map);
+    if (n && hi >= lo && hi - lo < 64 * (uint64_t)n + 4096) {
+        x->lo = lo, x->span = hi - lo + 1;
+        x->bits = ana_xcalloc((size_t)(x->span / 8 + 1), 1);
+    }
+}
+
+void ana_idset_add(ana_idset *x, uint64_t id)
+{
+    if (!x->bits)
+        ana_u64map_put(&x->map, id, 1);
+    else if (id >= x->lo && id - x->lo < x->span)
+        ana_bit_set(x->bits, (size_t)(id - x->lo));
+}
+
+int ana_idset_has(const ana_idset *x, uint64_t id)
+{
+    uint64_t v;
+    if (x->bits)
+        return id >= x->lo && id - x->lo < x->span && ana_bit_get(x->bits, (size_t)(id - x->lo));
+    return ana_u64map_get(&x->map, id, &v);
+}
+
+void ana_idset_free(ana_idset *x)
+{
+    free(x->bits);
+    ana_u64map_free(&x->map);
+    memset(x, 0, sizeof(*x));
+}

@@ -23,6 +23,16 @@ void *ana_xrealloc(void *p, size_t n);
 char *ana_xstrdup(const char *s);
 char *ana_xstrndup(const char *s, size_t n);
 
+/* Bit i of a byte array (ana_xcalloc(n / 8 + 1, 1) holds n). */
+static inline int ana_bit_get(const uint8_t *b, size_t i)
+{
+    return b[i / 8] >> (i % 8) & 1;
+}
+static inline void ana_bit_set(uint8_t *b, size_t i)
+{
+    b[i / 8] |= (uint8_t)(1u << (i % 8));
+}
+
 /* Grows *arr (elements of elem bytes, capacity *cap) so that it holds at least need. */
 void ana_grow(void **arr, size_t *cap, size_t need, size_t elem);
 #define ANA_GROW(arr, cap, need) ana_grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))

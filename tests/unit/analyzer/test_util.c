@@ -79,6 +79,32 @@ Test(idmap, dense_and_sparse_ids)
     ana_idmap_free(&none);
 }
 
+/* Sets of ids: bits when dense, a map when far apart; ids never added are not in. */
+Test(idmap, id_sets_dense_and_sparse)
+{
+    for (int sparse = 0; sparse < 2; sparse++) {
+        enum { N = 4000 };
+        uint64_t step = sparse ? 99991 : 5, lo = UINT64_MAX, hi = 0;
+        for (size_t i = 0; i < N; i++)
+            ana_id_span(1000 + i * step, &lo, &hi);
+        ana_id_span(0, &lo, &hi); /* no id: left out */
+        cr_expect_eq(lo, 1000);
+        cr_expect_eq(hi, 1000 + (N - 1) * step);
+        ana_idset x;
+        ana_idset_init(&x, lo, hi, N);
+        cr_expect_eq(x.bits != NULL, !sparse, "bits for dense ids only");
+        for (size_t i = 0; i < N; i += 2) /* every other one */
+            ana_idset_add(&x, 1000 + i * step);
+        for (size_t i = 0; i < N; i++) {
+            cr_expect_eq(ana_idset_has(&x, 1000 + i * step), i % 2 == 0, "id %zu", i);
+            cr_expect_eq(ana_idset_has(&x, 1000 + i * step + 1), 0);
+        }
+        cr_expect_eq(ana_idset_has(&x, 999), 0);
+        cr_expect_eq(ana_idset_has(&x, UINT64_MAX), 0);
+        ana_idset_free(&x);
+    }
+}
+
 Test(stacks, identical_frames_merge_to_the_smallest_id)
 {
     ana_stacks s;
