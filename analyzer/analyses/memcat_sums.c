@@ -92,14 +92,10 @@ uint64_t ana_memcat_at_event(const ana_memcat *m, const ana_mem_result *mem, siz
 uint64_t ana_memcat_at_time(const ana_memcat *m, const ana_mem_result *mem, const ana_trace *t,
                             uint64_t time_ns, uint64_t out[ANA_MCAT_COUNT])
 {
-    size_t lo = 0, hi = t->n_mev; /* events at or before time: [0, lo) */
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (t->mev[mid].time_ns <= time_ns)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    ana_mev_reader rd;
+    ana_mev_reader_open(&rd, &t->mev);
+    size_t lo = (size_t)ana_mev_after(&rd, time_ns); /* events at or before time: [0, lo) */
+    ana_mev_reader_close(&rd);
     if (lo == 0) {
         memset(out, 0, sizeof(uint64_t) * ANA_MCAT_COUNT);
         return 0;
@@ -133,18 +129,22 @@ void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_
     }
     int64_t live = 0;
     size_t k = 0; /* steps whose start has passed: they begin with what was live then */
-    for (size_t i = 0; i < n; i++) {
-        for (; k < s->n_steps && s->steps[k].start_ns <= t->mev[i].time_ns; k++) {
+    ana_mev_iter it;
+    const ana_mev *e;
+    ana_mev_begin(&it, &t->mev, 0);
+    for (size_t i = 0; (e = ana_mev_next(&it)); i++) {
+        for (; k < s->n_steps && s->steps[k].start_ns <= e->time_ns; k++) {
             m->step_peak[k] = (uint64_t)live;
             m->step_peak_ns[k] = s->steps[k].start_ns;
         }
         live += delta[i];
-        int32_t st = ana_mc_step_of(s, t->mev[i].time_ns);
+        int32_t st = ana_mc_step_of(s, e->time_ns);
         if (st >= 0 && (size_t)st < s->n_steps && (uint64_t)live > m->step_peak[st]) {
             m->step_peak[st] = (uint64_t)live;
-            m->step_peak_ns[st] = t->mev[i].time_ns;
+            m->step_peak_ns[st] = e->time_ns;
         }
     }
+    ana_mev_end(&it);
     for (; k < s->n_steps; k++) {
         m->step_peak[k] = (uint64_t)live;
         m->step_peak_ns[k] = s->steps[k].start_ns;

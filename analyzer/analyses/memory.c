@@ -366,13 +366,17 @@ static void ana_mem_cover(const ana_mem_state *st, ana_mem_range *ranges, size_t
     }
 }
 
-static void ana_mem_sites_at_peak(const ana_mev *ev, size_t peak_idx, const ana_idset *dup,
+static void ana_mem_sites_at_peak(const ana_spill *ev, size_t peak_idx, const ana_idset *dup,
                                   ana_mem_range *ranges, size_t n_ranges, ana_mem_result *res)
 {
     ana_mem_state st;
+    ana_mev_iter it;
+    const ana_mev *e;
     ana_mem_state_init(&st, dup);
-    for (size_t i = 0; i <= peak_idx; i++)
-        ana_mem_apply(&st, &ev[i], i);
+    ana_mev_begin(&it, ev, 0);
+    for (size_t i = 0; i <= peak_idx && (e = ana_mev_next(&it)); i++)
+        ana_mem_apply(&st, e, i);
+    ana_mev_end(&it);
     res->peak_sites = ana_mem_group_live(&st, &res->n_peak_sites);
     ana_mem_cover(&st, ranges, n_ranges);
     ana_mem_state_free(&st);
@@ -387,43 +391,57 @@ static int ana_mem_is_call(const ana_mev *e)
 /* The correlation ids of the calls the hooks saw, for GPU_MEMORY de-duplication; the
  * GPU_MEMORY record may come before or after its call, so this is a pass of its own. None
  * are kept when no GPU_MEMORY event needs them; a bit by id when they are dense. */
-static void ana_mem_dup_corrs(const ana_mev *ev, size_t n, ana_idset *dup)
+static void ana_mem_dup_corrs(const ana_spill *ev, ana_idset *dup)
 {
     uint64_t lo = UINT64_MAX, hi = 0, calls = 0;
     int gpu = 0;
-    for (size_t i = 0; i < n; i++) {
-        gpu |= ev[i].type == ANA_MEV_GPU_ALLOC || ev[i].type == ANA_MEV_GPU_FREE;
-        if (ana_mem_is_call(&ev[i])) {
-            ana_id_span(ev[i].corr, &lo, &hi);
+    ana_mev_iter it;
+    const ana_mev *e;
+    ana_mev_begin(&it, ev, 0);
+    while ((e = ana_mev_next(&it))) {
+        gpu |= e->type == ANA_MEV_GPU_ALLOC || e->type == ANA_MEV_GPU_FREE;
+        if (ana_mem_is_call(e)) {
+            ana_id_span(e->corr, &lo, &hi);
             calls++;
         }
     }
+    ana_mev_end(&it);
     ana_idset_init(dup, lo, hi, gpu ? calls : 0);
-    for (size_t i = 0; i < n && gpu; i++)
-        if (ana_mem_is_call(&ev[i]))
-            ana_idset_add(dup, ev[i].corr);
+    if (!gpu)
+        return;
+    ana_mev_begin(&it, ev, 0);
+    while ((e = ana_mev_next(&it)))
+        if (ana_mem_is_call(e))
+            ana_idset_add(dup, e->corr);
+    ana_mev_end(&it);
 }
 
 void ana_mem_replay(const ana_mev *ev, size_t n, ana_mem_result *res)
 {
-    ana_mem_replay_ranges(ev, n, NULL, 0, res);
+    ana_spill s;
+    ana_mev_spill_of(&s, ev, n);
+    ana_mem_replay_ranges(&s, NULL, 0, res);
 }
 
-void ana_mem_replay_ranges(const ana_mev *ev, size_t n, ana_mem_range *ranges, size_t n_ranges,
+void ana_mem_replay_ranges(const ana_spill *ev, ana_mem_range *ranges, size_t n_ranges,
                            ana_mem_result *res)
 {
     ana_mem_state st;
     ana_u64map pending;
     ana_idset dup;
+    ana_mev_iter it;
     size_t peak_idx = 0;
     memset(res, 0, sizeof(*res));
     res->failures = ana_xcalloc(ANA_MEM_MAX_FAILURES, sizeof(ana_mem_failure));
-    ana_mem_dup_corrs(ev, n, &dup);
+    ana_mem_dup_corrs(ev, &dup);
     ana_mem_state_init(&st, &dup);
     st.keep_lives = 1;
     ana_u64map_init(&pending);
-    for (size_t i = 0; i < n; i++) {
-        const ana_mev *e = &ev[i];
+    ana_mev_begin(&it, ev, 0);
+    for (size_t i = 0;; i++) {
+        const ana_mev *e = ana_mev_next(&it);
+        if (!e)
+            break;
         st.now_idx = i;
         if (e->type == ANA_MEV_ALLOC && e->ret != 0)
             ana_mem_on_failure(res, &st, e, &pending);
@@ -432,6 +450,7 @@ void ana_mem_replay_ranges(const ana_mev *ev, size_t n, ana_mem_range *ranges, s
         ana_mem_apply(&st, e, i);
         ana_mem_track_peaks(res, &st, e, i, &peak_idx);
     }
+    ana_mev_end(&it);
     res->live_end_bytes = st.bytes[ANA_MEM_DEVICE];
     res->live_end_count = st.count[ANA_MEM_DEVICE];
     res->host_live_end_bytes = st.bytes[ANA_MEM_HOST_PINNED];

@@ -11,7 +11,7 @@
  *    Others are replayed by address with stack ANA_MEM_STACK_DRIVER; an allocation at an
  *    address already live, or a release of one that is not, is ignored.
  *
- * Pure logic over an event array, independent of the trace reader, so it is unit-tested
+ * Pure logic over events in order, independent of the trace reader, so it is unit-tested
  * on hand-built events. The caller sorts events with ana_mem_sort() (model/memevents.h: time, then
  * file order), classifies each ALLOC (device / pinned host / other) and canonicalizes stack
  * ids. Memory: O(live allocations + distinct stacks), plus the failures it keeps
@@ -91,9 +91,10 @@ typedef struct ana_mem_result {
 
 /* Replays ev[0..n) (sorted) into res (which it initializes). */
 void ana_mem_replay(const ana_mev *ev, size_t n, ana_mem_result *res);
-/* The same, and fills the peak_* fields of ranges[0..n_ranges) (device allocations at an
+/* The same over the events of a spill (a trace's t->mev: read in order, three times at
+ * most), and fills the peak_* fields of ranges[0..n_ranges) (device allocations at an
  * address; cuMemCreate handles are not addresses and count in none). */
-void ana_mem_replay_ranges(const ana_mev *ev, size_t n, ana_mem_range *ranges, size_t n_ranges,
+void ana_mem_replay_ranges(const ana_spill *ev, ana_mem_range *ranges, size_t n_ranges,
                            ana_mem_result *res);
 void ana_mem_result_free(ana_mem_result *res);
 

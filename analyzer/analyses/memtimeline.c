@@ -36,16 +36,19 @@ static size_t ana_mt_all(const ana_memcat *m, const ana_mem_result *mem, const a
     ana_mem_point *p = nd ? ana_xcalloc(nd, sizeof(*p)) : NULL;
     ana_mem_point cur = { 0 };
     size_t np = 0;
+    ana_mev_reader rd;
+    ana_mev_reader_open(&rd, &t->mev);
     for (size_t i = 0; i < nd; i++) {
         cur.by[d[i].cat] = (uint64_t)((int64_t)cur.by[d[i].cat] + d[i].bytes);
         cur.total = (uint64_t)((int64_t)cur.total + d[i].bytes);
-        cur.time_ns = t->mev[d[i].idx].time_ns;
+        cur.time_ns = ana_mev_get(&rd, d[i].idx)->time_ns;
         /* one point per event: a second delta of the same event replaces it */
         if (i && d[i - 1].idx == d[i].idx)
             p[np - 1] = cur;
         else
             p[np++] = cur;
     }
+    ana_mev_reader_close(&rd);
     free(d);
     *out = p;
     return np;

@@ -27,7 +27,7 @@ void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *
     r->regions = ana_xcalloc(t->libs.n_regions + 1, sizeof(*r->regions));
     for (size_t i = 0; i < t->libs.n_regions; i++)
         r->regions[i] = (ana_mem_range){ t->libs.regions[i].address, t->libs.regions[i].size, 0, 0 };
-    ana_mem_replay_ranges(t->mev, t->n_mev, r->regions, t->libs.n_regions, &r->mem);
+    ana_mem_replay_ranges(&t->mev, r->regions, t->libs.n_regions, &r->mem);
     ana_gpu_analyze(t, opt->min_gap_ns, opt->top, &r->gpu);
     ana_libcalls_analyze(t, &r->lc);
     ana_nvtx_analyze(t, &r->nvtx);

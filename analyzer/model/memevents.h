@@ -1,7 +1,12 @@
 /* memevents.h — the model's memory events: one compact ana_mev per ALLOC, FREE, MEMINFO,
  * VMM map/unmap and GPU_MEMORY record of a trace (trace.h t->mev), kept in time order for
  * the memory replay (analyses/memory.h), which is unit-tested on hand-built arrays of
- * them. Part of model/: the loader fills and sorts them, analyses read them. */
+ * them. Part of model/: the loader fills and sorts them, analyses read them.
+ *
+ * The events are a spill (spill.h): in memory while a trace has few of them, else in a
+ * temporary file, so that a long trace's events do not hold memory. Readers go through
+ * them in order with an ana_mev_iter, or look events up by index with an ana_mev_reader
+ * (a small cache of blocks). */
 #ifndef ANA_MEMEVENTS_H
 #define ANA_MEMEVENTS_H
 
@@ -9,6 +14,7 @@
 #include <stdint.h>
 
 #include "records.h"
+#include "spill.h"
 
 enum ana_mev_type {
     ANA_MEV_ALLOC = 1, ANA_MEV_FREE = 2, ANA_MEV_MEMINFO = 3,
@@ -45,6 +51,42 @@ typedef struct ana_mev {
 
 /* Sorts by time_ns, then seq (a stable order for equal times). */
 void ana_mem_sort(ana_mev *ev, size_t n);
+/* That order, as a comparator (the loader's sorter). */
+int ana_mev_cmp(const void *a, const void *b);
+
+/* The events of an array (not copied; the array outlives the spill, which is not freed):
+ * for callers and tests that hold them as one. */
+void ana_mev_spill_of(ana_spill *s, const ana_mev *ev, size_t n);
+
+/* Reading events in order (spill.h, ana_spill_iter; it.idx - 1 is an event's index):
+ *   ana_mev_iter it;
+ *   ana_mev_begin(&it, spill, 0);
+ *   for (const ana_mev *e; (e = ana_mev_next(&it));) ...
+ *   ana_mev_end(&it); */
+typedef ana_spill_iter ana_mev_iter;
+static inline void ana_mev_begin(ana_mev_iter *it, const ana_spill *s, uint64_t from)
+{
+    ana_spill_iter_begin(it, s, from);
+}
+static inline const ana_mev *ana_mev_next(ana_mev_iter *it) { return ana_spill_iter_next(it); }
+static inline void ana_mev_end(ana_mev_iter *it) { ana_spill_iter_end(it); }
+
+/* Events looked up by index: in memory, the event itself; in a file, a copy in one of
+ * ANA_MEV_WAYS cached blocks of ANA_MEV_BLOCK events (direct-mapped), valid until a later
+ * lookup maps another block to its way. Lookups near each other, or in order, read each
+ * block once. */
+#define ANA_MEV_BLOCK 1024
+#define ANA_MEV_WAYS 16
+typedef struct ana_mev_reader {
+    const ana_spill *s;
+    ana_mev *blocks;              /* ANA_MEV_WAYS × ANA_MEV_BLOCK events, once needed */
+    uint64_t tag[ANA_MEV_WAYS];   /* 1 + the block each way holds, 0 none */
+} ana_mev_reader;
+void ana_mev_reader_open(ana_mev_reader *r, const ana_spill *s);
+const ana_mev *ana_mev_get(ana_mev_reader *r, uint64_t idx);
+void ana_mev_reader_close(ana_mev_reader *r);
+/* The first event later than time_ns (n when none is): events [0, result) are at or before. */
+uint64_t ana_mev_after(ana_mev_reader *r, uint64_t time_ns);
 
 /* Memory allocated before an imported trace began (import/kineto.h: a free that matched no
  * allocation, or the first `Total Allocated` beyond the first event) is imported as

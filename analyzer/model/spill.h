@@ -69,4 +69,40 @@ static inline void ana_spill_take(ana_spill_cur *c, size_t n)
 }
 void ana_spill_close(ana_spill_cur *c);
 
+/* Reading a spill front to back, one item at a time:
+ *   ana_spill_iter it;
+ *   ana_spill_iter_begin(&it, s, 0);
+ *   for (const T *x; (x = ana_spill_iter_next(&it));) ...   (it.idx - 1 is x's index)
+ *   ana_spill_iter_end(&it);
+ * An item's pointer stays valid until the next call. */
+typedef struct ana_spill_iter {
+    ana_spill_cur c;
+    const uint8_t *at;
+    size_t left;
+    uint64_t idx; /* the index of the next item */
+} ana_spill_iter;
+static inline void ana_spill_iter_begin(ana_spill_iter *it, const ana_spill *s, uint64_t from)
+{
+    ana_spill_open(&it->c, s, from, UINT64_MAX);
+    it->at = NULL;
+    it->left = 0;
+    it->idx = it->c.pos;
+}
+static inline const void *ana_spill_iter_next(ana_spill_iter *it)
+{
+    if (!it->left) {
+        const void *p;
+        if (!(it->left = ana_spill_peek(&it->c, &p)))
+            return NULL;
+        it->at = p;
+        ana_spill_take(&it->c, it->left);
+    }
+    const uint8_t *x = it->at;
+    it->at += it->c.s->item;
+    it->left--;
+    it->idx++;
+    return x;
+}
+static inline void ana_spill_iter_end(ana_spill_iter *it) { ana_spill_close(&it->c); }
+
 #endif

@@ -43,6 +43,10 @@ static int ana_api_call_cmp(const void *a, const void *b)
     return cx < cy ? -1 : cx > cy;
 }
 
+/* 1 Mi memory events (80 MiB) in memory at most; past that they are sorted in runs, and
+ * merged into a temporary file */
+#define ANA_MEV_RUN_DEFAULT (1u << 20)
+
 /* 8 Mi calls (192 MiB) in memory at most; past that they are sorted in runs and packed */
 #define ANA_CALLS_RUN_DEFAULT (1u << 23)
 
@@ -82,6 +86,29 @@ static void ana_trace_finish_calls(ana_trace *t)
     t->n_calls = (size_t)t->calls.n;
 }
 
+static void ana_trace_canon_mev(void *arg, const void *item)
+{
+    ana_trace *t = arg;
+    ana_mev e = *(const ana_mev *)item;
+    e.stack = ana_stacks_canon(&t->stacks, e.stack);
+    ana_spill_push(&t->mev, &e, 1);
+}
+
+/* The memory events sorted, with canonical stacks: in place when they stayed in memory,
+ * else as the runs are merged into the events' file. */
+static void ana_trace_finish_mev(ana_trace *t)
+{
+    if (!t->mev_sort.n_runs) {
+        ana_sorter_finish(&t->mev_sort, &t->mev, NULL, NULL);
+        ana_mev *ev = (ana_mev *)(void *)t->mev.mem;
+        for (uint64_t i = 0; i < t->mev.n; i++)
+            ev[i].stack = ana_stacks_canon(&t->stacks, ev[i].stack);
+    } else {
+        ana_sorter_finish(&t->mev_sort, &t->mev, ana_trace_canon_mev, t);
+    }
+    t->n_mev = (size_t)t->mev.n;
+}
+
 /* 1 when ip lies in one of CUDA's own libraries (ana_trace_module.cuda_lib). A call
  * recorded by CUPTI's callback (not by a hook) was captured from inside libcupti, called
  * from the runtime or driver: those frames are CUDA's, not the program's. */
@@ -99,9 +126,7 @@ void ana_trace_finish(ana_trace *t)
     ana_py_merge(t);
     ana_stacks_trim_leading(&t->stacks, ana_trace_in_cuda_lib, t);
     ana_stacks_resolve(&t->stacks);
-    for (size_t i = 0; i < t->n_mev; i++)
-        t->mev[i].stack = ana_stacks_canon(&t->stacks, t->mev[i].stack);
-    ana_mem_sort(t->mev, t->n_mev);
+    ana_trace_finish_mev(t);
     ana_sorter_finish(&t->gpu_sort, &t->gpu_spill, NULL, NULL);
     t->n_gpu = t->gpu_spill.n;
     ana_trace_finish_calls(t);
@@ -140,6 +165,9 @@ ana_trace *ana_trace_new(const char *path, unsigned flags)
     ana_sorter_init(&t->call_sort, sizeof(ana_api_call), run, 1, ana_api_call_cmp, t, "API calls");
     t->call_sort.keep = ana_trace_keep_calls;
     t->call_sort.keep_arg = &t->calls;
+    ana_spill_init(&t->mev, sizeof(ana_mev), "memory events");
+    run = ana_sorter_setting("ANATOMIST_SPILL_MEMORY", ANA_MEV_RUN_DEFAULT, sizeof(ana_mev));
+    ana_sorter_init(&t->mev_sort, sizeof(ana_mev), run, 0, ana_mev_cmp, t, "memory events");
     ana_spill_init(&t->gpu_spill, sizeof(ana_gpu_act), "GPU activities");
     run = ana_sorter_setting("ANATOMIST_SPILL_GPU", ANA_GPU_RUN_DEFAULT, sizeof(ana_gpu_act));
     ana_sorter_init(&t->gpu_sort, sizeof(ana_gpu_act), run, 0, ana_gpu_act_cmp, t,
@@ -179,7 +207,8 @@ void ana_trace_free(ana_trace *t)
     free(t->kernels);
     free(t->info);
     ana_capture_free(t);
-    free(t->mev);
+    ana_sorter_free(&t->mev_sort);
+    ana_spill_free(&t->mev);
     ana_sorter_free(&t->gpu_sort);
     ana_spill_free(&t->gpu_spill);
     ana_sorter_free(&t->call_sort);

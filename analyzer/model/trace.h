@@ -3,7 +3,8 @@
  *
  * Keeps counts and aggregates for every record, the interned tables (stacks, kernels,
  * modules, devices), one compact ana_mev per ALLOC/FREE/MEMINFO/VMM map-unmap/GPU_MEMORY
- * record for the memory replay (memevents.h; sorted by time, stacks canonical), one
+ * record for the memory replay (memevents.h; sorted by time, stacks canonical; in a
+ * temporary file past a setting), one
  * ana_gpu_act per GPU_KERNEL/GPU_MEMCPY/GPU_MEMSET record (sorted by device, then start)
  * and one ana_api_call per LAUNCH/MEMCPY/MEMSET record (sorted by time, indexed by
  * correlation id; packed on disk past a setting, calls.h) for the GPU analysis
@@ -207,8 +208,12 @@ typedef struct ana_trace {
     size_t n_spans, cap_spans, spans_for; /* spans_for: n_modules when they were built */
     ana_stacks stacks;
     ana_pycodes py; /* Python code objects (2.2 PYCODE) that stacks' Python frames name */
-    ana_mev *mev;
-    size_t n_mev, cap_mev;
+    /* The memory events (memevents.h: ana_mev_iter, ana_mev_reader), in time order once
+     * the model is built: in memory while the trace has at most ANATOMIST_SPILL_MEMORY of
+     * them (1 Mi), else in a temporary file. */
+    ana_spill mev;
+    ana_sorter mev_sort; /* while the model is built */
+    size_t n_mev;        /* set by ana_trace_finish (mev.n) */
     ana_api_stats alloc_by_api[ANA_API_COUNT]; /* api >= ANA_API_COUNT counts in [0] */
     ana_api_stats free_by_api[ANA_API_COUNT];
     uint64_t launches, failed_launches;
@@ -296,30 +301,16 @@ static inline void ana_trace_uses_open(const ana_trace *t, ana_spill_cur *c)
  *   for (const ana_gpu_act *a; (a = ana_trace_gpu_next(&it));) ...
  *   ana_trace_gpu_end(&it);
  * An activity's pointer stays valid until the next call. */
-typedef struct ana_gpu_iter {
-    ana_spill_cur c;
-    const ana_gpu_act *at;
-    size_t left;
-} ana_gpu_iter;
+typedef ana_spill_iter ana_gpu_iter;
 static inline void ana_trace_gpu_begin(const ana_trace *t, ana_gpu_iter *it)
 {
-    ana_spill_open(&it->c, &t->gpu_spill, 0, UINT64_MAX);
-    it->at = NULL;
-    it->left = 0;
+    ana_spill_iter_begin(it, &t->gpu_spill, 0);
 }
 static inline const ana_gpu_act *ana_trace_gpu_next(ana_gpu_iter *it)
 {
-    if (!it->left) {
-        const void *p;
-        if (!(it->left = ana_spill_peek(&it->c, &p)))
-            return NULL;
-        it->at = p;
-        ana_spill_take(&it->c, it->left);
-    }
-    it->left--;
-    return it->at++;
+    return ana_spill_iter_next(it);
 }
-static inline void ana_trace_gpu_end(ana_gpu_iter *it) { ana_spill_close(&it->c); }
+static inline void ana_trace_gpu_end(ana_gpu_iter *it) { ana_spill_iter_end(it); }
 /* Every GPU activity in order, in one array (malloc'd; *n of them): for a view that looks
  * them up at random, and holds them all anyway (trace_index.c). */
 ana_gpu_act *ana_trace_gpu_all(const ana_trace *t, size_t *n);

@@ -209,8 +209,7 @@ static ana_mev *ana_trace_new_mev(ana_trace *t, const ana_record *r, uint8_t typ
     static ana_mev discard;
     if (t->flags & ANA_LOAD_SUMMARY)
         return &discard;
-    ANA_GROW(t->mev, t->cap_mev, t->n_mev + 1);
-    ana_mev *e = &t->mev[t->n_mev];
+    ana_mev *e = ana_sorter_slot(&t->mev_sort);
     memset(e, 0, sizeof(*e));
     e->time_ns = r->time_ns;
     e->seq = t->n_mev++;

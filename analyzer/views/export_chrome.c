@@ -11,6 +11,7 @@
 #include "views/export.h"
 
 #include "analyses/classify.h"
+#include "views/export_chrome_sf.h"
 #include "views/report_write.h"
 #include "model/util.h"
 
@@ -35,12 +36,7 @@ typedef struct ana_chrome {
     uint64_t *tids;
     size_t n_tids, cap_tids;
     uint64_t async_id;      /* ids of start/end ranges */
-    /* stackFrames: one node per (parent, frame) met on the way from a stack's outermost
-     * frame to its innermost; events name their stack's innermost node ("sf"). */
-    struct ana_chrome_sf { uint64_t parent, address; } *sf;
-    size_t n_sf, cap_sf;
-    ana_u64map sf_child;    /* hash of (parent, address), probed on -> node id (1-based) */
-    ana_u64map sf_leaf;     /* canonical stack id -> its innermost node id */
+    ana_chrome_frames frames; /* stackFrames */
 } ana_chrome;
 
 /* Opens an event; the caller adds what else it has and closes it. */
@@ -134,9 +130,12 @@ static void ana_chrome_collect_tids(ana_chrome *c)
         ana_chrome_add_tid(c, t->process.pid);
     for (size_t i = 0; i < t->n_calls; i++)
         ana_chrome_add_tid(c, ana_trace_wide(t, ana_trace_call_site_at(t, i)->tid_w));
-    for (size_t i = 0; i < t->n_mev; i++)
-        if (t->mev[i].type == ANA_MEV_ALLOC || t->mev[i].type == ANA_MEV_FREE)
-            ana_chrome_add_tid(c, t->mev[i].tid);
+    ana_mev_iter it;
+    ana_mev_begin(&it, &t->mev, 0);
+    for (const ana_mev *e; (e = ana_mev_next(&it));)
+        if (e->type == ANA_MEV_ALLOC || e->type == ANA_MEV_FREE)
+            ana_chrome_add_tid(c, e->tid);
+    ana_mev_end(&it);
     for (size_t i = 0; i < t->libs.n_ranges; i++)
         ana_chrome_add_tid(c, t->libs.ranges[i].tid);
     for (size_t i = 0; i < t->libs.n_colls; i++)
@@ -223,74 +222,14 @@ static void ana_chrome_act(ana_chrome *c, const ana_gpu_act *a)
     ana_chrome_close(c);
 }
 
-static uint64_t ana_chrome_sf_node(ana_chrome *c, uint64_t parent, uint64_t address)
-{
-    uint64_t k = (parent * 0x9E3779B97F4A7C15ull) ^ (address * 0xff51afd7ed558ccdull), v;
-    for (;; k++) { /* probe on: distinct (parent, address) pairs may share a hash */
-        if (!ana_u64map_get(&c->sf_child, k, &v))
-            break;
-        if (c->sf[v - 1].parent == parent && c->sf[v - 1].address == address)
-            return v;
-    }
-    ANA_GROW(c->sf, c->cap_sf, c->n_sf + 1);
-    c->sf[c->n_sf++] = (struct ana_chrome_sf){ parent, address };
-    ana_u64map_put(&c->sf_child, k, c->n_sf);
-    return c->n_sf;
-}
-
-/* Writes "sf": the innermost node of the stack's frames (the profiler's left out), when it
- * has any. */
-static void ana_chrome_sf(ana_chrome *c, uint64_t stack)
-{
-    uint64_t leaf = 0;
-    if (!stack || stack == ANA_MEM_STACK_DRIVER)
-        return;
-    if (!ana_u64map_get(&c->sf_leaf, stack, &leaf)) {
-        const uint64_t *ip;
-        size_t n = ana_stacks_frames(&c->t->stacks, stack, &ip);
-        while (n-- > 0)
-            if (!ana_sym_is_profiler(ana_sym_lookup(c->r->sym, ip[n])))
-                leaf = ana_chrome_sf_node(c, leaf, ip[n]);
-        ana_u64map_put(&c->sf_leaf, stack, leaf);
-    }
-    if (leaf)
-        ana_json_ku64(&c->j, "sf", leaf);
-}
-
 /* Closes the args object, names the event's call stack ("sf"), closes the event. */
 static void ana_chrome_close_sf(ana_chrome *c, uint64_t stack)
 {
+    uint64_t leaf = ana_chrome_frames_leaf(&c->frames, stack);
     ana_json_obj_end(&c->j);
-    ana_chrome_sf(c, stack);
+    if (leaf)
+        ana_json_ku64(&c->j, "sf", leaf);
     ana_json_obj_end(&c->j);
-}
-
-static void ana_chrome_stack_frames(ana_chrome *c)
-{
-    ana_json *j = &c->j;
-    char buf[1024], id[24];
-    ana_json_key(j, "stackFrames");
-    ana_json_obj_begin(j);
-    for (size_t i = 0; i < c->n_sf; i++) {
-        const ana_frame *f = ana_sym_lookup(c->r->sym, c->sf[i].address);
-        snprintf(id, sizeof(id), "%zu", i + 1);
-        ana_json_key(j, id);
-        ana_json_obj_begin(j);
-        if (f->python) {
-            ana_json_kstr(j, "name", ana_sym_python_label(f, buf, sizeof(buf)));
-            ana_json_kstr(j, "category", "python");
-        } else {
-            ana_json_kstr(j, "name", ana_sym_frame_label(f, buf, sizeof(buf)));
-            const char *m = f->module ? strrchr(f->module, '/') : NULL;
-            ana_json_kstr(j, "category", m ? m + 1 : f->module ? f->module : "native");
-        }
-        if (c->sf[i].parent) {
-            snprintf(id, sizeof(id), "%llu", (unsigned long long)c->sf[i].parent);
-            ana_json_kstr(j, "parent", id);
-        }
-        ana_json_obj_end(j);
-    }
-    ana_json_obj_end(j);
 }
 
 static void ana_chrome_call(ana_chrome *c, const ana_api_call *a)
@@ -317,15 +256,14 @@ static void ana_chrome_call(ana_chrome *c, const ana_api_call *a)
     ana_chrome_close_sf(c, ana_trace_wide(c->t, s->stack_w));
 }
 
-static void ana_chrome_life(ana_chrome *c, size_t i)
+static void ana_chrome_life(ana_chrome *c, ana_mev_reader *rd, size_t i)
 {
     const ana_mem_life *l = &c->r->mem.lives[i];
-    const ana_mev *ev = c->t->mev;
     char buf[32];
     const ana_mc_alloc *mc = ana_memcat_of_life(&c->r->mcat, i);
     const char *cat = mc ? ana_mcat_name(mc->cat) : NULL;
     ana_chrome_instant(c, ana_report_api_name(l->api, buf, sizeof(buf)), "memory",
-                       ev[l->a_idx].tid, l->t_alloc);
+                       ana_mev_get(rd, l->a_idx)->tid, l->t_alloc);
     ana_chrome_args(c);
     ana_json_ku64(&c->j, "size", l->size);
     ana_chrome_hex(c, "ptr", l->ptr);
@@ -334,8 +272,9 @@ static void ana_chrome_life(ana_chrome *c, size_t i)
     ana_chrome_close_sf(c, l->stack);
     if (l->f_idx == SIZE_MAX)
         return;
-    ana_chrome_instant(c, ana_report_api_name(ev[l->f_idx].api, buf, sizeof(buf)), "memory",
-                       ev[l->f_idx].tid, l->t_free);
+    const ana_mev *f = ana_mev_get(rd, l->f_idx);
+    ana_chrome_instant(c, ana_report_api_name(f->api, buf, sizeof(buf)), "memory", f->tid,
+                       l->t_free);
     ana_chrome_args(c);
     ana_json_ku64(&c->j, "size", l->size);
     ana_chrome_hex(c, "ptr", l->ptr);
@@ -347,10 +286,14 @@ static void ana_chrome_memory(ana_chrome *c)
 {
     const ana_trace *t = c->t;
     char buf[32], name[64];
+    ana_mev_reader rd;
+    ana_mev_iter it;
+    ana_mev_reader_open(&rd, &t->mev);
     for (size_t i = 0; i < c->r->mem.n_lives; i++)
-        ana_chrome_life(c, i);
-    for (size_t i = 0; i < t->n_mev; i++) {
-        const ana_mev *e = &t->mev[i];
+        ana_chrome_life(c, &rd, i);
+    ana_mev_reader_close(&rd);
+    ana_mev_begin(&it, &t->mev, 0);
+    for (const ana_mev *e; (e = ana_mev_next(&it));) {
         if (e->type != ANA_MEV_ALLOC || e->ret == 0)
             continue;
         snprintf(name, sizeof(name), "%s failed", ana_report_api_name(e->api, buf, sizeof(buf)));
@@ -361,6 +304,7 @@ static void ana_chrome_memory(ana_chrome *c)
         ana_json_ku64(&c->j, "stack_id", e->stack);
         ana_chrome_close_sf(c, e->stack);
     }
+    ana_mev_end(&it);
 }
 
 /* GEMMs at their first kernel launch (the GEMM record has no time of its own). */
@@ -544,8 +488,7 @@ static void ana_chrome_setup(ana_chrome *c, const ana_report *r, FILE *out)
         c->knames[i] = ana_report_kernel_name(&t->kernels[i]);
     ana_u64map_init(&c->act_by_corr);
     ana_u64map_init(&c->proj);
-    ana_u64map_init(&c->sf_child);
-    ana_u64map_init(&c->sf_leaf);
+    ana_chrome_frames_init(&c->frames, &t->stacks, r->sym);
     c->acts = ana_trace_gpu_all(t, &c->n_acts);
     for (size_t i = c->n_acts; i-- > 0;) { /* backwards: the first activity of a corr wins */
         uint64_t corr = ana_trace_wide(t, c->acts[i].corr_w);
@@ -565,9 +508,7 @@ static void ana_chrome_cleanup(ana_chrome *c)
     ana_u64map_free(&c->act_by_corr);
     ana_u64map_free(&c->tid_idx);
     ana_u64map_free(&c->proj);
-    ana_u64map_free(&c->sf_child);
-    ana_u64map_free(&c->sf_leaf);
-    free(c->sf);
+    ana_chrome_frames_free(&c->frames);
 }
 
 int ana_export_chrome(const ana_report *r, FILE *out)
@@ -591,7 +532,7 @@ int ana_export_chrome(const ana_report *r, FILE *out)
     ana_chrome_nvtx(&c);
     ana_chrome_counter(&c);
     ana_json_arr_end(&c.j);
-    ana_chrome_stack_frames(&c);
+    ana_chrome_frames_write(&c.frames, &c.j);
     ana_chrome_other(&c);
     ana_json_obj_end(&c.j);
     ana_json_finish(&c.j);

@@ -70,7 +70,7 @@ def check(path, *args, spill_dir=None):
 
 
 SPILL = {"ANATOMIST_SPILL_USES": "3000", "ANATOMIST_SPILL_GPU": "2000",
-         "ANATOMIST_SPILL_CALLS": "2500"}
+         "ANATOMIST_SPILL_CALLS": "2500", "ANATOMIST_SPILL_MEMORY": "300"}
 
 
 def spill_report(path, tmp):

@@ -191,7 +191,7 @@ static inline void mb_analyze(mb *m, mc_run *r)
 {
     memset(r, 0, sizeof(*r));
     tb_find(&m->b, &r->s);
-    ana_mem_replay(m->b.t->mev, m->b.t->n_mev, &r->mem);
+    ana_mem_replay_ranges(&m->b.t->mev, NULL, 0, &r->mem);
     ana_memcat_build(m->b.t, &r->mem, &r->s, &r->m);
     cr_assert_eq(r->m.n_allocs, m->n_allocs, "device allocations: %zu, wrote %zu",
                  r->m.n_allocs, m->n_allocs);

@@ -1,0 +1,67 @@
+/* export_sqlite_schema.c — the SQLite export's tables, indexes and views
+ * (export_sqlite_schema.h; docs/export.md, "SQLite"). Part of views/. */
+#include "views/export_sqlite_schema.h"
+
+#include "analyses/classify.h"
+#include "analyses/steps.h"
+
+_Static_assert(ANA_CLASS_COUNT == 6 && ANA_PHASE_COUNT == 4,
+               "the steps table names one column per class and per phase");
+
+const char ana_sq_schema[] =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
+    "CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE);"
+    "CREATE TABLE devices(device INTEGER PRIMARY KEY, name TEXT, total_mem INTEGER,"
+    " sm_count INTEGER, cc_major INTEGER, cc_minor INTEGER);"
+    "CREATE TABLE streams(device INTEGER, stream INTEGER, kernels INTEGER, memcpys INTEGER,"
+    " memsets INTEGER, busy_ns INTEGER, PRIMARY KEY(device, stream));"
+    "CREATE TABLE kernel_names(kernel_id INTEGER PRIMARY KEY, name_id INTEGER, mangled_id INTEGER,"
+    " class TEXT, launches INTEGER, failed INTEGER);"
+    "CREATE TABLE kernels(start_ns INTEGER, end_ns INTEGER, dur_ns INTEGER, kernel_id INTEGER,"
+    " name_id INTEGER, class TEXT, device INTEGER, stream INTEGER, corr INTEGER);"
+    "CREATE TABLE copies(start_ns INTEGER, end_ns INTEGER, dur_ns INTEGER, bytes INTEGER,"
+    " direction TEXT, copy_kind INTEGER, src_kind TEXT, dst_kind TEXT, device INTEGER,"
+    " stream INTEGER, corr INTEGER);"
+    "CREATE TABLE memsets(start_ns INTEGER, end_ns INTEGER, dur_ns INTEGER, bytes INTEGER,"
+    " mem_kind TEXT, device INTEGER, stream INTEGER, corr INTEGER);"
+    "CREATE TABLE api_calls(time_ns INTEGER, tid INTEGER, api TEXT, kind TEXT, corr INTEGER,"
+    " ret INTEGER, kernel_id INTEGER, bytes INTEGER, lib_call INTEGER, stack_id INTEGER,"
+    " step INTEGER, phase TEXT);"
+    "CREATE TABLE allocations(ptr INTEGER, size INTEGER, t_alloc INTEGER, t_free INTEGER,"
+    " a_idx INTEGER, f_idx INTEGER, device INTEGER, tid INTEGER, api TEXT, memory TEXT,"
+    " lib TEXT, stack_id INTEGER, category TEXT, why TEXT, driver INTEGER, vmm INTEGER);"
+    "CREATE TABLE failed_allocations(time_ns INTEGER, tid INTEGER, device INTEGER, size INTEGER,"
+    " api TEXT, ret INTEGER, stack_id INTEGER, event_idx INTEGER);"
+    "CREATE TABLE gemms(call INTEGER PRIMARY KEY, time_ns INTEGER, tid INTEGER, api TEXT,"
+    " m INTEGER, n INTEGER, k INTEGER, batch INTEGER, trans TEXT, a_type TEXT, b_type TEXT,"
+    " c_type TEXT, compute_type TEXT, precision TEXT, flops INTEGER, gpu_ns INTEGER,"
+    " kernels INTEGER);"
+    "CREATE TABLE collectives(call INTEGER, time_ns INTEGER, tid INTEGER, api TEXT, op TEXT,"
+    " dtype TEXT, bytes INTEGER, comm INTEGER, comm_id INTEGER, rank INTEGER, ranks INTEGER,"
+    " group_depth INTEGER, call_gpu_ns INTEGER);"
+    "CREATE TABLE ranges(kind TEXT, domain TEXT, name_id INTEGER, start_ns INTEGER,"
+    " end_ns INTEGER, dur_ns INTEGER, tid INTEGER, depth INTEGER);"
+    "CREATE TABLE marks(time_ns INTEGER, tid INTEGER, domain TEXT, name_id INTEGER);"
+    "CREATE TABLE steps(step INTEGER PRIMARY KEY, start_ns INTEGER, end_ns INTEGER,"
+    " dur_ns INTEGER, calls INTEGER, activities INTEGER, busy_ns INTEGER,"
+    " contraction_ns INTEGER, normalization_ns INTEGER, elementwise_ns INTEGER,"
+    " communication_ns INTEGER, memory_ns INTEGER, other_ns INTEGER, forward_ns INTEGER,"
+    " backward_ns INTEGER, optimizer_ns INTEGER, undecided_ns INTEGER, flops INTEGER,"
+    " peak_bytes INTEGER);"
+    "CREATE TABLE stacks(stack_id INTEGER, depth INTEGER, address INTEGER, module TEXT,"
+    " offset INTEGER, function TEXT, file TEXT, line INTEGER, PRIMARY KEY(stack_id, depth));";
+
+const char ana_sq_views[] =
+    "CREATE INDEX kernels_corr ON kernels(corr);"
+    "CREATE INDEX api_calls_corr ON api_calls(corr);"
+    "CREATE VIEW kernel_summary AS SELECT s.value AS name, k.class AS class, COUNT(*) AS count,"
+    " SUM(k.dur_ns) AS total_ns, AVG(k.dur_ns) AS avg_ns, MIN(k.dur_ns) AS min_ns,"
+    " MAX(k.dur_ns) AS max_ns FROM kernels k LEFT JOIN strings s ON s.id = k.name_id"
+    " GROUP BY k.name_id ORDER BY total_ns DESC;"
+    "CREATE VIEW range_summary AS SELECT r.kind AS kind, r.domain AS domain, s.value AS name,"
+    " r.depth AS depth, COUNT(*) AS count, SUM(r.dur_ns) AS total_ns FROM ranges r"
+    " LEFT JOIN strings s ON s.id = r.name_id GROUP BY r.kind, r.domain, r.name_id, r.depth"
+    " ORDER BY total_ns DESC;"
+    "CREATE VIEW allocations_at_peak AS SELECT a.* FROM allocations a, meta m"
+    " WHERE m.key = 'peak_idx' AND a.memory = 'device' AND a.a_idx <= m.value"
+    " AND (a.f_idx IS NULL OR a.f_idx > m.value);";
