@@ -6,7 +6,8 @@
  * the report); range names are interned.
  *
  * Filled by trace_records.c through ana_libs_on_record (not in summary mode), completed by
- * ana_libs_finish (sorting), released by ana_libs_free. The analyses are in libcalls.h
+ * ana_libs_finish (sorting), released by ana_libs_free. The ranges, one per record, wait
+ * in a temporary file past a setting (spill.h). The analyses are in libcalls.h
  * (GEMMs, NCCL) and nvtx.h (ranges). Strings are copied; the model owns them.
  * Not thread-safe. */
 #ifndef ANA_LIBS_H
@@ -16,6 +17,8 @@
 #include <stdint.h>
 
 #include "records.h"
+#include "model/sorter.h"
+#include "model/spill.h"
 #include "model/u64map.h"
 
 /* The precision a GEMM effectively computes in (libtables.c, ana_gemm_precision). */
@@ -97,8 +100,12 @@ typedef struct ana_libs {
     ana_group_end *group_ends;
     size_t n_group_ends, cap_group_ends;
     uint64_t libcalls; /* LIBCALL records of any api */
-    ana_range_ev *ranges;
-    size_t n_ranges, cap_ranges;
+    /* The RANGE records in time order once finished (ana_libs_ranges_begin): in memory
+     * while a trace has at most ANATOMIST_SPILL_RANGES of them (1 Mi), else in a
+     * temporary file. */
+    ana_spill ranges;
+    ana_sorter range_sort; /* while they are added */
+    size_t n_ranges;
     uint64_t *domains; /* NVTX domain handles; [0] = 0, the default domain */
     uint32_t *domain_names; /* interned LABEL what=6 name of each, 0 = none */
     size_t n_domains, cap_domains;
@@ -112,6 +119,22 @@ void ana_libs_free(ana_libs *l);
 void ana_libs_on_record(ana_libs *l, const ana_record *r);
 /* Sorts what needs an order (ranges by time, then file order). */
 void ana_libs_finish(ana_libs *l);
+
+/* Reading the ranges in order (spill.h, ana_spill_iter):
+ *   ana_range_iter it;
+ *   ana_libs_ranges_begin(l, &it);
+ *   for (const ana_range_ev *e; (e = ana_libs_range_next(&it));) ...
+ *   ana_libs_ranges_end(&it); */
+typedef ana_spill_iter ana_range_iter;
+static inline void ana_libs_ranges_begin(const ana_libs *l, ana_range_iter *it)
+{
+    ana_spill_iter_begin(it, &l->ranges, 0);
+}
+static inline const ana_range_ev *ana_libs_range_next(ana_range_iter *it)
+{
+    return ana_spill_iter_next(it);
+}
+static inline void ana_libs_ranges_end(ana_range_iter *it) { ana_spill_iter_end(it); }
 
 /* An interned string ("" for 0 or an index out of range). */
 const char *ana_libs_str(const ana_libs *l, uint32_t idx);

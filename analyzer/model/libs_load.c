@@ -7,6 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* 1 Mi ranges (40 MiB) in memory at most; past that they are sorted in runs and merged
+ * into a temporary file */
+#define ANA_RANGES_RUN_DEFAULT (1u << 20)
+
+static int ana_range_ev_cmp(const void *a, const void *b)
+{
+    const ana_range_ev *x = a, *y = b;
+    if (x->time_ns != y->time_ns)
+        return x->time_ns < y->time_ns ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
 
 void ana_libs_init(ana_libs *l)
 {
@@ -21,6 +32,11 @@ void ana_libs_init(ana_libs *l)
     l->domains[0] = 0;
     l->domain_names[0] = 0;
     l->n_domains = 1;
+    ana_spill_init(&l->ranges, sizeof(ana_range_ev), "NVTX ranges");
+    size_t run = ana_sorter_setting("ANATOMIST_SPILL_RANGES", ANA_RANGES_RUN_DEFAULT,
+                                    sizeof(ana_range_ev));
+    ana_sorter_init(&l->range_sort, sizeof(ana_range_ev), run, 0, ana_range_ev_cmp, l,
+                    "NVTX ranges");
 }
 
 void ana_libs_free(ana_libs *l)
@@ -35,11 +51,11 @@ void ana_libs_free(ana_libs *l)
     free(l->colls);
     free(l->comms);
     free(l->group_ends);
-    free(l->ranges);
+    ana_sorter_free(&l->range_sort);
+    ana_spill_free(&l->ranges);
     free(l->domains);
     free(l->domain_names);
     free(l->regions);
-    memset(l, 0, sizeof(*l));
 }
 
 /* Interns s as shown (util.h ana_name_dup); equal strings get one index. Hash collisions
@@ -193,8 +209,7 @@ const char *ana_libs_domain_name(const ana_libs *l, uint16_t domain)
 static void ana_libs_on_range(ana_libs *l, const ana_record *r)
 {
     const ana_rec_range *g = &r->u.range;
-    ANA_GROW(l->ranges, l->cap_ranges, l->n_ranges + 1);
-    l->ranges[l->n_ranges] = (ana_range_ev){
+    *(ana_range_ev *)ana_sorter_slot(&l->range_sort) = (ana_range_ev){
         .time_ns = r->time_ns, .tid = r->tid, .id = g->id, .name = ana_libs_intern(l, g->name),
         .seq = (uint32_t)l->n_ranges, .domain = ana_libs_domain(l, g->domain),
         .op = ana_libs_u8(g->op),
@@ -229,15 +244,7 @@ void ana_libs_on_record(ana_libs *l, const ana_record *r)
     }
 }
 
-static int ana_range_ev_cmp(const void *a, const void *b)
-{
-    const ana_range_ev *x = a, *y = b;
-    if (x->time_ns != y->time_ns)
-        return x->time_ns < y->time_ns ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
 void ana_libs_finish(ana_libs *l)
 {
-    ana_sort(l->ranges, l->n_ranges, sizeof(*l->ranges), ana_range_ev_cmp);
+    ana_sorter_finish(&l->range_sort, &l->ranges, NULL, NULL);
 }

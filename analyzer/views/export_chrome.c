@@ -136,8 +136,11 @@ static void ana_chrome_collect_tids(ana_chrome *c)
         if (e->type == ANA_MEV_ALLOC || e->type == ANA_MEV_FREE)
             ana_chrome_add_tid(c, e->tid);
     ana_mev_end(&it);
-    for (size_t i = 0; i < t->libs.n_ranges; i++)
-        ana_chrome_add_tid(c, t->libs.ranges[i].tid);
+    ana_range_iter ri;
+    ana_libs_ranges_begin(&t->libs, &ri);
+    for (const ana_range_ev *e; (e = ana_libs_range_next(&ri));)
+        ana_chrome_add_tid(c, e->tid);
+    ana_libs_ranges_end(&ri);
     for (size_t i = 0; i < t->libs.n_colls; i++)
         ana_chrome_add_tid(c, t->libs.colls[i].tid);
 }
@@ -422,8 +425,9 @@ static void ana_chrome_nvtx(ana_chrome *c)
 {
     const ana_libs *l = &c->t->libs;
     ana_nvtx_pair(c->t, ana_chrome_range, c, NULL);
-    for (size_t i = 0; i < l->n_ranges; i++) {
-        const ana_range_ev *e = &l->ranges[i];
+    ana_range_iter it;
+    ana_libs_ranges_begin(l, &it);
+    for (const ana_range_ev *e; (e = ana_libs_range_next(&it));) {
         if (e->op != ANA_RANGE_MARK)
             continue;
         ana_chrome_instant(c, ana_libs_str(l, e->name), "nvtx", e->tid, e->time_ns);
@@ -431,6 +435,7 @@ static void ana_chrome_nvtx(ana_chrome *c)
         ana_json_kstr(&c->j, "domain", ana_libs_domain_name(l, e->domain));
         ana_chrome_close(c);
     }
+    ana_libs_ranges_end(&it);
     /* the projection tracks, named after the threads that have one */
     for (size_t i = 0; i < c->proj.cap; i++) {
         if (!c->proj.used[i])

@@ -424,8 +424,9 @@ static void ana_sq_nvtx(ana_sq *q)
     ana_sq_begin(q, "INSERT INTO ranges VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
     ana_nvtx_pair(q->t, ana_sq_range, q, NULL);
     ana_sq_begin(q, "INSERT INTO marks VALUES(?, ?, ?, ?)");
-    for (size_t i = 0; i < l->n_ranges && !q->failed; i++) {
-        const ana_range_ev *e = &l->ranges[i];
+    ana_range_iter it;
+    ana_libs_ranges_begin(l, &it);
+    for (const ana_range_ev *e; !q->failed && (e = ana_libs_range_next(&it));) {
         if (e->op != ANA_RANGE_MARK)
             continue;
         ana_sq_u(q, e->time_ns);
@@ -434,6 +435,7 @@ static void ana_sq_nvtx(ana_sq *q)
         ana_sq_sid(q, ana_sq_str(q, ana_libs_str(l, e->name)));
         ana_sq_row(q);
     }
+    ana_libs_ranges_end(&it);
 }
 
 static void ana_sq_steps(ana_sq *q)

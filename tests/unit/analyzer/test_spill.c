@@ -1,8 +1,9 @@
-/* Spills (model/spill.h) and the uses read through one: items read back in memory and in
+/* Spills (model/spill.h) and what is read through them: items read back in memory and in
  * a file, whole and by ranges, with blocks of every size; a trace's pointer uses in time
  * order (equal times in the order they were added) however many runs they were spilled
- * in (ANATOMIST_SPILL_USES), against a stable sort done here; and the pointers of a
- * pointer table placed after every other use of the launch's time. */
+ * in (ANATOMIST_SPILL_USES), against a stable sort done here; the pointers of a pointer
+ * table placed after every other use of the launch's time; the GPU activities, API calls,
+ * memory events and NVTX ranges in their orders however many runs they were spilled in. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <stdio.h>
@@ -470,4 +471,41 @@ Test(spill, memory_events_in_time_order_and_by_index)
         ana_trace_free(t);
     }
     unsetenv("ANATOMIST_SPILL_MEMORY");
+}
+
+/* NVTX ranges at random times (many equal) come back in time order, equal times in file
+ * order, however many runs they were spilled in (ANATOMIST_SPILL_RANGES), against a sort
+ * done here. */
+Test(spill, ranges_in_time_order_whatever_the_runs)
+{
+    enum { N = 5000 };
+    static want_mev want[N]; /* a range's time and its place in the file */
+    const char *runs[] = { "0", "7", "64", "3000" };
+    for (size_t r = 0; r < 4; r++) {
+        setenv("ANATOMIST_SPILL_RANGES", runs[r], 1);
+        ana_trace *t = ana_trace_new("ranges", ANA_LOAD_ALL);
+        for (size_t i = 0; i < N; i++) {
+            ana_record g = { .kind = ANA_K_RANGE, .time_ns = 100 + next64() % 900, .tid = 4 };
+            g.u.range = (ana_rec_range){ .op = ANA_RANGE_MARK, .id = i,
+                                         .name = { "mark", 4 } };
+            want[i] = (want_mev){ g.time_ns, i };
+            ana_trace_add(t, &g);
+        }
+        ana_trace_finish(t);
+        qsort(want, N, sizeof(want[0]), want_mev_cmp);
+        cr_assert_eq(t->libs.n_ranges, N, "runs %s", runs[r]);
+        cr_assert_eq(ana_spill_in_file(&t->libs.ranges),
+                     strcmp(runs[r], "0") && atoi(runs[r]) < N);
+        ana_range_iter it;
+        ana_libs_ranges_begin(&t->libs, &it);
+        size_t n = 0;
+        for (const ana_range_ev *e; (e = ana_libs_range_next(&it)); n++)
+            cr_assert(e->time_ns == want[n].time && e->id == want[n].seq,
+                      "runs %s: range %zu is the one written %llu at %llu", runs[r], n,
+                      (unsigned long long)e->id, (unsigned long long)e->time_ns);
+        ana_libs_ranges_end(&it);
+        cr_assert_eq(n, N, "runs %s", runs[r]);
+        ana_trace_free(t);
+    }
+    unsetenv("ANATOMIST_SPILL_RANGES");
 }
