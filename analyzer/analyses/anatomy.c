@@ -171,12 +171,13 @@ static void ana_anat_step_flops(const ana_trace *t, const ana_anat_ctx *cx, ana_
             ana_bit_get(seen, g))
             continue;
         ana_bit_set(seen, g);
-        const ana_gemm_shape *s = &l->shapes[l->gemms[g].shape];
+        const ana_gemm_shape *s = &l->shapes[l->gemm_shape[g]];
         if ((step = ana_steps_at(&a->steps, i, &run, NULL)) >= 0)
             a->step_rows[step].flops += s->count ? s->flops / s->count : 0;
     }
-    for (size_t i = 0; i < l->n_gemms && !by_id; i++) {
-        const ana_gemm_call *gc = &l->gemms[i];
+    ana_gemm_iter it;
+    ana_libs_gemms_begin(l, &it);
+    for (const ana_gemm_call *gc; !by_id && (gc = ana_libs_gemm_next(&it));) {
         const ana_gemm_shape *s = &l->shapes[gc->shape];
         int32_t step;
         if (!ana_u64map_get(&first, gc->call, &v) ||
@@ -184,6 +185,7 @@ static void ana_anat_step_flops(const ana_trace *t, const ana_anat_ctx *cx, ana_
             continue;
         a->step_rows[step].flops += s->count ? s->flops / s->count : 0;
     }
+    ana_libs_gemms_end(&it);
     ana_u64map_free(&first);
     free(seen);
 }

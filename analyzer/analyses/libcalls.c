@@ -109,13 +109,19 @@ int ana_libcalls_gemm_ids(const ana_libs *l, ana_idmap *x)
 {
     uint64_t lo = UINT64_MAX, hi = 0;
     int unique = 1;
-    for (size_t i = 0; i < l->n_gemms; i++)
-        ana_id_span(l->gemms[i].call, &lo, &hi);
+    ana_gemm_iter it;
+    const ana_gemm_call *g;
+    ana_libs_gemms_begin(l, &it);
+    while ((g = ana_libs_gemm_next(&it)))
+        ana_id_span(g->call, &lo, &hi);
+    ana_libs_gemms_end(&it);
     ana_idmap_init(x, lo, hi, l->n_gemms);
-    for (size_t i = 0; i < l->n_gemms; i++)
-        if (l->gemms[i].call)
-            unique &= ana_idmap_put(x, l->gemms[i].call, i < ANA_IDMAP_MAX ? i : ANA_IDMAP_MAX) &&
+    ana_libs_gemms_begin(l, &it);
+    for (size_t i = 0; (g = ana_libs_gemm_next(&it)); i++)
+        if (g->call)
+            unique &= ana_idmap_put(x, g->call, i < ANA_IDMAP_MAX ? i : ANA_IDMAP_MAX) &&
                       i < ANA_IDMAP_MAX;
+    ana_libs_gemms_end(&it);
     return unique;
 }
 
@@ -141,8 +147,8 @@ static int ana_lc_gemm_kernels(const ana_trace *t, ana_libcalls *lc)
             !ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w), &c) ||
             (i = ana_idmap_get(&ids, ana_trace_wide(t, c.call_w))) == SIZE_MAX)
             continue;
-        const ana_gemm_call *g = &l->gemms[i];
-        ana_gemm_row *r = &lc->gemms[g->shape];
+        uint32_t shape = l->gemm_shape[i];
+        ana_gemm_row *r = &lc->gemms[shape];
         r->gpu_ns += ana_trace_wide(t, a->dur_w);
         r->kernels++;
         if (!ana_bit_get(timed, i)) {
@@ -150,8 +156,8 @@ static int ana_lc_gemm_kernels(const ana_trace *t, ana_libcalls *lc)
             r->timed_calls++;
             r->timed_flops += ana_gemm_call_flops(r->s);
         }
-        if (i < first[g->shape]) {
-            first[g->shape] = i;
+        if (i < first[shape]) {
+            first[shape] = i;
             r->device = ana_trace_gpu_lane(t, a)->device;
         }
     }
@@ -173,8 +179,9 @@ static void ana_lc_gemms(const ana_trace *t, ana_libcalls *lc)
         ana_u64map map;
         size_t n;
         ana_call_gpu *v = ana_libcalls_link(t, NULL, &map, &n);
-        for (size_t i = 0; i < l->n_gemms; i++) {
-            const ana_gemm_call *g = &l->gemms[i];
+        ana_gemm_iter it;
+        ana_libs_gemms_begin(l, &it);
+        for (const ana_gemm_call *g; (g = ana_libs_gemm_next(&it));) {
             const ana_call_gpu *c = ana_lc_get(&map, v, g->call);
             ana_gemm_row *r = &lc->gemms[g->shape];
             if (!c)
@@ -186,6 +193,7 @@ static void ana_lc_gemms(const ana_trace *t, ana_libcalls *lc)
             if (r->device < 0)
                 r->device = c->device;
         }
+        ana_libs_gemms_end(&it);
         free(v);
         ana_u64map_free(&map);
     }

@@ -77,9 +77,10 @@ void ana_libcalls_free(ana_libcalls *lc);
 ana_call_gpu *ana_libcalls_link(const ana_trace *t, const ana_u64map *want, ana_u64map *map,
                                 size_t *n);
 
-/* Library call id -> index into l->gemms (ids 0 left out; an id of two GEMM records keeps
- * the first): every GEMM call id is in x (free it). Returns 0 when two GEMM records share
- * an id (or too many for x's values), 1 when each index is its id's only record. */
+/* Library call id -> index of its GEMM call (as in l->gemm_shape; ids 0 left out; an id
+ * of two GEMM records keeps the first): every GEMM call id is in x (free it). Returns 0
+ * when two GEMM records share an id (or too many for x's values), 1 when each index is its
+ * id's only record. */
 int ana_libcalls_gemm_ids(const ana_libs *l, ana_idmap *x);
 
 /* The first API call each library call made: fills map (initialized here) with

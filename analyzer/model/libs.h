@@ -6,8 +6,8 @@
  * the report); range names are interned.
  *
  * Filled by trace_records.c through ana_libs_on_record (not in summary mode), completed by
- * ana_libs_finish (sorting), released by ana_libs_free. The ranges, one per record, wait
- * in a temporary file past a setting (spill.h). The analyses are in libcalls.h
+ * ana_libs_finish (sorting), released by ana_libs_free. The GEMM calls and the ranges, one
+ * per record, wait in temporary files past a setting each (spill.h). The analyses are in libcalls.h
  * (GEMMs, NCCL) and nvtx.h (ranges). Strings are copied; the model owns them.
  * Not thread-safe. */
 #ifndef ANA_LIBS_H
@@ -91,8 +91,12 @@ typedef struct ana_libs {
     ana_gemm_shape *shapes;
     size_t n_shapes, cap_shapes;
     ana_u64map shape_idx; /* hash of the key (+ probe) -> index */
-    ana_gemm_call *gemms;
-    size_t n_gemms, cap_gemms;
+    /* The GEMM calls in file order (ana_libs_gemms_begin): in memory while a trace has at
+     * most ANATOMIST_SPILL_GEMMS of them (4 Mi), else in a temporary file; and each one's
+     * shape by its index (4 bytes, in memory). */
+    ana_spill gemms;
+    uint32_t *gemm_shape;
+    size_t n_gemms, cap_gemm_shape, gemms_in_memory;
     ana_coll_call *colls;
     size_t n_colls, cap_colls;
     ana_nccl_comm *comms;
@@ -119,6 +123,22 @@ void ana_libs_free(ana_libs *l);
 void ana_libs_on_record(ana_libs *l, const ana_record *r);
 /* Sorts what needs an order (ranges by time, then file order). */
 void ana_libs_finish(ana_libs *l);
+
+/* Reading the GEMM calls in order (spill.h, ana_spill_iter; it.idx - 1 is a call's index):
+ *   ana_gemm_iter it;
+ *   ana_libs_gemms_begin(l, &it);
+ *   for (const ana_gemm_call *g; (g = ana_libs_gemm_next(&it));) ...
+ *   ana_libs_gemms_end(&it); */
+typedef ana_spill_iter ana_gemm_iter;
+static inline void ana_libs_gemms_begin(const ana_libs *l, ana_gemm_iter *it)
+{
+    ana_spill_iter_begin(it, &l->gemms, 0);
+}
+static inline const ana_gemm_call *ana_libs_gemm_next(ana_gemm_iter *it)
+{
+    return ana_spill_iter_next(it);
+}
+static inline void ana_libs_gemms_end(ana_gemm_iter *it) { ana_spill_iter_end(it); }
 
 /* Reading the ranges in order (spill.h, ana_spill_iter):
  *   ana_range_iter it;

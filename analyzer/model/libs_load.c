@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* 4 Mi GEMM calls (64 MiB) in memory at most; past that they go to a temporary file */
+#define ANA_GEMMS_IN_MEMORY_DEFAULT (1u << 22)
+
 /* 1 Mi ranges (40 MiB) in memory at most; past that they are sorted in runs and merged
  * into a temporary file */
 #define ANA_RANGES_RUN_DEFAULT (1u << 20)
@@ -32,6 +35,9 @@ void ana_libs_init(ana_libs *l)
     l->domains[0] = 0;
     l->domain_names[0] = 0;
     l->n_domains = 1;
+    ana_spill_init(&l->gemms, sizeof(ana_gemm_call), "GEMM calls");
+    l->gemms_in_memory = ana_sorter_setting("ANATOMIST_SPILL_GEMMS", ANA_GEMMS_IN_MEMORY_DEFAULT,
+                                            sizeof(ana_gemm_call));
     ana_spill_init(&l->ranges, sizeof(ana_range_ev), "NVTX ranges");
     size_t run = ana_sorter_setting("ANATOMIST_SPILL_RANGES", ANA_RANGES_RUN_DEFAULT,
                                     sizeof(ana_range_ev));
@@ -47,7 +53,8 @@ void ana_libs_free(ana_libs *l)
     ana_u64map_free(&l->str_idx);
     ana_u64map_free(&l->shape_idx);
     free(l->shapes);
-    free(l->gemms);
+    ana_spill_free(&l->gemms);
+    free(l->gemm_shape);
     free(l->colls);
     free(l->comms);
     free(l->group_ends);
@@ -135,8 +142,11 @@ static void ana_libs_on_gemm(ana_libs *l, const ana_rec_gemm *g)
     uint32_t s = ana_libs_shape(l, &key);
     l->shapes[s].count++;
     l->shapes[s].flops += ana_gemm_call_flops(&key);
-    ANA_GROW(l->gemms, l->cap_gemms, l->n_gemms + 1);
-    l->gemms[l->n_gemms++] = (ana_gemm_call){ .call = g->call, .shape = s };
+    ANA_GROW(l->gemm_shape, l->cap_gemm_shape, l->n_gemms + 1);
+    l->gemm_shape[l->n_gemms++] = s;
+    if (l->n_gemms > l->gemms_in_memory)
+        ana_spill_to_file(&l->gemms);
+    ana_spill_push(&l->gemms, &(ana_gemm_call){ .call = g->call, .shape = s }, 1);
 }
 
 static void ana_libs_on_coll(ana_libs *l, const ana_record *r)
@@ -246,5 +256,6 @@ void ana_libs_on_record(ana_libs *l, const ana_record *r)
 
 void ana_libs_finish(ana_libs *l)
 {
+    ana_spill_seal(&l->gemms);
     ana_sorter_finish(&l->range_sort, &l->ranges, NULL, NULL);
 }

@@ -234,11 +234,11 @@ size_t ana_sorter_setting(const char *name, size_t def, size_t item)
     errno = 0;
     unsigned long long n = strtoull(v, &end, 10);
     if (errno || end == v || *end || *v == '-' || n > SIZE_MAX / item) {
-        static const char *said[8]; /* each setting is said once, whatever reads it again */
+        static const char *said[16]; /* each setting is said once, whatever reads it again */
         size_t i = 0;
-        while (i < 8 && said[i] && strcmp(said[i], name))
+        while (i < 16 && said[i] && strcmp(said[i], name))
             i++;
-        if (i < 8 && !said[i]) {
+        if (i < 16 && !said[i]) {
             said[i] = name;
             fprintf(stderr, "anatomist: ignoring %s=%s (expected a number of items, 0 for no "
                             "limit); using %zu\n", name, v, def);

@@ -318,8 +318,9 @@ static void ana_chrome_gemms(ana_chrome *c)
     uint64_t idx;
     char buf[32];
     ana_libcalls_first_calls(t, &first);
-    for (size_t i = 0; i < t->libs.n_gemms; i++) {
-        const ana_gemm_call *g = &t->libs.gemms[i];
+    ana_gemm_iter it;
+    ana_libs_gemms_begin(&t->libs, &it);
+    for (const ana_gemm_call *g; (g = ana_libs_gemm_next(&it));) {
         const ana_gemm_shape *s = &t->libs.shapes[g->shape];
         if (!ana_u64map_get(&first, g->call, &idx))
             continue;
@@ -336,6 +337,7 @@ static void ana_chrome_gemms(ana_chrome *c)
         ana_json_ku64(&c->j, "flops", ana_gemm_call_flops(s));
         ana_chrome_close(c);
     }
+    ana_libs_gemms_end(&it);
     ana_u64map_free(&first);
 }
 

@@ -373,12 +373,14 @@ static void ana_sq_libcalls(ana_sq *q)
     ana_libcalls_first_calls(t, &first);
     ana_sq_begin(q, "INSERT OR REPLACE INTO gemms VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
                     " ?, ?, ?, ?)");
-    for (size_t i = 0; i < t->libs.n_gemms && !q->failed; i++) {
-        const ana_gemm_call *g = &t->libs.gemms[i];
+    ana_gemm_iter it;
+    ana_libs_gemms_begin(&t->libs, &it);
+    for (const ana_gemm_call *g; !q->failed && (g = ana_libs_gemm_next(&it));) {
         int has = ana_u64map_get(&first, g->call, &k);
         ana_api_call call = has ? ana_trace_call(t, k) : (ana_api_call){ 0 };
         ana_sq_gemm(q, g, has ? &call : NULL, ana_u64map_get(&link, g->call, &k) ? &v[k] : NULL);
     }
+    ana_libs_gemms_end(&it);
     ana_sq_begin(q, "INSERT INTO collectives VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     for (size_t i = 0; i < t->libs.n_colls && !q->failed; i++) {
         const ana_coll_call *c = &t->libs.colls[i];

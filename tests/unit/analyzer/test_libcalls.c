@@ -2,8 +2,10 @@
  * memory: each shape's GPU time, kernels, timed calls and FLOPs, and its device, summed
  * from the kernels each GEMM call launched, with call ids dense (1, 2, ...), sparse (far
  * apart: the ids then go through a map), and two GEMM records sharing one id (each row
- * counts that call's kernels). The expected figures are what the test launched. */
+ * counts that call's kernels); the GEMM calls in memory and in a temporary file
+ * (ANATOMIST_SPILL_GEMMS). The expected figures are what the test launched. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyses/libcalls.h"
@@ -77,6 +79,9 @@ static void build_and_check(uint64_t c0, uint64_t c1, uint64_t c2, uint64_t c3)
     gb_kernel(&b, c2, 7, 0);
     gb_gemm(&b, c3, 16, 8, 8);
     ana_trace_finish(b.t);
+    cr_assert_eq(b.t->libs.n_gemms, 4);
+    const char *limit = getenv("ANATOMIST_SPILL_GEMMS");
+    cr_assert_eq(ana_spill_in_file(&b.t->libs.gemms), limit && atoi(limit) > 0 && atoi(limit) < 4);
     ana_libcalls lc;
     ana_libcalls_analyze(b.t, &lc);
     cr_assert_eq(lc.n_gemms, 2);
@@ -105,9 +110,18 @@ Test(libcalls, gemm_rows_sparse_ids)
     build_and_check(5, 1ull << 40, 77, (1ull << 40) + 3);
 }
 
+/* The same with the GEMM calls in a temporary file from the second on. */
+Test(libcalls, gemm_rows_with_the_calls_spilled)
+{
+    setenv("ANATOMIST_SPILL_GEMMS", "1", 1);
+    build_and_check(1, 2, 3, 4);
+    build_and_check(5, 1ull << 40, 77, (1ull << 40) + 3);
+    unsetenv("ANATOMIST_SPILL_GEMMS");
+}
+
 /* Two GEMM records of different shapes under one call id: each row counts the call's
  * kernels (the records say both ran in that call). */
-Test(libcalls, gemm_records_sharing_a_call_id)
+static void sharing_a_call_id(void)
 {
     gb b = { ana_trace_new("gemms", ANA_LOAD_ALL), 1000000, 0 };
     gb_device(&b, 0);
@@ -127,4 +141,13 @@ Test(libcalls, gemm_records_sharing_a_call_id)
     cr_expect_eq(row_of(&lc, 16)->timed_calls, 2);
     ana_libcalls_free(&lc);
     ana_trace_free(b.t);
+}
+
+Test(libcalls, gemm_records_sharing_a_call_id) { sharing_a_call_id(); }
+
+Test(libcalls, gemm_records_sharing_a_call_id_spilled)
+{
+    setenv("ANATOMIST_SPILL_GEMMS", "1", 1);
+    sharing_a_call_id();
+    unsetenv("ANATOMIST_SPILL_GEMMS");
 }
