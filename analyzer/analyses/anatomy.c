@@ -297,8 +297,7 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
         a->phase_class[phase].ns[c.cls] += dur;
         a->phase_class[phase].count[c.cls]++;
         ana_anat_step *s = &a->step_rows[step];
-        s->by_class.ns[c.cls] += dur;
-        s->by_class.count[c.cls]++;
+        s->class_ns[c.cls] += dur;
         s->phase_ns[phase] += dur;
         if (!s->acts++ || act->start_ns < s->gpu_first_ns)
             s->gpu_first_ns = act->start_ns;

@@ -30,7 +30,8 @@ typedef struct ana_class_time {
 } ana_class_time;
 
 typedef struct ana_anat_step {
-    ana_class_time by_class;
+    uint64_t class_ns[ANA_CLASS_COUNT]; /* kernel + copy time by class (a step's activities
+                                         * by class are not kept: only the run's, total) */
     uint64_t phase_ns[ANA_PHASE_COUNT]; /* kernel + copy time by phase */
     uint64_t gpu_first_ns, gpu_last_ns;  /* absolute: first start, last end of its work */
     uint64_t acts;                       /* activities (0: no GPU work, the times are 0) */

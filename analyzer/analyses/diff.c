@@ -66,7 +66,7 @@ static double ana_diff_class_ns(const ana_report *r, int c, int per_step)
     if (!per_step)
         return (double)a->total.ns[c];
     for (size_t i = 0; i < n; i++)
-        sum += a->step_rows[i].by_class.ns[c];
+        sum += a->step_rows[i].class_ns[c];
     return (double)((sum + n / 2) / n);
 }
 

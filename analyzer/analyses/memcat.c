@@ -372,7 +372,7 @@ static void ana_mc_collect(const ana_trace *t, const ana_mem_result *mem, const 
         if (l->cls != ANA_MEM_DEVICE)
             continue;
         ana_mc_alloc *a = &m->allocs[m->n_allocs++];
-        a->life = i;
+        a->life = (uint32_t)i;
         a->region = ana_mc_region(t, l);
         if (ana_mc_is_segment(t, l->stack, &memo))
             a->flags |= ANA_MCF_SEGMENT;

@@ -63,7 +63,8 @@ enum {
 
 /* One device allocation (a life of the replay with cls ANA_MEM_DEVICE). */
 typedef struct ana_mc_alloc {
-    size_t life;               /* index into ana_mem_result.lives */
+    uint32_t life;             /* index into ana_mem_result.lives (a trace of 2^32
+                                * allocations would hold 256 GiB of lives first) */
     int32_t step_alloc, step_free; /* -1 before the first step, -2 between two steps;
                                     * n_steps after the last or never freed */
     uint8_t phase_alloc, phase_free; /* enum ana_phase (undecided outside steps) */

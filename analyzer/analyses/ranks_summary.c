@@ -47,7 +47,7 @@ static void ana_rank_steps(const ana_report *r, ana_rank *k)
     k->step_coll_ns = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
     for (size_t i = 0; i < s->n_steps; i++) {
         k->step_ns[i] = s->steps[i].end_ns - s->steps[i].start_ns;
-        k->step_coll_ns[i] = r->anat.step_rows[i].by_class.ns[ANA_CLASS_COMMUNICATION];
+        k->step_coll_ns[i] = r->anat.step_rows[i].class_ns[ANA_CLASS_COMMUNICATION];
     }
     /* steps are in time order and disjoint: a binary search per call */
     for (size_t c = 0; c < l->n_colls; c++) {

@@ -456,7 +456,7 @@ static void ana_sq_steps(ana_sq *q)
         ana_sq_u(q, row->acts);
         ana_sq_u(q, row->busy_ns);
         for (int c = 0; c < ANA_CLASS_COUNT; c++)
-            ana_sq_u(q, row->by_class.ns[c]);
+            ana_sq_u(q, row->class_ns[c]);
         for (int p = 0; p < ANA_PHASE_COUNT; p++)
             ana_sq_u(q, row->phase_ns[p]);
         ana_sq_u(q, row->flops);

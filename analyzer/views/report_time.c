@@ -139,7 +139,7 @@ static void ana_rtm_text_steps(FILE *o, const ana_report *r)
         fprintf(o, "  %5zu %10s %10s %5.1f%%", i + 1, tm, b,
                 ana_rtm_pct(span > row->busy_ns ? span - row->busy_ns : 0, span));
         for (int c = 0; c < ANA_CLASS_COUNT; c++)
-            fprintf(o, " %8.1f%%", ana_rtm_pct(row->by_class.ns[c], row->busy_ns));
+            fprintf(o, " %8.1f%%", ana_rtm_pct(row->class_ns[c], row->busy_ns));
         fputc('\n', o);
     }
     if (n < s->n_steps)
@@ -168,12 +168,12 @@ void ana_report_time_text(const ana_report *r, FILE *o)
 }
 
 /* {"contraction": ns, ...} */
-static void ana_rtm_json_classes(ana_json *j, const char *key, const ana_class_time *ct, int counts)
+static void ana_rtm_json_classes(ana_json *j, const char *key, const uint64_t v[ANA_CLASS_COUNT])
 {
     ana_json_key(j, key);
     ana_json_obj_begin(j);
     for (int c = 0; c < ANA_CLASS_COUNT; c++)
-        ana_json_ku64(j, ana_class_name(c), counts ? ct->count[c] : ct->ns[c]);
+        ana_json_ku64(j, ana_class_name(c), v[c]);
     ana_json_obj_end(j);
 }
 
@@ -198,7 +198,7 @@ static void ana_rtm_json_phases(ana_json *j, const ana_report *r)
     ana_json_key(j, "by_class");
     ana_json_obj_begin(j);
     for (int p = 0; p < ANA_PHASE_COUNT; p++)
-        ana_rtm_json_classes(j, ana_phase_name(p), &a->phase_class[p], 0);
+        ana_rtm_json_classes(j, ana_phase_name(p), a->phase_class[p].ns);
     ana_json_obj_end(j);
     ana_json_obj_end(j);
 }
@@ -253,8 +253,8 @@ void ana_report_time_json(const ana_report *r, ana_json *j)
     ana_json_ku64(j, "idle_ns", a->idle_ns);
     ana_json_ku64(j, "span_ns", a->span_ns);
     ana_json_ku64(j, "overlap_ns", a->overlap_ns);
-    ana_rtm_json_classes(j, "by_class", &a->total, 0);
-    ana_rtm_json_classes(j, "by_class_count", &a->total, 1);
+    ana_rtm_json_classes(j, "by_class", a->total.ns);
+    ana_rtm_json_classes(j, "by_class_count", a->total.count);
     ana_json_key(j, "by_class_share");
     ana_json_obj_begin(j);
     for (int c = 0; c < ANA_CLASS_COUNT; c++)
@@ -289,7 +289,7 @@ void ana_report_time_json(const ana_report *r, ana_json *j)
         ana_json_ku64(j, "gpu_span_ns", row->gpu_last_ns > row->gpu_first_ns ?
                                             row->gpu_last_ns - row->gpu_first_ns : 0);
         ana_json_ku64(j, "gemm_flops", row->flops);
-        ana_rtm_json_classes(j, "by_class", &row->by_class, 0);
+        ana_rtm_json_classes(j, "by_class", row->class_ns);
         ana_json_kstr(j, "phases_from", ana_phases_method_name(st->phases));
         ana_json_key(j, "phases");
         ana_json_obj_begin(j);
