@@ -175,9 +175,9 @@ static void ana_anat_step_flops(const ana_trace *t, const ana_anat_ctx *cx, ana_
         if ((step = ana_steps_at(&a->steps, i, &run, NULL)) >= 0)
             a->step_rows[step].flops += s->count ? s->flops / s->count : 0;
     }
-    ana_gemm_iter it;
-    ana_libs_gemms_begin(l, &it);
-    for (const ana_gemm_call *gc; !by_id && (gc = ana_libs_gemm_next(&it));) {
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &l->gemms, 0);
+    for (const ana_gemm_call *gc; !by_id && (gc = ana_spill_iter_next(&it));) {
         const ana_gemm_shape *s = &l->shapes[gc->shape];
         int32_t step;
         if (!ana_u64map_get(&first, gc->call, &v) ||
@@ -185,7 +185,7 @@ static void ana_anat_step_flops(const ana_trace *t, const ana_anat_ctx *cx, ana_
             continue;
         a->step_rows[step].flops += s->count ? s->flops / s->count : 0;
     }
-    ana_libs_gemms_end(&it);
+    ana_spill_iter_end(&it);
     ana_u64map_free(&first);
     free(seen);
 }

@@ -109,19 +109,19 @@ int ana_libcalls_gemm_ids(const ana_libs *l, ana_idmap *x)
 {
     uint64_t lo = UINT64_MAX, hi = 0;
     int unique = 1;
-    ana_gemm_iter it;
+    ana_spill_iter it;
     const ana_gemm_call *g;
-    ana_libs_gemms_begin(l, &it);
-    while ((g = ana_libs_gemm_next(&it)))
+    ana_spill_iter_begin(&it, &l->gemms, 0);
+    while ((g = ana_spill_iter_next(&it)))
         ana_id_span(g->call, &lo, &hi);
-    ana_libs_gemms_end(&it);
+    ana_spill_iter_end(&it);
     ana_idmap_init(x, lo, hi, l->n_gemms);
-    ana_libs_gemms_begin(l, &it);
-    for (size_t i = 0; (g = ana_libs_gemm_next(&it)); i++)
+    ana_spill_iter_begin(&it, &l->gemms, 0);
+    for (size_t i = 0; (g = ana_spill_iter_next(&it)); i++)
         if (g->call)
             unique &= ana_idmap_put(x, g->call, i < ANA_IDMAP_MAX ? i : ANA_IDMAP_MAX) &&
                       i < ANA_IDMAP_MAX;
-    ana_libs_gemms_end(&it);
+    ana_spill_iter_end(&it);
     return unique;
 }
 
@@ -179,9 +179,9 @@ static void ana_lc_gemms(const ana_trace *t, ana_libcalls *lc)
         ana_u64map map;
         size_t n;
         ana_call_gpu *v = ana_libcalls_link(t, NULL, &map, &n);
-        ana_gemm_iter it;
-        ana_libs_gemms_begin(l, &it);
-        for (const ana_gemm_call *g; (g = ana_libs_gemm_next(&it));) {
+        ana_spill_iter it;
+        ana_spill_iter_begin(&it, &l->gemms, 0);
+        for (const ana_gemm_call *g; (g = ana_spill_iter_next(&it));) {
             const ana_call_gpu *c = ana_lc_get(&map, v, g->call);
             ana_gemm_row *r = &lc->gemms[g->shape];
             if (!c)
@@ -193,7 +193,7 @@ static void ana_lc_gemms(const ana_trace *t, ana_libcalls *lc)
             if (r->device < 0)
                 r->device = c->device;
         }
-        ana_libs_gemms_end(&it);
+        ana_spill_iter_end(&it);
         free(v);
         ana_u64map_free(&map);
     }

@@ -129,10 +129,10 @@ void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_
     }
     int64_t live = 0;
     size_t k = 0; /* steps whose start has passed: they begin with what was live then */
-    ana_mev_iter it;
+    ana_spill_iter it;
     const ana_mev *e;
-    ana_mev_begin(&it, &t->mev, 0);
-    for (size_t i = 0; (e = ana_mev_next(&it)); i++) {
+    ana_spill_iter_begin(&it, &t->mev, 0);
+    for (size_t i = 0; (e = ana_spill_iter_next(&it)); i++) {
         for (; k < s->n_steps && s->steps[k].start_ns <= e->time_ns; k++) {
             m->step_peak[k] = (uint64_t)live;
             m->step_peak_ns[k] = s->steps[k].start_ns;
@@ -144,7 +144,7 @@ void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_
             m->step_peak_ns[st] = e->time_ns;
         }
     }
-    ana_mev_end(&it);
+    ana_spill_iter_end(&it);
     for (; k < s->n_steps; k++) {
         m->step_peak[k] = (uint64_t)live;
         m->step_peak_ns[k] = s->steps[k].start_ns;

@@ -370,13 +370,13 @@ static void ana_mem_sites_at_peak(const ana_spill *ev, size_t peak_idx, const an
                                   ana_mem_range *ranges, size_t n_ranges, ana_mem_result *res)
 {
     ana_mem_state st;
-    ana_mev_iter it;
+    ana_spill_iter it;
     const ana_mev *e;
     ana_mem_state_init(&st, dup);
-    ana_mev_begin(&it, ev, 0);
-    for (size_t i = 0; i <= peak_idx && (e = ana_mev_next(&it)); i++)
+    ana_spill_iter_begin(&it, ev, 0);
+    for (size_t i = 0; i <= peak_idx && (e = ana_spill_iter_next(&it)); i++)
         ana_mem_apply(&st, e, i);
-    ana_mev_end(&it);
+    ana_spill_iter_end(&it);
     res->peak_sites = ana_mem_group_live(&st, &res->n_peak_sites);
     ana_mem_cover(&st, ranges, n_ranges);
     ana_mem_state_free(&st);
@@ -395,25 +395,25 @@ static void ana_mem_dup_corrs(const ana_spill *ev, ana_idset *dup)
 {
     uint64_t lo = UINT64_MAX, hi = 0, calls = 0;
     int gpu = 0;
-    ana_mev_iter it;
+    ana_spill_iter it;
     const ana_mev *e;
-    ana_mev_begin(&it, ev, 0);
-    while ((e = ana_mev_next(&it))) {
+    ana_spill_iter_begin(&it, ev, 0);
+    while ((e = ana_spill_iter_next(&it))) {
         gpu |= e->type == ANA_MEV_GPU_ALLOC || e->type == ANA_MEV_GPU_FREE;
         if (ana_mem_is_call(e)) {
             ana_id_span(e->corr, &lo, &hi);
             calls++;
         }
     }
-    ana_mev_end(&it);
+    ana_spill_iter_end(&it);
     ana_idset_init(dup, lo, hi, gpu ? calls : 0);
     if (!gpu)
         return;
-    ana_mev_begin(&it, ev, 0);
-    while ((e = ana_mev_next(&it)))
+    ana_spill_iter_begin(&it, ev, 0);
+    while ((e = ana_spill_iter_next(&it)))
         if (ana_mem_is_call(e))
             ana_idset_add(dup, e->corr);
-    ana_mev_end(&it);
+    ana_spill_iter_end(&it);
 }
 
 void ana_mem_replay(const ana_mev *ev, size_t n, ana_mem_result *res)
@@ -429,7 +429,7 @@ void ana_mem_replay_ranges(const ana_spill *ev, ana_mem_range *ranges, size_t n_
     ana_mem_state st;
     ana_u64map pending;
     ana_idset dup;
-    ana_mev_iter it;
+    ana_spill_iter it;
     size_t peak_idx = 0;
     memset(res, 0, sizeof(*res));
     res->failures = ana_xcalloc(ANA_MEM_MAX_FAILURES, sizeof(ana_mem_failure));
@@ -437,9 +437,9 @@ void ana_mem_replay_ranges(const ana_spill *ev, ana_mem_range *ranges, size_t n_
     ana_mem_state_init(&st, &dup);
     st.keep_lives = 1;
     ana_u64map_init(&pending);
-    ana_mev_begin(&it, ev, 0);
+    ana_spill_iter_begin(&it, ev, 0);
     for (size_t i = 0;; i++) {
-        const ana_mev *e = ana_mev_next(&it);
+        const ana_mev *e = ana_spill_iter_next(&it);
         if (!e)
             break;
         st.now_idx = i;
@@ -450,7 +450,7 @@ void ana_mem_replay_ranges(const ana_spill *ev, ana_mem_range *ranges, size_t n_
         ana_mem_apply(&st, e, i);
         ana_mem_track_peaks(res, &st, e, i, &peak_idx);
     }
-    ana_mev_end(&it);
+    ana_spill_iter_end(&it);
     res->live_end_bytes = st.bytes[ANA_MEM_DEVICE];
     res->live_end_count = st.count[ANA_MEM_DEVICE];
     res->host_live_end_bytes = st.bytes[ANA_MEM_HOST_PINNED];

@@ -178,9 +178,9 @@ void ana_nvtx_pair(const ana_trace *t, ana_range_closed closed, void *arg,
     uint64_t k;
     ana_u64map_init(&stack_idx);
     ana_u64map_init(&start_idx);
-    ana_range_iter it;
-    ana_libs_ranges_begin(l, &it);
-    for (const ana_range_ev *e; (e = ana_libs_range_next(&it));) { /* by time, file order */
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &l->ranges, 0);
+    for (const ana_range_ev *e; (e = ana_spill_iter_next(&it));) { /* by time, file order */
         ana_nv_open o = { e->time_ns, e->tid, e->name, e->domain };
         const ana_nv_open *c;
         if (e->op == ANA_RANGE_PUSH || e->op == ANA_RANGE_POP) {
@@ -218,7 +218,7 @@ void ana_nvtx_pair(const ana_trace *t, ana_range_closed closed, void *arg,
                                            c->domain, ANA_RANGE_START });
         }
     }
-    ana_libs_ranges_end(&it);
+    ana_spill_iter_end(&it);
     for (size_t i = 0; i < n_stacks; i++) {
         u.pushes += stacks[i].n;
         free(stacks[i].v);
@@ -281,12 +281,12 @@ void ana_nvtx_analyze(const ana_trace *t, ana_nvtx *out)
         ana_nv_sweep_run(t, &st.by_time, 0, st.rows.v);
     free(st.by_thread.v);
     free(st.by_time.v);
-    ana_range_iter it;
-    ana_libs_ranges_begin(l, &it);
-    for (const ana_range_ev *e; (e = ana_libs_range_next(&it));)
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &l->ranges, 0);
+    for (const ana_range_ev *e; (e = ana_spill_iter_next(&it));)
         if (e->op == ANA_RANGE_MARK)
             ana_nv_row(&marks, ANA_RANGE_MARK, e->domain, e->name, 0)->count++;
-    ana_libs_ranges_end(&it);
+    ana_spill_iter_end(&it);
     out->unmatched_pops = u.pops;
     out->unclosed_pushes = u.pushes;
     out->unmatched_ends = u.ends;

@@ -124,37 +124,12 @@ void ana_libs_on_record(ana_libs *l, const ana_record *r);
 /* Sorts what needs an order (ranges by time, then file order). */
 void ana_libs_finish(ana_libs *l);
 
-/* Reading the GEMM calls in order (spill.h, ana_spill_iter; it.idx - 1 is a call's index):
- *   ana_gemm_iter it;
- *   ana_libs_gemms_begin(l, &it);
- *   for (const ana_gemm_call *g; (g = ana_libs_gemm_next(&it));) ...
- *   ana_libs_gemms_end(&it); */
-typedef ana_spill_iter ana_gemm_iter;
-static inline void ana_libs_gemms_begin(const ana_libs *l, ana_gemm_iter *it)
-{
-    ana_spill_iter_begin(it, &l->gemms, 0);
-}
-static inline const ana_gemm_call *ana_libs_gemm_next(ana_gemm_iter *it)
-{
-    return ana_spill_iter_next(it);
-}
-static inline void ana_libs_gemms_end(ana_gemm_iter *it) { ana_spill_iter_end(it); }
-
-/* Reading the ranges in order (spill.h, ana_spill_iter):
- *   ana_range_iter it;
- *   ana_libs_ranges_begin(l, &it);
- *   for (const ana_range_ev *e; (e = ana_libs_range_next(&it));) ...
- *   ana_libs_ranges_end(&it); */
-typedef ana_spill_iter ana_range_iter;
-static inline void ana_libs_ranges_begin(const ana_libs *l, ana_range_iter *it)
-{
-    ana_spill_iter_begin(it, &l->ranges, 0);
-}
-static inline const ana_range_ev *ana_libs_range_next(ana_range_iter *it)
-{
-    return ana_spill_iter_next(it);
-}
-static inline void ana_libs_ranges_end(ana_range_iter *it) { ana_spill_iter_end(it); }
+/* The GEMM calls and the ranges are read in order with an ana_spill_iter (spill.h):
+ *   ana_spill_iter it;
+ *   ana_spill_iter_begin(&it, &l->gemms, 0);   (or &l->ranges)
+ *   for (const ana_gemm_call *g; (g = ana_spill_iter_next(&it));) ...
+ *   ana_spill_iter_end(&it);
+ * it.idx - 1 is the index of the item last read (a GEMM call's, as in l->gemm_shape). */
 
 /* An interned string ("" for 0 or an index out of range). */
 const char *ana_libs_str(const ana_libs *l, uint32_t idx);

@@ -5,7 +5,7 @@
  *
  * The events are a spill (spill.h): in memory while a trace has few of them, else in a
  * temporary file, so that a long trace's events do not hold memory. Readers go through
- * them in order with an ana_mev_iter, or look events up by index with an ana_mev_reader
+ * them in order with an ana_spill_iter, or look events up by index with an ana_mev_reader
  * (a small cache of blocks). */
 #ifndef ANA_MEMEVENTS_H
 #define ANA_MEMEVENTS_H
@@ -58,18 +58,11 @@ int ana_mev_cmp(const void *a, const void *b);
  * for callers and tests that hold them as one. */
 void ana_mev_spill_of(ana_spill *s, const ana_mev *ev, size_t n);
 
-/* Reading events in order (spill.h, ana_spill_iter; it.idx - 1 is an event's index):
- *   ana_mev_iter it;
- *   ana_mev_begin(&it, spill, 0);
- *   for (const ana_mev *e; (e = ana_mev_next(&it));) ...
- *   ana_mev_end(&it); */
-typedef ana_spill_iter ana_mev_iter;
-static inline void ana_mev_begin(ana_mev_iter *it, const ana_spill *s, uint64_t from)
-{
-    ana_spill_iter_begin(it, s, from);
-}
-static inline const ana_mev *ana_mev_next(ana_mev_iter *it) { return ana_spill_iter_next(it); }
-static inline void ana_mev_end(ana_mev_iter *it) { ana_spill_iter_end(it); }
+/* Events are read in order with an ana_spill_iter (spill.h; it.idx - 1 is an event's index):
+ *   ana_spill_iter it;
+ *   ana_spill_iter_begin(&it, &t->mev, 0);
+ *   for (const ana_mev *e; (e = ana_spill_iter_next(&it));) ...
+ *   ana_spill_iter_end(&it); */
 
 /* Events looked up by index: in memory, the event itself; in a file, a copy in one of
  * ANA_MEV_WAYS cached blocks of ANA_MEV_BLOCK events (direct-mapped), valid until a later

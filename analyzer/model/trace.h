@@ -208,7 +208,7 @@ typedef struct ana_trace {
     size_t n_spans, cap_spans, spans_for; /* spans_for: n_modules when they were built */
     ana_stacks stacks;
     ana_pycodes py; /* Python code objects (2.2 PYCODE) that stacks' Python frames name */
-    /* The memory events (memevents.h: ana_mev_iter, ana_mev_reader), in time order once
+    /* The memory events (memevents.h: ana_spill_iter, ana_mev_reader), in time order once
      * the model is built: in memory while the trace has at most ANATOMIST_SPILL_MEMORY of
      * them (1 Mi), else in a temporary file. */
     ana_spill mev;

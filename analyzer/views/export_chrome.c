@@ -130,17 +130,17 @@ static void ana_chrome_collect_tids(ana_chrome *c)
         ana_chrome_add_tid(c, t->process.pid);
     for (size_t i = 0; i < t->n_calls; i++)
         ana_chrome_add_tid(c, ana_trace_wide(t, ana_trace_call_site_at(t, i)->tid_w));
-    ana_mev_iter it;
-    ana_mev_begin(&it, &t->mev, 0);
-    for (const ana_mev *e; (e = ana_mev_next(&it));)
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &t->mev, 0);
+    for (const ana_mev *e; (e = ana_spill_iter_next(&it));)
         if (e->type == ANA_MEV_ALLOC || e->type == ANA_MEV_FREE)
             ana_chrome_add_tid(c, e->tid);
-    ana_mev_end(&it);
-    ana_range_iter ri;
-    ana_libs_ranges_begin(&t->libs, &ri);
-    for (const ana_range_ev *e; (e = ana_libs_range_next(&ri));)
+    ana_spill_iter_end(&it);
+    ana_spill_iter ri;
+    ana_spill_iter_begin(&ri, &t->libs.ranges, 0);
+    for (const ana_range_ev *e; (e = ana_spill_iter_next(&ri));)
         ana_chrome_add_tid(c, e->tid);
-    ana_libs_ranges_end(&ri);
+    ana_spill_iter_end(&ri);
     for (size_t i = 0; i < t->libs.n_colls; i++)
         ana_chrome_add_tid(c, t->libs.colls[i].tid);
 }
@@ -290,13 +290,13 @@ static void ana_chrome_memory(ana_chrome *c)
     const ana_trace *t = c->t;
     char buf[32], name[64];
     ana_mev_reader rd;
-    ana_mev_iter it;
+    ana_spill_iter it;
     ana_mev_reader_open(&rd, &t->mev);
     for (size_t i = 0; i < c->r->mem.n_lives; i++)
         ana_chrome_life(c, &rd, i);
     ana_mev_reader_close(&rd);
-    ana_mev_begin(&it, &t->mev, 0);
-    for (const ana_mev *e; (e = ana_mev_next(&it));) {
+    ana_spill_iter_begin(&it, &t->mev, 0);
+    for (const ana_mev *e; (e = ana_spill_iter_next(&it));) {
         if (e->type != ANA_MEV_ALLOC || e->ret == 0)
             continue;
         snprintf(name, sizeof(name), "%s failed", ana_report_api_name(e->api, buf, sizeof(buf)));
@@ -307,7 +307,7 @@ static void ana_chrome_memory(ana_chrome *c)
         ana_json_ku64(&c->j, "stack_id", e->stack);
         ana_chrome_close_sf(c, e->stack);
     }
-    ana_mev_end(&it);
+    ana_spill_iter_end(&it);
 }
 
 /* GEMMs at their first kernel launch (the GEMM record has no time of its own). */
@@ -318,9 +318,9 @@ static void ana_chrome_gemms(ana_chrome *c)
     uint64_t idx;
     char buf[32];
     ana_libcalls_first_calls(t, &first);
-    ana_gemm_iter it;
-    ana_libs_gemms_begin(&t->libs, &it);
-    for (const ana_gemm_call *g; (g = ana_libs_gemm_next(&it));) {
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &t->libs.gemms, 0);
+    for (const ana_gemm_call *g; (g = ana_spill_iter_next(&it));) {
         const ana_gemm_shape *s = &t->libs.shapes[g->shape];
         if (!ana_u64map_get(&first, g->call, &idx))
             continue;
@@ -337,7 +337,7 @@ static void ana_chrome_gemms(ana_chrome *c)
         ana_json_ku64(&c->j, "flops", ana_gemm_call_flops(s));
         ana_chrome_close(c);
     }
-    ana_libs_gemms_end(&it);
+    ana_spill_iter_end(&it);
     ana_u64map_free(&first);
 }
 
@@ -427,9 +427,9 @@ static void ana_chrome_nvtx(ana_chrome *c)
 {
     const ana_libs *l = &c->t->libs;
     ana_nvtx_pair(c->t, ana_chrome_range, c, NULL);
-    ana_range_iter it;
-    ana_libs_ranges_begin(l, &it);
-    for (const ana_range_ev *e; (e = ana_libs_range_next(&it));) {
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &l->ranges, 0);
+    for (const ana_range_ev *e; (e = ana_spill_iter_next(&it));) {
         if (e->op != ANA_RANGE_MARK)
             continue;
         ana_chrome_instant(c, ana_libs_str(l, e->name), "nvtx", e->tid, e->time_ns);
@@ -437,7 +437,7 @@ static void ana_chrome_nvtx(ana_chrome *c)
         ana_json_kstr(&c->j, "domain", ana_libs_domain_name(l, e->domain));
         ana_chrome_close(c);
     }
-    ana_libs_ranges_end(&it);
+    ana_spill_iter_end(&it);
     /* the projection tracks, named after the threads that have one */
     for (size_t i = 0; i < c->proj.cap; i++) {
         if (!c->proj.used[i])

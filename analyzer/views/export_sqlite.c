@@ -308,15 +308,15 @@ static void ana_sq_allocations(ana_sq *q)
     ana_sq_begin(q, "INSERT INTO allocations VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
                     " ?, ?)");
     ana_mev_reader rd;
-    ana_mev_iter it;
+    ana_spill_iter it;
     const ana_mev *e;
     ana_mev_reader_open(&rd, &t->mev);
     for (size_t i = 0; i < r->mem.n_lives && !q->failed; i++)
         ana_sq_life(q, &rd, &r->mem.lives[i], ana_memcat_of_life(&r->mcat, i));
     ana_mev_reader_close(&rd);
     ana_sq_begin(q, "INSERT INTO failed_allocations VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
-    ana_mev_begin(&it, &t->mev, 0);
-    for (size_t i = 0; !q->failed && (e = ana_mev_next(&it)); i++) {
+    ana_spill_iter_begin(&it, &t->mev, 0);
+    for (size_t i = 0; !q->failed && (e = ana_spill_iter_next(&it)); i++) {
         if (e->type != ANA_MEV_ALLOC || e->ret == 0)
             continue;
         ana_sq_u(q, e->time_ns);
@@ -329,7 +329,7 @@ static void ana_sq_allocations(ana_sq *q)
         ana_sq_u(q, i);
         ana_sq_row(q);
     }
-    ana_mev_end(&it);
+    ana_spill_iter_end(&it);
 }
 
 static void ana_sq_gemm(ana_sq *q, const ana_gemm_call *g, const ana_api_call *first,
@@ -373,14 +373,14 @@ static void ana_sq_libcalls(ana_sq *q)
     ana_libcalls_first_calls(t, &first);
     ana_sq_begin(q, "INSERT OR REPLACE INTO gemms VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
                     " ?, ?, ?, ?)");
-    ana_gemm_iter it;
-    ana_libs_gemms_begin(&t->libs, &it);
-    for (const ana_gemm_call *g; !q->failed && (g = ana_libs_gemm_next(&it));) {
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &t->libs.gemms, 0);
+    for (const ana_gemm_call *g; !q->failed && (g = ana_spill_iter_next(&it));) {
         int has = ana_u64map_get(&first, g->call, &k);
         ana_api_call call = has ? ana_trace_call(t, k) : (ana_api_call){ 0 };
         ana_sq_gemm(q, g, has ? &call : NULL, ana_u64map_get(&link, g->call, &k) ? &v[k] : NULL);
     }
-    ana_libs_gemms_end(&it);
+    ana_spill_iter_end(&it);
     ana_sq_begin(q, "INSERT INTO collectives VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     for (size_t i = 0; i < t->libs.n_colls && !q->failed; i++) {
         const ana_coll_call *c = &t->libs.colls[i];
@@ -426,9 +426,9 @@ static void ana_sq_nvtx(ana_sq *q)
     ana_sq_begin(q, "INSERT INTO ranges VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
     ana_nvtx_pair(q->t, ana_sq_range, q, NULL);
     ana_sq_begin(q, "INSERT INTO marks VALUES(?, ?, ?, ?)");
-    ana_range_iter it;
-    ana_libs_ranges_begin(l, &it);
-    for (const ana_range_ev *e; !q->failed && (e = ana_libs_range_next(&it));) {
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &l->ranges, 0);
+    for (const ana_range_ev *e; !q->failed && (e = ana_spill_iter_next(&it));) {
         if (e->op != ANA_RANGE_MARK)
             continue;
         ana_sq_u(q, e->time_ns);
@@ -437,7 +437,7 @@ static void ana_sq_nvtx(ana_sq *q)
         ana_sq_sid(q, ana_sq_str(q, ana_libs_str(l, e->name)));
         ana_sq_row(q);
     }
-    ana_libs_ranges_end(&it);
+    ana_spill_iter_end(&it);
 }
 
 static void ana_sq_steps(ana_sq *q)

@@ -408,19 +408,6 @@ static void calls_read_back(int ordered)
 Test(spill, calls_read_back_whatever_the_runs) { calls_read_back(0); }
 Test(spill, calls_read_back_runs_in_order) { calls_read_back(1); }
 
-/* One allocation event the test wrote: its time and its place in the file. */
-typedef struct want_mev {
-    uint64_t time, seq;
-} want_mev;
-
-static int want_mev_cmp(const void *a, const void *b)
-{
-    const want_mev *x = a, *y = b;
-    if (x->time != y->time)
-        return x->time < y->time ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
 /* Memory events at random times (many equal) come back in time order, equal times in file
  * order, however many runs they were spilled in (ANATOMIST_SPILL_MEMORY); a reader by
  * index (ana_mev_get: 16 cached blocks of 1,024, fewer than the events' 20 blocks, the
@@ -429,7 +416,7 @@ static int want_mev_cmp(const void *a, const void *b)
 Test(spill, memory_events_in_time_order_and_by_index)
 {
     enum { N = 20000 };
-    static want_mev want[N];
+    static want_use want[N];
     const char *runs[] = { "0", "7", "64", "5000" };
     for (size_t r = 0; r < 4; r++) {
         setenv("ANATOMIST_SPILL_MEMORY", runs[r], 1);
@@ -437,27 +424,27 @@ Test(spill, memory_events_in_time_order_and_by_index)
         for (size_t i = 0; i < N; i++) {
             ana_record a = { .kind = ANA_K_ALLOC, .time_ns = 1000 + next64() % 7000, .tid = 9 };
             a.u.alloc = (ana_rec_alloc){ .api = 1, .ptr = 0x1000 + 64 * i, .size = 1 + i };
-            want[i] = (want_mev){ a.time_ns, i };
+            want[i] = (want_use){ .time = a.time_ns, .order = i };
             ana_trace_add(t, &a);
         }
         ana_trace_finish(t);
-        qsort(want, N, sizeof(want[0]), want_mev_cmp);
+        qsort(want, N, sizeof(want[0]), want_cmp);
         cr_assert_eq(t->n_mev, N, "runs %s", runs[r]);
         cr_assert_eq(ana_spill_in_file(&t->mev), strcmp(runs[r], "0") && atoi(runs[r]) < N);
-        ana_mev_iter it;
-        ana_mev_begin(&it, &t->mev, 0);
+        ana_spill_iter it;
+        ana_spill_iter_begin(&it, &t->mev, 0);
         size_t n = 0;
-        for (const ana_mev *e; (e = ana_mev_next(&it)); n++)
-            cr_assert(e->time_ns == want[n].time && e->size == 1 + want[n].seq,
+        for (const ana_mev *e; (e = ana_spill_iter_next(&it)); n++)
+            cr_assert(e->time_ns == want[n].time && e->size == 1 + want[n].order,
                       "runs %s: event %zu is the one written %llu at %llu", runs[r], n,
                       (unsigned long long)(e->size - 1), (unsigned long long)e->time_ns);
-        ana_mev_end(&it);
+        ana_spill_iter_end(&it);
         cr_assert_eq(n, N, "runs %s", runs[r]);
         ana_mev_reader rd;
         ana_mev_reader_open(&rd, &t->mev);
         for (size_t k = 0; k < 4 * N; k++) {
             size_t i = k < N ? N - 1 - k : (size_t)(next64() % N); /* backwards, then at random */
-            cr_assert_eq(ana_mev_get(&rd, i)->size, 1 + want[i].seq, "runs %s: index %zu",
+            cr_assert_eq(ana_mev_get(&rd, i)->size, 1 + want[i].order, "runs %s: index %zu",
                          runs[r], i);
         }
         for (uint64_t time = 990; time < 8010; time += 7) {
@@ -479,7 +466,7 @@ Test(spill, memory_events_in_time_order_and_by_index)
 Test(spill, ranges_in_time_order_whatever_the_runs)
 {
     enum { N = 5000 };
-    static want_mev want[N]; /* a range's time and its place in the file */
+    static want_use want[N]; /* a range's time and its place in the file */
     const char *runs[] = { "0", "7", "64", "3000" };
     for (size_t r = 0; r < 4; r++) {
         setenv("ANATOMIST_SPILL_RANGES", runs[r], 1);
@@ -488,22 +475,22 @@ Test(spill, ranges_in_time_order_whatever_the_runs)
             ana_record g = { .kind = ANA_K_RANGE, .time_ns = 100 + next64() % 900, .tid = 4 };
             g.u.range = (ana_rec_range){ .op = ANA_RANGE_MARK, .id = i,
                                          .name = { "mark", 4 } };
-            want[i] = (want_mev){ g.time_ns, i };
+            want[i] = (want_use){ .time = g.time_ns, .order = i };
             ana_trace_add(t, &g);
         }
         ana_trace_finish(t);
-        qsort(want, N, sizeof(want[0]), want_mev_cmp);
+        qsort(want, N, sizeof(want[0]), want_cmp);
         cr_assert_eq(t->libs.n_ranges, N, "runs %s", runs[r]);
         cr_assert_eq(ana_spill_in_file(&t->libs.ranges),
                      strcmp(runs[r], "0") && atoi(runs[r]) < N);
-        ana_range_iter it;
-        ana_libs_ranges_begin(&t->libs, &it);
+        ana_spill_iter it;
+        ana_spill_iter_begin(&it, &t->libs.ranges, 0);
         size_t n = 0;
-        for (const ana_range_ev *e; (e = ana_libs_range_next(&it)); n++)
-            cr_assert(e->time_ns == want[n].time && e->id == want[n].seq,
+        for (const ana_range_ev *e; (e = ana_spill_iter_next(&it)); n++)
+            cr_assert(e->time_ns == want[n].time && e->id == want[n].order,
                       "runs %s: range %zu is the one written %llu at %llu", runs[r], n,
                       (unsigned long long)e->id, (unsigned long long)e->time_ns);
-        ana_libs_ranges_end(&it);
+        ana_spill_iter_end(&it);
         cr_assert_eq(n, N, "runs %s", runs[r]);
         ana_trace_free(t);
     }
