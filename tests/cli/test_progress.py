@@ -1,8 +1,10 @@
 """The progress line of a long load: on a terminal, `anatomist report` on a trace of 1e7
 records (bench/gen_trace, which says how many it wrote) redraws "reading NAME: N M records,
 P%, R M records/s" with N growing up to at most the trace's records and P up to 100, then
-wipes it; on a pipe nothing at all is written to stderr, and standard output is the same
-bytes either way."""
+wipes it; then names each stage of the work after the reading as it begins ("NAME: putting
+the records in order, T s in", then the report's eight analyses "(i of 8)" in order, T never
+going back) and wipes that too; on a pipe nothing at all is written to stderr, and standard
+output is the same bytes either way."""
 import os
 import pty
 import re
@@ -15,6 +17,15 @@ from anacli import ANATOMIST, BUILD
 GEN = os.path.join(BUILD, "bench", "gen_trace")
 LINE = re.compile(rb"\ranatomist: reading big\.anat: ([0-9.]+) M records, ([0-9]+)%, "
                   rb"([0-9.]+) M records/s(?:, ([0-9.]+) s left)? *")
+
+STAGE = re.compile(rb"\ranatomist: big\.anat: ([a-zA-Z' ]+?)(?: \(([0-9]) of ([0-9])\))?, "
+                   rb"([0-9.]+) s in *")
+WIPE = re.compile(rb"\r +\r")
+# What the report's stages are, in order (docs/overhead.md; analyses/report.c says them).
+STAGES = [b"putting the records in order", b"replaying the memory events",
+          b"timing the GPU's work", b"timing the library calls", b"pairing the NVTX ranges",
+          b"classifying the GPU time", b"classifying the device memory",
+          b"explaining failed allocations", b"advising"]
 
 
 def on_terminal(argv):
@@ -66,10 +77,21 @@ class Progress(unittest.TestCase):
         self.assertEqual(shares, sorted(shares))
         # Every rate is records over a positive time: finite and above zero.
         self.assertTrue(all(float(r) > 0 for _, _, r, _ in lines))
+        # After the reading, each stage once, in order, at times that never go back.
+        stages = STAGE.findall(tty)
+        self.assertEqual([name for name, _, _, _ in stages], STAGES, tty[-2000:])
+        self.assertEqual([(i, n) for _, i, n, _ in stages],
+                         [(b"", b"")] + [(str(k).encode(), b"8") for k in range(1, 9)])
+        times = [float(t) for _, _, _, t in stages]
+        self.assertEqual(times, sorted(times))
+        self.assertGreaterEqual(times[0], 0.5)
+        # The reading's lines all come before the first stage.
+        self.assertLess(max(m.end() for m in LINE.finditer(tty)),
+                        min(m.start() for m in STAGE.finditer(tty)))
         # The last thing on the terminal wipes the line: a carriage return, blanks, another.
         self.assertRegex(tty, rb"\r +\r$")
-        # Nothing else: every byte on the terminal is a progress line or the wipe.
-        self.assertEqual(re.sub(rb"\r +\r$", b"", LINE.sub(b"", tty)), b"")
+        # Nothing else: every byte on the terminal is a progress line, a stage or a wipe.
+        self.assertEqual(WIPE.sub(b"", STAGE.sub(b"", LINE.sub(b"", tty))), b"")
         pipe = subprocess.run([ANATOMIST, "report", self.trace], capture_output=True, timeout=300)
         self.assertEqual(pipe.stdout, out)
 
