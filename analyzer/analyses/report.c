@@ -29,23 +29,23 @@ void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *
     for (size_t i = 0; i < t->libs.n_regions; i++)
         r->regions[i] = (ana_mem_range){ t->libs.regions[i].address, t->libs.regions[i].size, 0, 0 };
     enum { STAGES = 8 };
-    ana_stage("replaying the memory events", 1, STAGES);
+    ana_stage(t->path, "replaying the memory events", 1, STAGES);
     ana_mem_replay_ranges(&t->mev, r->regions, t->libs.n_regions, &r->mem);
-    ana_stage("timing the GPU's work", 2, STAGES);
+    ana_stage(t->path, "timing the GPU's work", 2, STAGES);
     ana_gpu_analyze(t, opt->min_gap_ns, opt->top, &r->gpu);
-    ana_stage("timing the library calls", 3, STAGES);
+    ana_stage(t->path, "timing the library calls", 3, STAGES);
     ana_libcalls_analyze(t, &r->lc);
-    ana_stage("pairing the NVTX ranges", 4, STAGES);
+    ana_stage(t->path, "pairing the NVTX ranges", 4, STAGES);
     ana_nvtx_analyze(t, &r->nvtx);
-    ana_stage("classifying the GPU time", 5, STAGES);
+    ana_stage(t->path, "classifying the GPU time", 5, STAGES);
     ana_anatomy_build(t, &r->gpu, &r->lc, &r->anat);
-    ana_stage("classifying the device memory", 6, STAGES);
+    ana_stage(t->path, "classifying the device memory", 6, STAGES);
     ana_memcat_build(t, &r->mem, &r->anat.steps, &r->mcat);
-    ana_stage("explaining failed allocations", 7, STAGES);
+    ana_stage(t->path, "explaining failed allocations", 7, STAGES);
     ana_oom_build(t, &r->mem, &r->anat.steps, &r->mcat, &r->oom);
-    ana_stage("advising", 8, STAGES);
+    ana_stage(t->path, "advising", 8, STAGES);
     ana_advice_build(&r->mcat, &r->mem, &r->advice);
-    ana_stage(NULL, 0, 0);
+    ana_stage(t->path, NULL, 0, 0);
     r->sym = ana_sym_new(t, opt->symbols);
     r->kernel_order = ana_xcalloc(t->n_kernels + 1, sizeof(size_t));
     for (size_t i = 0; i < t->n_kernels; i++)

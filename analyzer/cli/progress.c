@@ -4,8 +4,8 @@
  * second (short work stays silent), and wiped when the load ends so that what follows
  * starts on a clean line. Then each long stage of the work that follows (model/stage.h:
  * putting spilled records in order, each analysis of a report) as it begins:
- * "anatomist: NAME: classifying the GPU time (5 of 8), 41 s in", counted from the load's
- * start, and wiped when the stages end. On a pipe or a file nothing is written: outputs
+ * "anatomist: NAME: classifying the GPU time (5 of 8), 41 s in", counted from the start
+ * of the command's first load, and wiped when the stages end. On a pipe or a file nothing is written: outputs
  * and messages stay byte-exact. Part of cli/: installed by main.c (ana_cli_progress_init);
  * calls import/ (ana_import_set_progress) and model/ (ana_stage_set, ana_text_escape). */
 #define _GNU_SOURCE
@@ -24,8 +24,9 @@ enum { SHOW_AFTER_NS = 500000000, REDRAW_NS = 200000000 };
 
 static struct {
     uint64_t start_ns, drawn_ns;
-    size_t width; /* columns of the line on screen, 0 when none is */
-    char name[64]; /* the trace's file name as shown (escaped, cut to fit) */
+    uint64_t first_ns; /* when the command's first load or stage began */
+    size_t width;      /* columns of the line on screen, 0 when none is */
+    char name[64];     /* the trace's file name as shown (escaped, cut to fit) */
 } line;
 
 static uint64_t now_ns(void)
@@ -89,6 +90,7 @@ static void on_progress(void *ctx, const ana_import_progress *p)
     if (p->records == 0) {
         line.start_ns = now;
         line.drawn_ns = 0;
+        line.first_ns = line.first_ns ? line.first_ns : now;
         set_name(p->path);
         return;
     }
@@ -97,9 +99,9 @@ static void on_progress(void *ctx, const ana_import_progress *p)
     draw(p, now);
 }
 
-/* A stage begins (what NULL: the stages are over): drawn at once when the work since the
- * load began has taken half a second. */
-static void on_stage(void *ctx, const char *what, int i, int n)
+/* A stage begins (what NULL: the stages are over): drawn at once when the command has
+ * been at work for half a second, with the seconds since its first load began. */
+static void on_stage(void *ctx, const char *path, const char *what, int i, int n)
 {
     (void)ctx;
     uint64_t now = now_ns();
@@ -107,12 +109,14 @@ static void on_stage(void *ctx, const char *what, int i, int n)
         wipe();
         return;
     }
-    if (!line.start_ns || now - line.start_ns < SHOW_AFTER_NS)
+    line.first_ns = line.first_ns ? line.first_ns : now;
+    if (now - line.first_ns < SHOW_AFTER_NS)
         return;
+    set_name(path);
     char buf[512], of[32] = "";
     if (n > 0)
         snprintf(of, sizeof(of), " (%d of %d)", i, n);
-    double s = (double)(now - line.start_ns) / 1e9;
+    double s = (double)(now - line.first_ns) / 1e9;
     snprintf(buf, sizeof(buf), "anatomist: %s: %s%s, %.*f s in", line.name, what, of,
              s < 10 ? 1 : 0, s);
     show(buf, now);

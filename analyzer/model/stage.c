@@ -12,8 +12,8 @@ void ana_stage_set(ana_stage_fn fn, void *ctx)
     stage_ctx = ctx;
 }
 
-void ana_stage(const char *what, int i, int n)
+void ana_stage(const char *path, const char *what, int i, int n)
 {
     if (stage_fn)
-        stage_fn(stage_ctx, what, i, n);
+        stage_fn(stage_ctx, path, what, i, n);
 }

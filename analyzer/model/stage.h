@@ -7,11 +7,11 @@
 #ifndef ANA_STAGE_H
 #define ANA_STAGE_H
 
-/* what: the stage beginning (NULL: the work is over); i of n when the work counts its
- * stages (n 0 when it does not). */
-typedef void (*ana_stage_fn)(void *ctx, const char *what, int i, int n);
+/* what: the stage beginning, on the trace at path (NULL: the work is over); i of n when
+ * the work counts its stages (n 0 when it does not). */
+typedef void (*ana_stage_fn)(void *ctx, const char *path, const char *what, int i, int n);
 
 void ana_stage_set(ana_stage_fn fn, void *ctx);
-void ana_stage(const char *what, int i, int n);
+void ana_stage(const char *path, const char *what, int i, int n);
 
 #endif

@@ -123,7 +123,7 @@ static int ana_trace_in_cuda_lib(uint64_t ip, void *arg)
  * another thread defines (docs/trace-format.md, "Interning"). */
 void ana_trace_finish(ana_trace *t)
 {
-    ana_stage("putting the records in order", 0, 0);
+    ana_stage(t->path, "putting the records in order", 0, 0);
     ana_trace_index_modules(t);
     ana_py_merge(t);
     ana_stacks_trim_leading(&t->stacks, ana_trace_in_cuda_lib, t);
@@ -139,7 +139,7 @@ void ana_trace_finish(ana_trace *t)
     ana_trace_name_launches(t);
     ana_libs_finish(&t->libs);
     ana_trace_uses_finish(t);
-    ana_stage(NULL, 0, 0);
+    ana_stage(t->path, NULL, 0, 0);
 }
 
 ana_trace *ana_trace_new(const char *path, unsigned flags)
