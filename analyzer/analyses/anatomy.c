@@ -21,13 +21,19 @@ static void ana_anat_ctx_init(const ana_trace *t, ana_anat_ctx *c)
     const ana_libs *l = &t->libs;
     uint64_t lo = UINT64_MAX, hi = 0;
     c->gemm_unique = ana_libcalls_gemm_ids(l, &c->gemm_calls);
-    for (size_t i = 0; i < l->n_colls; i++)
-        ana_id_span(l->colls[i].call, &lo, &hi);
+    ana_spill_iter it;
+    const ana_coll_call *k;
+    ana_spill_iter_begin(&it, &l->colls, 0);
+    while ((k = ana_spill_iter_next(&it)))
+        ana_id_span(k->call, &lo, &hi);
+    ana_spill_iter_end(&it);
     for (size_t i = 0; i < l->n_group_ends; i++)
         ana_id_span(l->group_ends[i].call, &lo, &hi);
     ana_idset_init(&c->coll_calls, lo, hi, l->n_colls + l->n_group_ends);
-    for (size_t i = 0; i < l->n_colls; i++)
-        ana_idset_add(&c->coll_calls, l->colls[i].call);
+    ana_spill_iter_begin(&it, &l->colls, 0);
+    while ((k = ana_spill_iter_next(&it)))
+        ana_idset_add(&c->coll_calls, k->call);
+    ana_spill_iter_end(&it);
     for (size_t i = 0; i < l->n_group_ends; i++)
         ana_idset_add(&c->coll_calls, l->group_ends[i].call);
 }

@@ -254,12 +254,14 @@ static uint64_t *ana_lc_group_owner(const ana_libs *l)
     if (l->n_group_ends)
         memcpy(ends, l->group_ends, l->n_group_ends * sizeof(*ends));
     ana_sort(ends, l->n_group_ends, sizeof(*ends), ana_lc_group_end_cmp);
-    for (size_t i = 0; i < l->n_colls; i++) {
-        const ana_coll_call *c = &l->colls[i];
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &l->colls, 0);
+    for (const ana_coll_call *c; (c = ana_spill_iter_next(&it));) {
         const ana_group_end *e =
             c->group ? ana_lc_group_end_after(ends, l->n_group_ends, c->tid, c->time_ns) : NULL;
-        owner[i] = !c->group ? c->call : e ? e->call : 0;
+        owner[it.idx - 1] = !c->group ? c->call : e ? e->call : 0;
     }
+    ana_spill_iter_end(&it);
     free(ends);
     return owner;
 }
@@ -270,15 +272,18 @@ static void ana_lc_owner_bytes(const ana_libs *l, const uint64_t *owner, ana_u64
 {
     ana_u64map_init(bytes);
     ana_u64map_init(ops);
-    for (size_t i = 0; i < l->n_colls; i++) {
-        uint64_t b = 0, n = 0;
-        if (!owner[i])
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &l->colls, 0);
+    for (const ana_coll_call *c; (c = ana_spill_iter_next(&it));) {
+        uint64_t b = 0, n = 0, o = owner[it.idx - 1];
+        if (!o)
             continue;
-        ana_u64map_get(bytes, owner[i], &b);
-        ana_u64map_get(ops, owner[i], &n);
-        ana_u64map_put(bytes, owner[i], b + l->colls[i].bytes);
-        ana_u64map_put(ops, owner[i], n + 1);
+        ana_u64map_get(bytes, o, &b);
+        ana_u64map_get(ops, o, &n);
+        ana_u64map_put(bytes, o, b + c->bytes);
+        ana_u64map_put(ops, o, n + 1);
     }
+    ana_spill_iter_end(&it);
 }
 
 static uint64_t ana_lc_share(uint64_t total, uint64_t part, uint64_t whole, uint64_t n)
@@ -394,8 +399,10 @@ static void ana_lc_colls(const ana_trace *t, const ana_u64map *map, const ana_ca
     size_t cap = 0;
     ana_u64map_init(&idx);
     ana_lc_owner_bytes(l, owner, &bytes, &ops);
-    for (size_t i = 0; i < l->n_colls; i++) {
-        const ana_coll_call *c = &l->colls[i];
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &l->colls, 0);
+    for (const ana_coll_call *c; (c = ana_spill_iter_next(&it));) {
+        size_t i = (size_t)it.idx - 1;
         row_of[i] = SIZE_MAX;
         if (!ana_nccl_op_name(c->api))
             continue;
@@ -417,6 +424,7 @@ static void ana_lc_colls(const ana_trace *t, const ana_u64map *map, const ana_ca
         lc->coll_gpu_ns += ns;
         ana_lc_coll_algo(t, r, g->first_kernel);
     }
+    ana_spill_iter_end(&it);
     ana_lc_coll_algos(t, lc, owner, row_of);
     free(row_of);
     ana_u64map_free(&idx);

@@ -50,8 +50,10 @@ static void ana_rank_steps(const ana_report *r, ana_rank *k)
         k->step_coll_ns[i] = r->anat.step_rows[i].class_ns[ANA_CLASS_COMMUNICATION];
     }
     /* steps are in time order and disjoint: a binary search per call */
-    for (size_t c = 0; c < l->n_colls; c++) {
-        uint64_t at = l->colls[c].time_ns;
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &l->colls, 0);
+    for (const ana_coll_call *c; (c = ana_spill_iter_next(&it));) {
+        uint64_t at = c->time_ns;
         size_t lo = 0, hi = s->n_steps;
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
@@ -61,8 +63,9 @@ static void ana_rank_steps(const ana_report *r, ana_rank *k)
                 hi = mid;
         }
         if (lo < s->n_steps && s->steps[lo].start_ns <= at)
-            k->step_coll_ns[lo] += l->colls[c].dur_ns;
+            k->step_coll_ns[lo] += c->dur_ns;
     }
+    ana_spill_iter_end(&it);
 }
 
 static void ana_rank_colls(const ana_report *r, ana_rank *k)
@@ -71,16 +74,18 @@ static void ana_rank_colls(const ana_report *r, ana_rank *k)
     const ana_libs *l = &t->libs;
     k->colls = ana_xcalloc(l->n_colls + 1, sizeof(*k->colls));
     k->n_colls = l->n_colls;
-    for (size_t i = 0; i < l->n_colls; i++) {
-        const ana_coll_call *c = &l->colls[i];
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &l->colls, 0);
+    for (const ana_coll_call *c; (c = ana_spill_iter_next(&it));) {
         const ana_nccl_comm *comm = ana_libs_comm_by_handle(l, c->comm);
-        k->colls[i] = (ana_rank_coll){
+        k->colls[it.idx - 1] = (ana_rank_coll){
             .comm_id = comm ? comm->comm_id : 0, .seq = c->seq, .bytes = c->bytes,
             .start_ns = ana_trace_rel_ns(t, c->time_ns), .dur_ns = c->dur_ns, .api = c->api,
         };
         k->coll_host_ns += c->dur_ns;
         k->coll_bytes += c->bytes;
     }
+    ana_spill_iter_end(&it);
     k->coll_calls = l->n_colls;
     k->coll_gpu_ns = r->lc.coll_gpu_ns;
 }

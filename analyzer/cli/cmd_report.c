@@ -72,10 +72,11 @@ static const char ana_report_usage[] =
     "  anatomist report --json rank0.json rank1.json rank2.json rank3.json\n"
     "\n"
     "Long traces: past a number of each (16 Mi pointer uses, 8 Mi GPU activities, 8 Mi API\n"
-    "calls, 1 Mi memory events, 4 Mi GEMM calls, 1 Mi NVTX ranges, 4 Mi kernels in NVTX\n"
-    "ranges), they wait in temporary files in $TMPDIR (else /tmp; up to ~50 bytes per record,\n"
-    "removed at once) instead of memory; ANATOMIST_SPILL_USES, _GPU, _CALLS, _MEMORY, _GEMMS,\n"
-    "_RANGES and _NVTX set the numbers (docs/configuration.md).\n"
+    "calls, 1 Mi memory events, 4 Mi GEMM calls, 1 Mi collectives, 1 Mi NVTX ranges, 4 Mi\n"
+    "kernels in NVTX ranges), they wait in temporary files in $TMPDIR (else /tmp; up to ~50\n"
+    "bytes per record, removed at once) instead of memory; ANATOMIST_SPILL_USES, _GPU,\n"
+    "_CALLS, _MEMORY, _GEMMS, _COLLS, _RANGES and _NVTX set the numbers\n"
+    "(docs/configuration.md).\n"
     "\n"
     "Exit status: 0 success, 2 usage error or unreadable/corrupt trace.\n";
 

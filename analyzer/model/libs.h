@@ -6,8 +6,8 @@
  * the report); range names are interned.
  *
  * Filled by trace_records.c through ana_libs_on_record (not in summary mode), completed by
- * ana_libs_finish (sorting), released by ana_libs_free. The GEMM calls and the ranges, one
- * per record, wait in temporary files past a setting each (spill.h). The analyses are in libcalls.h
+ * ana_libs_finish (sorting), released by ana_libs_free. The GEMM calls, the collectives
+ * and the ranges, one per record, wait in temporary files past a setting each (spill.h). The analyses are in libcalls.h
  * (GEMMs, NCCL) and nvtx.h (ranges). Strings are copied; the model owns them.
  * Not thread-safe. */
 #ifndef ANA_LIBS_H
@@ -97,8 +97,11 @@ typedef struct ana_libs {
     ana_spill gemms;
     uint32_t *gemm_shape;
     size_t n_gemms, cap_gemm_shape, gemms_in_memory;
-    ana_coll_call *colls;
-    size_t n_colls, cap_colls;
+    /* The NCCL collective calls in file order (read with an ana_spill_iter): in memory
+     * while a trace has at most ANATOMIST_SPILL_COLLS of them (1 Mi), else in a temporary
+     * file. */
+    ana_spill colls;
+    size_t n_colls, colls_in_memory;
     ana_nccl_comm *comms;
     size_t n_comms, cap_comms;
     ana_group_end *group_ends;
@@ -124,9 +127,10 @@ void ana_libs_on_record(ana_libs *l, const ana_record *r);
 /* Sorts what needs an order (ranges by time, then file order). */
 void ana_libs_finish(ana_libs *l);
 
-/* The GEMM calls and the ranges are read in order with an ana_spill_iter (spill.h):
+/* The GEMM calls, the collectives and the ranges are read in order with an
+ * ana_spill_iter (spill.h):
  *   ana_spill_iter it;
- *   ana_spill_iter_begin(&it, &l->gemms, 0);   (or &l->ranges)
+ *   ana_spill_iter_begin(&it, &l->gemms, 0);   (or &l->colls, &l->ranges)
  *   for (const ana_gemm_call *g; (g = ana_spill_iter_next(&it));) ...
  *   ana_spill_iter_end(&it);
  * it.idx - 1 is the index of the item last read (a GEMM call's, as in l->gemm_shape). */

@@ -10,6 +10,9 @@
 /* 4 Mi GEMM calls (64 MiB) in memory at most; past that they go to a temporary file */
 #define ANA_GEMMS_IN_MEMORY_DEFAULT (1u << 22)
 
+/* 1 Mi collectives (64 MiB) in memory at most; past that they go to a temporary file */
+#define ANA_COLLS_IN_MEMORY_DEFAULT (1u << 20)
+
 /* 1 Mi ranges (40 MiB) in memory at most; past that they are sorted in runs and merged
  * into a temporary file */
 #define ANA_RANGES_RUN_DEFAULT (1u << 20)
@@ -38,6 +41,9 @@ void ana_libs_init(ana_libs *l)
     ana_spill_init(&l->gemms, sizeof(ana_gemm_call), "GEMM calls");
     l->gemms_in_memory = ana_sorter_setting("ANATOMIST_SPILL_GEMMS", ANA_GEMMS_IN_MEMORY_DEFAULT,
                                             sizeof(ana_gemm_call));
+    ana_spill_init(&l->colls, sizeof(ana_coll_call), "collective calls");
+    l->colls_in_memory = ana_sorter_setting("ANATOMIST_SPILL_COLLS", ANA_COLLS_IN_MEMORY_DEFAULT,
+                                            sizeof(ana_coll_call));
     ana_spill_init(&l->ranges, sizeof(ana_range_ev), "NVTX ranges");
     size_t run = ana_sorter_setting("ANATOMIST_SPILL_RANGES", ANA_RANGES_RUN_DEFAULT,
                                     sizeof(ana_range_ev));
@@ -55,7 +61,7 @@ void ana_libs_free(ana_libs *l)
     free(l->shapes);
     ana_spill_free(&l->gemms);
     free(l->gemm_shape);
-    free(l->colls);
+    ana_spill_free(&l->colls);
     free(l->comms);
     free(l->group_ends);
     ana_sorter_free(&l->range_sort);
@@ -154,13 +160,14 @@ static void ana_libs_on_coll(ana_libs *l, const ana_record *r)
     const ana_rec_coll *c = &r->u.coll;
     if (c->ret != 0)
         return;
-    ANA_GROW(l->colls, l->cap_colls, l->n_colls + 1);
-    l->colls[l->n_colls++] = (ana_coll_call){
+    if (++l->n_colls > l->colls_in_memory)
+        ana_spill_to_file(&l->colls);
+    ana_spill_push(&l->colls, &(ana_coll_call){
         .time_ns = r->time_ns, .tid = r->tid, .call = c->call, .comm = c->comm,
         .bytes = c->bytes, .seq = c->seq, .dur_ns = c->dur_ns,
         .group = (uint32_t)(c->group < UINT32_MAX ? c->group : UINT32_MAX),
         .api = ana_libs_u16(c->api), .dtype = ana_libs_u8(c->dtype),
-    };
+    }, 1);
 }
 
 static void ana_libs_on_comm(ana_libs *l, const ana_rec_comm *c)
@@ -257,5 +264,6 @@ void ana_libs_on_record(ana_libs *l, const ana_record *r)
 void ana_libs_finish(ana_libs *l)
 {
     ana_spill_seal(&l->gemms);
+    ana_spill_seal(&l->colls);
     ana_sorter_finish(&l->range_sort, &l->ranges, NULL, NULL);
 }

@@ -136,13 +136,14 @@ static void ana_chrome_collect_tids(ana_chrome *c)
         if (e->type == ANA_MEV_ALLOC || e->type == ANA_MEV_FREE)
             ana_chrome_add_tid(c, e->tid);
     ana_spill_iter_end(&it);
-    ana_spill_iter ri;
-    ana_spill_iter_begin(&ri, &t->libs.ranges, 0);
-    for (const ana_range_ev *e; (e = ana_spill_iter_next(&ri));)
+    ana_spill_iter_begin(&it, &t->libs.ranges, 0);
+    for (const ana_range_ev *e; (e = ana_spill_iter_next(&it));)
         ana_chrome_add_tid(c, e->tid);
-    ana_spill_iter_end(&ri);
-    for (size_t i = 0; i < t->libs.n_colls; i++)
-        ana_chrome_add_tid(c, t->libs.colls[i].tid);
+    ana_spill_iter_end(&it);
+    ana_spill_iter_begin(&it, &t->libs.colls, 0);
+    for (const ana_coll_call *k; (k = ana_spill_iter_next(&it));)
+        ana_chrome_add_tid(c, k->tid);
+    ana_spill_iter_end(&it);
 }
 
 static const char *ana_chrome_device_name(const ana_trace *t, int32_t device)
@@ -344,8 +345,9 @@ static void ana_chrome_gemms(ana_chrome *c)
 static void ana_chrome_colls(ana_chrome *c)
 {
     char buf[32];
-    for (size_t i = 0; i < c->t->libs.n_colls; i++) {
-        const ana_coll_call *k = &c->t->libs.colls[i];
+    ana_spill_iter it;
+    ana_spill_iter_begin(&it, &c->t->libs.colls, 0);
+    for (const ana_coll_call *k; (k = ana_spill_iter_next(&it));) {
         ana_chrome_instant(c, ana_report_api_name(k->api, buf, sizeof(buf)), "nccl", k->tid,
                            k->time_ns);
         ana_chrome_args(c);
@@ -357,6 +359,7 @@ static void ana_chrome_colls(ana_chrome *c)
         ana_json_ku64(&c->j, "group", k->group);
         ana_chrome_close(c);
     }
+    ana_spill_iter_end(&it);
 }
 
 /* The GPU work a push/pop range launched: from the first start to the last end of the

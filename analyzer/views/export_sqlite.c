@@ -382,8 +382,8 @@ static void ana_sq_libcalls(ana_sq *q)
     }
     ana_spill_iter_end(&it);
     ana_sq_begin(q, "INSERT INTO collectives VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    for (size_t i = 0; i < t->libs.n_colls && !q->failed; i++) {
-        const ana_coll_call *c = &t->libs.colls[i];
+    ana_spill_iter_begin(&it, &t->libs.colls, 0);
+    for (const ana_coll_call *c; !q->failed && (c = ana_spill_iter_next(&it));) {
         const ana_nccl_comm *cm = ana_libs_comm_by_handle(&t->libs, c->comm);
         ana_sq_u(q, c->call);
         ana_sq_u(q, c->time_ns);
@@ -400,6 +400,7 @@ static void ana_sq_libcalls(ana_sq *q)
         ana_u64map_get(&link, c->call, &k) ? ana_sq_u(q, v[k].gpu_ns) : ana_sq_null(q);
         ana_sq_row(q);
     }
+    ana_spill_iter_end(&it);
     free(v);
     ana_u64map_free(&link);
     ana_u64map_free(&first);

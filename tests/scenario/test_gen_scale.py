@@ -4,11 +4,11 @@ generator of bench/analyzer_scale.sh) equal what the generator says it wrote: re
 kind, kernel launches and GPU time per kernel, NVTX steps, copies, and the device memory
 peak and what is live at the end (which the generator tracks as it allocates). Run with
 two host threads and, again, with 64-ns timestamps (the reader scales ticks back); and
-with the pointer uses, GPU activities, API calls, memory events, GEMM calls and NVTX ranges
-spilled to temporary files in runs of a few hundred or thousand (ANATOMIST_SPILL_USES,
-_GPU, _CALLS, _MEMORY, _GEMMS, _RANGES): the same totals, the same report byte for byte,
-no file left behind, and exit status 2 with the reason when no temporary file can be made
-or written."""
+with the pointer uses, GPU activities, API calls, memory events, GEMM calls, collectives and
+NVTX ranges spilled to temporary files past a few dozen to a few thousand
+(ANATOMIST_SPILL_USES, _GPU, _CALLS, _MEMORY, _GEMMS, _COLLS, _RANGES): the same totals,
+the same report byte for byte, no file left behind, and exit status 2 with the reason when
+no temporary file can be made or written."""
 import json
 import os
 import resource
@@ -72,7 +72,8 @@ def check(path, *args, spill_dir=None):
 
 SPILL = {"ANATOMIST_SPILL_USES": "3000", "ANATOMIST_SPILL_GPU": "2000",
          "ANATOMIST_SPILL_CALLS": "2500", "ANATOMIST_SPILL_MEMORY": "300",
-         "ANATOMIST_SPILL_RANGES": "100", "ANATOMIST_SPILL_GEMMS": "500"}
+         "ANATOMIST_SPILL_RANGES": "100", "ANATOMIST_SPILL_GEMMS": "500",
+         "ANATOMIST_SPILL_COLLS": "50"}
 
 
 def spill_report(path, tmp):
