@@ -430,6 +430,7 @@ void ana_mem_replay_ranges(const ana_spill *ev, ana_mem_range *ranges, size_t n_
     ana_u64map pending;
     ana_idset dup;
     ana_spill_iter it;
+    const ana_mev *e;
     size_t peak_idx = 0;
     memset(res, 0, sizeof(*res));
     res->failures = ana_xcalloc(ANA_MEM_MAX_FAILURES, sizeof(ana_mem_failure));
@@ -438,10 +439,7 @@ void ana_mem_replay_ranges(const ana_spill *ev, ana_mem_range *ranges, size_t n_
     st.keep_lives = 1;
     ana_u64map_init(&pending);
     ana_spill_iter_begin(&it, ev, 0);
-    for (size_t i = 0;; i++) {
-        const ana_mev *e = ana_spill_iter_next(&it);
-        if (!e)
-            break;
+    for (size_t i = 0; (e = ana_spill_iter_next(&it)); i++) {
         st.now_idx = i;
         if (e->type == ANA_MEV_ALLOC && e->ret != 0)
             ana_mem_on_failure(res, &st, e, &pending);

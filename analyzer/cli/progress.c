@@ -5,8 +5,8 @@
  * starts on a clean line. Then each long stage of the work that follows (model/stage.h:
  * putting spilled records in order, each analysis of a report) as it begins:
  * "anatomist: NAME: classifying the GPU time (5 of 8), 41 s in", counted from the start
- * of the command's first load, and wiped when the stages end. On a pipe or a file nothing is written: outputs
- * and messages stay byte-exact. Part of cli/: installed by main.c (ana_cli_progress_init);
+ * of the command's first load, and wiped when the stages end. On a pipe or a file
+ * nothing is written: outputs and messages stay byte-exact. Part of cli/: installed by main.c (ana_cli_progress_init);
  * calls import/ (ana_import_set_progress) and model/ (ana_stage_set, ana_text_escape). */
 #define _GNU_SOURCE
 #include "cli/cli.h"

@@ -96,12 +96,12 @@ typedef struct ana_libs {
      * shape by its index (4 bytes, in memory). */
     ana_spill gemms;
     uint32_t *gemm_shape;
-    size_t n_gemms, cap_gemm_shape, gemms_in_memory;
+    size_t n_gemms, cap_gemm_shape;
     /* The NCCL collective calls in file order (read with an ana_spill_iter): in memory
      * while a trace has at most ANATOMIST_SPILL_COLLS of them (1 Mi), else in a temporary
      * file. */
     ana_spill colls;
-    size_t n_colls, colls_in_memory;
+    size_t n_colls;
     ana_nccl_comm *comms;
     size_t n_comms, cap_comms;
     ana_group_end *group_ends;

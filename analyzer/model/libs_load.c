@@ -39,10 +39,10 @@ void ana_libs_init(ana_libs *l)
     l->domain_names[0] = 0;
     l->n_domains = 1;
     ana_spill_init(&l->gemms, sizeof(ana_gemm_call), "GEMM calls");
-    l->gemms_in_memory = ana_sorter_setting("ANATOMIST_SPILL_GEMMS", ANA_GEMMS_IN_MEMORY_DEFAULT,
+    l->gemms.in_memory = ana_sorter_setting("ANATOMIST_SPILL_GEMMS", ANA_GEMMS_IN_MEMORY_DEFAULT,
                                             sizeof(ana_gemm_call));
     ana_spill_init(&l->colls, sizeof(ana_coll_call), "collective calls");
-    l->colls_in_memory = ana_sorter_setting("ANATOMIST_SPILL_COLLS", ANA_COLLS_IN_MEMORY_DEFAULT,
+    l->colls.in_memory = ana_sorter_setting("ANATOMIST_SPILL_COLLS", ANA_COLLS_IN_MEMORY_DEFAULT,
                                             sizeof(ana_coll_call));
     ana_spill_init(&l->ranges, sizeof(ana_range_ev), "NVTX ranges");
     size_t run = ana_sorter_setting("ANATOMIST_SPILL_RANGES", ANA_RANGES_RUN_DEFAULT,
@@ -150,8 +150,6 @@ static void ana_libs_on_gemm(ana_libs *l, const ana_rec_gemm *g)
     l->shapes[s].flops += ana_gemm_call_flops(&key);
     ANA_GROW(l->gemm_shape, l->cap_gemm_shape, l->n_gemms + 1);
     l->gemm_shape[l->n_gemms++] = s;
-    if (l->n_gemms > l->gemms_in_memory)
-        ana_spill_to_file(&l->gemms);
     ana_spill_push(&l->gemms, &(ana_gemm_call){ .call = g->call, .shape = s }, 1);
 }
 
@@ -160,8 +158,7 @@ static void ana_libs_on_coll(ana_libs *l, const ana_record *r)
     const ana_rec_coll *c = &r->u.coll;
     if (c->ret != 0)
         return;
-    if (++l->n_colls > l->colls_in_memory)
-        ana_spill_to_file(&l->colls);
+    l->n_colls++;
     ana_spill_push(&l->colls, &(ana_coll_call){
         .time_ns = r->time_ns, .tid = r->tid, .call = c->call, .comm = c->comm,
         .bytes = c->bytes, .seq = c->seq, .dur_ns = c->dur_ns,

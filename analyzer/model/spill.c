@@ -34,6 +34,7 @@ void ana_spill_init(ana_spill *s, size_t item, const char *what)
     s->fd = -1;
     s->what = what;
     s->block = ANA_SPILL_BLOCK;
+    s->in_memory = UINT64_MAX;
 }
 
 void ana_spill_adopt(ana_spill *s, void *items, uint64_t n)
@@ -78,6 +79,8 @@ void ana_spill_to_file(ana_spill *s)
 void ana_spill_push(ana_spill *s, const void *items, size_t n)
 {
     const uint8_t *p = items;
+    if (s->fd < 0 && s->n + n > s->in_memory)
+        ana_spill_to_file(s);
     if (s->fd < 0) {
         ana_grow((void **)&s->mem, &s->cap, (size_t)s->n + n, s->item);
         memcpy(s->mem + (size_t)s->n * s->item, p, n * s->item);

@@ -27,6 +27,8 @@ typedef struct ana_spill {
     size_t wn;
     const char *what; /* what the items are, for messages */
     size_t block;     /* bytes a cursor reads from the file at once (ANA_SPILL_BLOCK, or less) */
+    uint64_t in_memory; /* ana_spill_push goes to a file past this many items (no limit:
+                         * UINT64_MAX, the default; ana_sorter_setting's SIZE_MAX too) */
 } ana_spill;
 
 /* Bytes a file spill writes or a cursor reads at once. */
@@ -38,6 +40,8 @@ void ana_spill_adopt(ana_spill *s, void *items, uint64_t n);
 /* From now on the items go to a temporary file (those in memory first). */
 void ana_spill_to_file(ana_spill *s);
 static inline int ana_spill_in_file(const ana_spill *s) { return s->fd >= 0; }
+/* Adds items at the end: to memory while the spill is there and holds at most in_memory
+ * items with them, else (from then on) to its file. */
 void ana_spill_push(ana_spill *s, const void *items, size_t n);
 /* In memory: room for n items in all, exactly (a spill whose size is known ahead). */
 void ana_spill_reserve(ana_spill *s, size_t n);

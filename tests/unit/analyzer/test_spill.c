@@ -78,6 +78,27 @@ Test(spill, items_back_in_memory_and_in_a_file)
         }
 }
 
+/* A spill with a limit in memory stays there up to it and goes to its file with the push
+ * that would pass it; every item reads back. */
+Test(spill, items_past_the_limit_go_to_the_file)
+{
+    ana_spill s;
+    ana_spill_init(&s, sizeof(uint64_t), "test items");
+    s.in_memory = 1000;
+    for (uint64_t i = 0; i < 1000; i++) {
+        uint64_t v = i * 3 + 1;
+        ana_spill_push(&s, &v, 1);
+    }
+    cr_assert(!ana_spill_in_file(&s), "1000 items of 1000 stay in memory");
+    uint64_t two[2] = { 1000 * 3 + 1, 1001 * 3 + 1 };
+    ana_spill_push(&s, two, 2);
+    cr_assert(ana_spill_in_file(&s), "the push past 1000 goes to the file");
+    ana_spill_seal(&s);
+    cr_assert_eq(s.n, 1002);
+    check_range(&s, 0, UINT64_MAX, 0);
+    ana_spill_free(&s);
+}
+
 typedef struct want_use {
     uint64_t time, ptr;
     size_t order;
