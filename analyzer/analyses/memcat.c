@@ -19,6 +19,8 @@
 
 #include "model/util.h"
 
+_Static_assert(sizeof(ana_mc_alloc) == 24, "one per allocation of the run");
+
 /* ------------------------------------------------------------------ phases */
 
 /* The phase of a moment inside step `step`: that of the next call (`next`: an allocation
@@ -312,18 +314,6 @@ static void ana_mc_place_uses(const ana_trace *t, const ana_steps *s, const ana_
 
 /* ------------------------------------------------------------------ set-up */
 
-/* The interned name of the NVTX memory region that holds the allocation's first byte. */
-static uint32_t ana_mc_region(const ana_trace *t, const ana_mem_life *l)
-{
-    uint32_t best = 0;
-    for (size_t i = 0; i < t->libs.n_regions && l->ptr; i++) {
-        const ana_mem_region *g = &t->libs.regions[i];
-        if (l->ptr >= g->address && l->ptr - g->address < g->size && g->name)
-            best = g->name; /* the latest naming wins */
-    }
-    return best;
-}
-
 /* 1 when a frame of the stack lies in PyTorch's CUDA library (its caching allocator). */
 static int ana_mc_is_segment(const ana_trace *t, uint64_t stack, ana_u64map *memo)
 {
@@ -373,7 +363,6 @@ static void ana_mc_collect(const ana_trace *t, const ana_mem_result *mem, const 
             continue;
         ana_mc_alloc *a = &m->allocs[m->n_allocs++];
         a->life = (uint32_t)i;
-        a->region = ana_mc_region(t, l);
         if (ana_mc_is_segment(t, l->stack, &memo))
             a->flags |= ANA_MCF_SEGMENT;
     }

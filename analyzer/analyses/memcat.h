@@ -61,21 +61,22 @@ enum {
     ANA_MCS_GEMM_IN = 16, /* read by a GEMM in a step */
 };
 
-/* One device allocation (a life of the replay with cls ANA_MEM_DEVICE). */
+/* One device allocation (a life of the replay with cls ANA_MEM_DEVICE): 24 bytes, one
+ * for each of the run's allocations. */
 typedef struct ana_mc_alloc {
+    uint64_t uses : 40;            /* uses that fell in it (a trace of 2^40 uses would hold
+                                    * 8 TiB of them first) */
+    uint64_t phase_alloc : 2, phase_free : 2; /* enum ana_phase (undecided outside steps) */
+    uint64_t use_phases : 4;       /* bit (1 << enum ana_phase): used in a step in that phase */
+    uint64_t flags : 8;            /* ANA_MCF_* */
+    uint64_t sflags : 8;           /* ANA_MCS_* */
     uint32_t life;             /* index into ana_mem_result.lives (a trace of 2^32
-                                * allocations would hold 256 GiB of lives first) */
+                                * allocations would hold 224 GiB of lives first) */
     int32_t step_alloc, step_free; /* -1 before the first step, -2 between two steps;
                                     * n_steps after the last or never freed */
-    uint8_t phase_alloc, phase_free; /* enum ana_phase (undecided outside steps) */
-    uint8_t use_phases;        /* bit (1 << enum ana_phase): used in a step in that phase */
-    uint8_t flags;             /* ANA_MCF_* */
-    uint8_t sflags;            /* ANA_MCS_* */
     uint8_t elem;              /* bytes per element its forward uses imply (2, 4, 8), 0 unknown */
     uint8_t cat;               /* enum ana_mcat */
     uint8_t why;               /* rule that decided (ana_memcat_why) */
-    uint32_t region;           /* interned NVTX region name that covers it (t->libs), 0 none */
-    uint64_t uses;             /* uses that fell in it */
 } ana_mc_alloc;
 
 typedef struct ana_memcat {
@@ -120,6 +121,9 @@ uint64_t ana_memcat_at_failure(const ana_memcat *m, const ana_mem_result *mem,
 /* The allocation of life `life` (an index into ana_mem_result.lives), or NULL when that
  * life is not a device allocation (pinned host memory). */
 const ana_mc_alloc *ana_memcat_of_life(const ana_memcat *m, size_t life);
+/* The interned name (t->libs) of the latest NVTX memory region that holds the first byte
+ * of life l, 0 none. */
+uint32_t ana_memcat_region(const ana_trace *t, const ana_mem_life *l);
 /* 1 when allocation a (an index into m->allocs) was live just after event idx. */
 int ana_memcat_live_at(const ana_memcat *m, const ana_mem_result *mem, size_t a, size_t idx);
 

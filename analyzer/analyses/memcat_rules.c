@@ -275,7 +275,7 @@ static void ana_mc_across(const ana_mc_ctx *c, ana_mc_alloc *a, const ana_mem_li
 static void ana_mc_after(const ana_mc_ctx *c, ana_mc_alloc *a, const ana_mem_life *l)
 {
     int live_at_fail = c->fail_idx != SIZE_MAX && l->a_idx < c->fail_idx &&
-                       (l->f_idx == SIZE_MAX || l->f_idx > c->fail_idx);
+                       (l->f_idx == ANA_MEM_LIVE || l->f_idx > c->fail_idx);
     if (live_at_fail) {
         if (ana_mc_tail_phase(c, l->t_alloc) == ANA_PHASE_FORWARD)
             RULE(ANA_MCAT_ACTIVATIONS, W_TAIL_FWD);
@@ -286,10 +286,22 @@ static void ana_mc_after(const ana_mc_ctx *c, ana_mc_alloc *a, const ana_mem_lif
     RULE(ANA_MCAT_TEMPORARY, W_AFTER);
 }
 
+uint32_t ana_memcat_region(const ana_trace *t, const ana_mem_life *l)
+{
+    uint32_t best = 0;
+    for (size_t i = 0; i < t->libs.n_regions && l->ptr; i++) {
+        const ana_mem_region *g = &t->libs.regions[i];
+        if (l->ptr >= g->address && l->ptr - g->address < g->size && g->name)
+            best = g->name; /* the latest naming wins */
+    }
+    return best;
+}
+
 static void ana_mc_decide_one(const ana_mc_ctx *c, ana_mc_alloc *a)
 {
     const ana_mem_life *l = &c->mem->lives[a->life];
-    int named = a->region ? ana_mcat_of_name(ana_libs_str(&c->t->libs, a->region)) : -1;
+    uint32_t region = ana_memcat_region(c->t, l);
+    int named = region ? ana_mcat_of_name(ana_libs_str(&c->t->libs, region)) : -1;
     if (l->lib)
         RULE(ANA_MCAT_FUNCTIONALITY, W_LIBRARY);
     if (l->driver)

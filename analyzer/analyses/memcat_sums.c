@@ -67,7 +67,7 @@ const ana_mc_alloc *ana_memcat_of_life(const ana_memcat *m, size_t life)
 int ana_memcat_live_at(const ana_memcat *m, const ana_mem_result *mem, size_t a, size_t idx)
 {
     const ana_mem_life *l = &mem->lives[m->allocs[a].life];
-    return l->a_idx <= idx && (l->f_idx == SIZE_MAX || l->f_idx > idx);
+    return l->a_idx <= idx && (l->f_idx == ANA_MEM_LIVE || l->f_idx > idx);
 }
 
 uint64_t ana_memcat_at_event(const ana_memcat *m, const ana_mem_result *mem, size_t idx,
@@ -124,7 +124,7 @@ void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_
     for (size_t a = 0; a < m->n_allocs; a++) {
         const ana_mem_life *l = &mem->lives[m->allocs[a].life];
         delta[l->a_idx] += (int64_t)l->size;
-        if (l->f_idx != SIZE_MAX)
+        if (l->f_idx != ANA_MEM_LIVE)
             delta[l->f_idx] -= (int64_t)l->size;
     }
     int64_t live = 0;

@@ -66,6 +66,8 @@ static void ana_mem_state_free(ana_mem_state *st)
     free(st->lives);
 }
 
+_Static_assert(sizeof(ana_mem_life) == 56, "one per allocation of the run");
+
 static uint64_t ana_mem_charge(ana_mem_state *st, uint64_t size, uint64_t stack, uint8_t cls,
                                uint8_t vmm, uint8_t lib)
 {
@@ -83,7 +85,7 @@ static uint64_t ana_mem_charge(ana_mem_state *st, uint64_t size, uint64_t stack,
         ANA_GROW(st->lives, st->cap_lives, st->n_lives + 1);
         st->lives[st->n_lives++] = (ana_mem_life){
             .ptr = vmm ? 0 : e->ptr, .size = size, .stack = stack, .t_alloc = e->time_ns,
-            .t_free = UINT64_MAX, .a_idx = st->now_idx, .f_idx = SIZE_MAX,
+            .t_free = UINT64_MAX, .a_idx = st->now_idx, .f_idx = ANA_MEM_LIVE,
             .api = e->type == ANA_MEV_ALLOC ? e->api : 0, .cls = cls, .lib = lib, .vmm = vmm,
             .driver = e->type == ANA_MEV_GPU_ALLOC };
     }

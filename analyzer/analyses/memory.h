@@ -38,16 +38,21 @@ typedef struct ana_mem_group {
 } ana_mem_group;
 
 /* The life of one device or pinned-host allocation as the replay charged it: live after
- * event a_idx up to (not including) event f_idx of the sorted events. */
+ * event a_idx up to (not including) event f_idx of the sorted events. One per allocation
+ * of the whole run (56 bytes): event indices take 40 bits (a trace of 2^40 memory events
+ * would hold 80 TiB of them first). */
+#define ANA_MEM_LIVE ((1ull << 40) - 1) /* f_idx of an allocation live at the end */
 typedef struct ana_mem_life {
     uint64_t ptr;             /* address; cuMemCreate: the va of its first mapping, else 0 */
     uint64_t size, stack;
     uint64_t t_alloc, t_free; /* absolute; t_free UINT64_MAX: live at the end */
-    size_t a_idx, f_idx;      /* f_idx SIZE_MAX: live at the end */
-    uint16_t api;             /* the allocating api (0 for GPU_MEMORY records) */
-    uint8_t cls, lib;         /* enum ana_mem_class; ana_mev.lib */
-    uint8_t vmm;              /* cuMemCreate */
-    uint8_t driver;           /* seen only in a GPU_MEMORY record */
+    uint64_t a_idx : 40;
+    uint64_t api : 16;        /* the allocating api (0 for GPU_MEMORY records) */
+    uint64_t lib : 8;         /* ana_mev.lib */
+    uint64_t f_idx : 40;      /* ANA_MEM_LIVE: live at the end */
+    uint64_t cls : 8;         /* enum ana_mem_class */
+    uint64_t vmm : 1;         /* cuMemCreate */
+    uint64_t driver : 1;      /* seen only in a GPU_MEMORY record */
 } ana_mem_life;
 
 typedef struct ana_mem_failure {

@@ -29,7 +29,7 @@ static size_t ana_mt_all(const ana_memcat *m, const ana_mem_result *mem, const a
     for (size_t a = 0; a < m->n_allocs; a++) {
         const ana_mem_life *l = &mem->lives[m->allocs[a].life];
         d[nd++] = (ana_mt_delta){ l->a_idx, (int64_t)l->size, m->allocs[a].cat };
-        if (l->f_idx != SIZE_MAX)
+        if (l->f_idx != ANA_MEM_LIVE)
             d[nd++] = (ana_mt_delta){ l->f_idx, -(int64_t)l->size, m->allocs[a].cat };
     }
     ana_sort(d, nd, sizeof(*d), ana_mt_cmp);

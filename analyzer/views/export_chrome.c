@@ -274,7 +274,7 @@ static void ana_chrome_life(ana_chrome *c, ana_mev_reader *rd, size_t i)
     ana_json_kstr(&c->j, "category", cat);
     ana_json_ku64(&c->j, "stack_id", l->stack == ANA_MEM_STACK_DRIVER ? 0 : l->stack);
     ana_chrome_close_sf(c, l->stack);
-    if (l->f_idx == SIZE_MAX)
+    if (l->f_idx == ANA_MEM_LIVE)
         return;
     const ana_mev *f = ana_mev_get(rd, l->f_idx);
     ana_chrome_instant(c, ana_report_api_name(f->api, buf, sizeof(buf)), "memory", f->tid,

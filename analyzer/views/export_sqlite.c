@@ -284,9 +284,9 @@ static void ana_sq_life(ana_sq *q, ana_mev_reader *rd, const ana_mem_life *l,
     ana_sq_u(q, l->ptr);
     ana_sq_u(q, l->size);
     ana_sq_u(q, l->t_alloc);
-    l->f_idx == SIZE_MAX ? ana_sq_null(q) : ana_sq_u(q, l->t_free);
+    l->f_idx == ANA_MEM_LIVE ? ana_sq_null(q) : ana_sq_u(q, l->t_free);
     ana_sq_u(q, l->a_idx);
-    l->f_idx == SIZE_MAX ? ana_sq_null(q) : ana_sq_u(q, l->f_idx);
+    l->f_idx == ANA_MEM_LIVE ? ana_sq_null(q) : ana_sq_u(q, l->f_idx);
     ana_sq_i(q, a->device);
     ana_sq_u(q, a->tid);
     ana_sq_t(q, l->driver ? NULL : ana_report_api_name(l->api, buf, sizeof(buf)));

@@ -424,7 +424,7 @@ static uint64_t ana_flame_alloc_value(const ana_report *r, int metric, size_t a)
     case ANA_FLAME_PEAK_MEMORY:
         return r->mem.peak_bytes && ana_memcat_live_at(&r->mcat, &r->mem, a, r->mem.peak_idx)
                    ? l->size : 0;
-    case ANA_FLAME_LEAKED_MEMORY: return l->f_idx == SIZE_MAX ? l->size : 0;
+    case ANA_FLAME_LEAKED_MEMORY: return l->f_idx == ANA_MEM_LIVE ? l->size : 0;
     case ANA_FLAME_ALLOC_BYTES: return l->size;
     default: return 1;
     }

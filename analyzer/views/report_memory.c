@@ -110,8 +110,9 @@ static void ana_rm_alloc_line(FILE *o, const ana_report *r, size_t a)
     char b[32];
     ana_fmt_bytes(l->size, b, sizeof(b));
     fprintf(o, "  %10s  %-13s %s", b, ana_mcat_name(x->cat), ana_memcat_why(x->why));
-    if (x->region)
-        fprintf(o, " [region \"%s\"]", ana_libs_str(&r->t->libs, x->region));
+    uint32_t region = ana_memcat_region(r->t, l);
+    if (region)
+        fprintf(o, " [region \"%s\"]", ana_libs_str(&r->t->libs, region));
     fputc('\n', o);
 }
 
@@ -233,7 +234,8 @@ static void ana_rm_json_allocs(ana_json *j, const ana_report *r)
         ana_json_ku64(j, "bytes", l->size);
         ana_json_kstr(j, "category", ana_mcat_name(x->cat));
         ana_json_kstr(j, "why", ana_memcat_why(x->why));
-        ana_json_kstr(j, "region", x->region ? ana_libs_str(&r->t->libs, x->region) : NULL);
+        uint32_t region = ana_memcat_region(r->t, l);
+        ana_json_kstr(j, "region", region ? ana_libs_str(&r->t->libs, region) : NULL);
         ana_json_ku64(j, "allocated_at_ns", ana_trace_rel_ns(r->t, l->t_alloc));
         ana_json_ku64(j, "uses", x->uses);
         ana_report_json_stack(j, r, l->stack);
