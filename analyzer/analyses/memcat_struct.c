@@ -41,6 +41,17 @@ typedef struct ana_ms_step {
 
 static int ana_ms_gemm(unsigned kind) { return kind == ANA_USE_GEMM_IN || kind == ANA_USE_GEMM_OUT; }
 
+/* What the passes learn of each allocation, one byte each (ana_ms_struct's `b`). */
+enum {
+    ANA_MSB_GOUT = 1,   /* written by a GEMM in a step */
+    ANA_MSB_W = 2,      /* a weight */
+    ANA_MSB_UPD = 4,    /* touched by the update */
+    ANA_MSB_INPUT = 8,  /* a step's input (copied from the host in the step) */
+    ANA_MSB_SEEN = 16,  /* read by a GEMM in the step being read */
+    ANA_MSB_TWICE = 32, /* read by two GEMMs in one step */
+    ANA_MSB_COPY = 64,  /* a 16-bit working copy (ana_ms_working_copies) */
+};
+
 /* 1 when allocation a is kept across step k: made before it, released after it. */
 static int ana_ms_kept(const ana_mc_alloc *a, int32_t k)
 {
@@ -109,12 +120,10 @@ static void ana_ms_apply(const ana_trace *t, const ana_steps *s, int32_t k, cons
 /* A 16-bit working copy: a weight the update does not touch, written in a step, before its
  * first GEMM or after its last, by a launch that also touches a buffer the update does
  * touch and no GEMM writes (its fp32 master: a cast kernel before forward or after the
- * update; a bias add between GEMMs is not one). It counts as updated (upd[a] = 1). */
+ * update; a bias add between GEMMs is not one). It counts as updated (ANA_MSB_UPD). */
 static void ana_ms_working_copies(const ana_trace *t, const ana_steps *s, const ana_ms_step *st,
-                                  int32_t n, const ana_spill *ua, const uint8_t *w, uint8_t *upd,
-                                  const uint8_t *gout, size_t na)
+                                  int32_t n, const ana_spill *ua, uint8_t *b, size_t na)
 {
-    uint8_t *copy = ana_xcalloc(na + 1, 1);
     ana_mc_uses r;
     const ana_ptr_use *us;
     const int32_t *use_alloc;
@@ -131,7 +140,7 @@ static void ana_ms_working_copies(const ana_trace *t, const ana_steps *s, const 
                    ana_trace_use_kind(u) == ANA_USE_KERNEL &&
                    ana_trace_use_arg(t, &us[j]) == ana_trace_use_arg(t, u)) {
                 long a = use_alloc[j++];
-                master |= a >= 0 && upd[a] && !gout[a] && !w[a];
+                master |= a >= 0 && (b[a] & (ANA_MSB_UPD | ANA_MSB_GOUT | ANA_MSB_W)) == ANA_MSB_UPD;
             }
             if (j == i) {
                 i++;
@@ -141,16 +150,16 @@ static void ana_ms_working_copies(const ana_trace *t, const ana_steps *s, const 
                 master = 0; /* inside forward/backward */
             for (size_t q = i; q < j && master; q++) {
                 long a = use_alloc[q];
-                if (a >= 0 && w[a] && !upd[a])
-                    copy[a] = 1;
+                if (a >= 0 && (b[a] & (ANA_MSB_W | ANA_MSB_UPD)) == ANA_MSB_W)
+                    b[a] |= ANA_MSB_COPY;
             }
             i = j;
         }
     }
     ana_mc_uses_close(&r);
     for (size_t a = 0; a < na; a++)
-        upd[a] |= copy[a];
-    free(copy);
+        if (b[a] & ANA_MSB_COPY)
+            b[a] |= ANA_MSB_UPD;
 }
 
 /* Per step, for each kernel: launched after the step's last GEMM, or before it. */
@@ -188,14 +197,12 @@ static void ana_ms_struct(const ana_trace *t, const ana_steps *s, const ana_mem_
     size_t na = m->n_allocs, nk = t->n_kernels;
     if (n < 1 || !na || !t->n_uses)
         return;
+    /* Per allocation, 5 bytes: the steps whose GEMMs read it, and what the passes learn
+     * (ANA_MSB_*). */
     ana_ms_step *st = ana_xcalloc((size_t)n + 1, sizeof(*st));
-    uint32_t *gin_steps = ana_xcalloc(na + 1, sizeof(uint32_t)), *gin_max = ana_xcalloc(na + 1, sizeof(uint32_t));
-    int32_t *gin_last = ana_xcalloc(na + 1, sizeof(int32_t));
-    uint32_t *gin_now = ana_xcalloc(na + 1, sizeof(uint32_t));
-    uint8_t *gout = ana_xcalloc(na + 1, 1), *w = ana_xcalloc(na + 1, 1), *upd = ana_xcalloc(na + 1, 1),
-            *input = ana_xcalloc(na + 1, 1);
-    for (size_t a = 0; a < na; a++)
-        gin_last[a] = -1;
+    uint32_t *gin_steps = ana_xcalloc(na + 1, sizeof(uint32_t));
+    uint8_t *b = ana_xcalloc(na + 1, 1);
+    size_t *seen = NULL, n_seen = 0, cap_seen = 0; /* the allocations ANA_MSB_SEEN marks */
     /* Each step's uses, its last GEMM, and per allocation its GEMM reads and writes. Each
      * pass below reads the steps' uses again, in time order (memcat_int.h ana_mc_uses). */
     ana_mc_uses r;
@@ -205,6 +212,8 @@ static void ana_ms_struct(const ana_trace *t, const ana_steps *s, const ana_mem_
     ana_mc_uses_open(&r, t, ua);
     for (int32_t k = 0; k < n; k++) {
         hi = ana_mc_uses_span(&r, s->steps[k].start_ns, s->steps[k].end_ns, &us, &use_alloc);
+        while (n_seen)
+            b[seen[--n_seen]] &= (uint8_t)~ANA_MSB_SEEN;
         for (i = 0; i < hi; i++) {
             const ana_ptr_use *u = &us[i];
             unsigned kind = ana_trace_use_kind(u);
@@ -217,18 +226,20 @@ static void ana_ms_struct(const ana_trace *t, const ana_steps *s, const ana_mem_
             if (a < 0)
                 continue;
             if (kind == ANA_USE_GEMM_OUT)
-                gout[a] = 1;
+                b[a] |= ANA_MSB_GOUT;
             if (kind == ANA_USE_COPY_DST && ana_trace_use_arg(t, u) == 1)
-                input[a] = 1;
-            if (kind == ANA_USE_GEMM_IN) {
-                if (gin_last[a] != k)
-                    gin_last[a] = k, gin_steps[a]++, gin_now[a] = 0;
-                if (++gin_now[a] > gin_max[a])
-                    gin_max[a] = gin_now[a];
+                b[a] |= ANA_MSB_INPUT;
+            if (kind == ANA_USE_GEMM_IN && (b[a] & ANA_MSB_SEEN))
+                b[a] |= ANA_MSB_TWICE;
+            else if (kind == ANA_USE_GEMM_IN) {
+                b[a] |= ANA_MSB_SEEN, gin_steps[a]++;
+                ANA_GROW(seen, cap_seen, n_seen + 1);
+                seen[n_seen++] = (size_t)a;
             }
         }
     }
     ana_mc_uses_close(&r);
+    free(seen);
     /* Weights: kept across steps, read by GEMMs in at least half of the steps that ran
      * GEMMs the trace saw (a step replayed as a CUDA graph shows none), never written by
      * one, not a step's input (copied from the host in the step). */
@@ -238,11 +249,11 @@ static void ana_ms_struct(const ana_trace *t, const ana_steps *s, const ana_mem_
     for (int32_t k = 0; k < n; k++)
         active += st[k].last_gemm != 0;
     for (size_t a = 0; a < na; a++) {
-        if (gout[a] || input[a] || 2 * gin_steps[a] < active || !gin_steps[a] ||
+        if ((b[a] & (ANA_MSB_GOUT | ANA_MSB_INPUT)) || 2 * gin_steps[a] < active || !gin_steps[a] ||
             !ana_ms_kept(&m->allocs[a], n > 1 ? 1 : 0))
             continue;
-        w[a] = 1, nw++;
-        twice |= gin_max[a] >= 2;
+        b[a] |= ANA_MSB_W, nw++;
+        twice |= (b[a] & ANA_MSB_TWICE) != 0;
     }
     /* The update's kernels: launched after the step's last GEMM in more steps than before
      * it (a layer-norm backward touches the weights after the last GEMM too, but it runs
@@ -253,9 +264,9 @@ static void ana_ms_struct(const ana_trace *t, const ana_steps *s, const ana_mem_
     uint32_t *kafter = ana_xcalloc(nk + 1, sizeof(uint32_t)), *kbefore = ana_xcalloc(nk + 1, sizeof(uint32_t));
     uint64_t *kcount = ana_xcalloc(nk + 1, sizeof(uint64_t));
     ana_ms_kernel_sides(t, s, st, n, ua, kafter, kbefore, nk);
-    ana_u64map seen;
+    ana_u64map pairs;
     uint64_t dummy;
-    ana_u64map_init(&seen);
+    ana_u64map_init(&pairs);
     ana_mc_uses_open(&r, t, ua);
     for (int32_t k = 0; k < n && nw; k++) {
         hi = ana_mc_uses_span(&r, s->steps[k].start_ns, s->steps[k].end_ns, &us, &use_alloc);
@@ -267,17 +278,18 @@ static void ana_ms_struct(const ana_trace *t, const ana_steps *s, const ana_mem_
                 ana_trace_use_kind(u) != ANA_USE_KERNEL || (ki = ana_ms_kidx(t, u)) == SIZE_MAX ||
                 kafter[ki] <= kbefore[ki])
                 continue;
-            if (w[a])
+            if (b[a] & ANA_MSB_W)
                 kupd[ki] = 1;
             uint64_t key = ((uint64_t)ki << 32) | (uint64_t)a;
-            if (!gout[a] && ana_ms_kept(&m->allocs[a], k) && !ana_u64map_get(&seen, key, &dummy)) {
-                ana_u64map_put(&seen, key, 1);
+            if (!(b[a] & ANA_MSB_GOUT) && ana_ms_kept(&m->allocs[a], k) &&
+                !ana_u64map_get(&pairs, key, &dummy)) {
+                ana_u64map_put(&pairs, key, 1);
                 kcount[ki]++;
             }
         }
     }
     ana_mc_uses_close(&r);
-    ana_u64map_free(&seen);
+    ana_u64map_free(&pairs);
     size_t best = SIZE_MAX;
     for (size_t ki = 0; ki < nk; ki++)
         if (kcount[ki] >= 2 && (best == SIZE_MAX || kcount[ki] > kcount[best]))
@@ -301,22 +313,30 @@ static void ana_ms_struct(const ana_trace *t, const ana_steps *s, const ana_mem_
                 first_upd[k] = u->time_ns;
             last_upd[k] = u->time_ns;
             if (a >= 0)
-                upd[a] = 1, any = 1;
+                b[a] |= ANA_MSB_UPD, any = 1;
         }
     }
     ana_mc_uses_close(&r);
+    /* A gradient the size of a weight: the weights' sizes in a set, then the candidates. */
+    ana_u64map sizes;
+    ana_u64map_init(&sizes);
+    for (size_t a = 0; a < na && any; a++)
+        if (b[a] & ANA_MSB_W)
+            ana_u64map_put(&sizes, mem->lives[m->allocs[a].life].size, 1);
     for (size_t a = 0; a < na && any && !sized; a++)
-        if (upd[a] && gout[a] && !w[a])
-            for (size_t b = 0; b < na && !sized; b++)
-                sized = w[b] && mem->lives[m->allocs[b].life].size == mem->lives[m->allocs[a].life].size;
+        if ((b[a] & (ANA_MSB_UPD | ANA_MSB_GOUT | ANA_MSB_W)) == (ANA_MSB_UPD | ANA_MSB_GOUT))
+            sized = ana_u64map_get(&sizes, mem->lives[m->allocs[a].life].size, &dummy);
+    ana_u64map_free(&sizes);
     for (size_t a = 0; a < na; a++)
-        m->allocs[a].sflags |= (gout[a] ? ANA_MCS_GEMM_OUT : 0) | (gin_steps[a] ? ANA_MCS_GEMM_IN : 0);
+        m->allocs[a].sflags |= ((b[a] & ANA_MSB_GOUT) ? ANA_MCS_GEMM_OUT : 0) | (gin_steps[a] ? ANA_MCS_GEMM_IN : 0);
     if (!any || !(sized || twice))
         goto out;
-    ana_ms_working_copies(t, s, st, n, ua, w, upd, gout, na);
-    for (size_t a = 0; a < na; a++)
-        m->allocs[a].sflags |= (w[a] && upd[a] ? ANA_MCS_WEIGHT : 0) |
-                               (upd[a] && gout[a] && !w[a] ? ANA_MCS_GRADIENT : 0) | (upd[a] ? ANA_MCS_UPDATED : 0);
+    ana_ms_working_copies(t, s, st, n, ua, b, na);
+    for (size_t a = 0; a < na; a++) {
+        unsigned w = b[a] & ANA_MSB_W, upd = b[a] & ANA_MSB_UPD, gout = b[a] & ANA_MSB_GOUT;
+        m->allocs[a].sflags |= (w && upd ? ANA_MCS_WEIGHT : 0) | (upd && gout && !w ? ANA_MCS_GRADIENT : 0) |
+                               (upd ? ANA_MCS_UPDATED : 0);
+    }
     m->structure = 1;
     /* Phases, step by step: forward from the start; backward from the first GEMM that
      * writes a gradient; forward again (the next micro-batch) as the header says; the
@@ -358,7 +378,8 @@ static void ana_ms_struct(const ana_trace *t, const ana_steps *s, const ana_mem_
                 continue;
             uint64_t p = ana_trace_use_ptr(t, u);
             int grad = kind == ANA_USE_GEMM_OUT && (m->allocs[a].sflags & ANA_MCS_GRADIENT);
-            int again = kind == ANA_USE_GEMM_IN && w[a] && cur == ANA_PHASE_FORWARD &&
+            int w = (b[a] & ANA_MSB_W) != 0;
+            int again = kind == ANA_USE_GEMM_IN && w && cur == ANA_PHASE_FORWARD &&
                         ana_u64map_get(&read, p, &v);
             if (again && p == p0) {
                 /* The forward pass starts over without a backward between: the one before
@@ -370,7 +391,7 @@ static void ana_ms_struct(const ana_trace *t, const ana_steps *s, const ana_mem_
                 ana_ms_push(&pt, u->time_ns, cur);
                 again = 0;
             }
-            if (kind == ANA_USE_GEMM_IN && w[a] && cur == ANA_PHASE_FORWARD) {
+            if (kind == ANA_USE_GEMM_IN && w && cur == ANA_PHASE_FORWARD) {
                 if (!p0)
                     p0 = p;
                 ana_u64map_put(&read, p, 1);
@@ -389,7 +410,7 @@ static void ana_ms_struct(const ana_trace *t, const ana_steps *s, const ana_mem_
                 last_fwd_gemm = u->time_ns;
             if (grad && !ana_u64map_get(&wrote, p, &v))
                 ana_u64map_put(&wrote, p, 1), nwrote++;
-            if (accum && cur == ANA_PHASE_BACKWARD && !grad && kind == ANA_USE_GEMM_IN && w[a] &&
+            if (accum && cur == ANA_PHASE_BACKWARD && !grad && kind == ANA_USE_GEMM_IN && w &&
                 nwrote >= ngp) {
                 cur = ANA_PHASE_FORWARD, last_fwd_gemm = u->time_ns, restarts++;
                 ana_u64map_free(&read);
@@ -423,13 +444,7 @@ out:
     free(kcount);
     free(st);
     free(gin_steps);
-    free(gin_max);
-    free(gin_last);
-    free(gin_now);
-    free(gout);
-    free(w);
-    free(upd);
-    free(input);
+    free(b);
 }
 
 void ana_mc_struct(const ana_trace *t, const ana_steps *s, const ana_mem_result *mem, ana_memcat *m,
