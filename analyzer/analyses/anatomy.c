@@ -12,6 +12,7 @@
  * operations. Tables by id, as the ids count up (model/idmap.h). */
 typedef struct ana_anat_ctx {
     ana_idmap gemm_calls; /* ana_libcalls_gemm_ids */
+    uint32_t *gemm_shape; /* each GEMM call's shape, by its index */
     int gemm_unique;      /* each GEMM call id has one GEMM record */
     ana_idset coll_calls;
 } ana_anat_ctx;
@@ -20,7 +21,7 @@ static void ana_anat_ctx_init(const ana_trace *t, ana_anat_ctx *c)
 {
     const ana_libs *l = &t->libs;
     uint64_t lo = UINT64_MAX, hi = 0;
-    c->gemm_unique = ana_libcalls_gemm_ids(l, &c->gemm_calls);
+    c->gemm_unique = ana_libcalls_gemm_ids(l, &c->gemm_calls, &c->gemm_shape);
     ana_spill_iter it;
     const ana_coll_call *k;
     ana_spill_iter_begin(&it, &l->colls, 0);
@@ -41,6 +42,7 @@ static void ana_anat_ctx_init(const ana_trace *t, ana_anat_ctx *c)
 static void ana_anat_ctx_free(ana_anat_ctx *c)
 {
     ana_idmap_free(&c->gemm_calls);
+    free(c->gemm_shape);
     ana_idset_free(&c->coll_calls);
 }
 
@@ -177,7 +179,7 @@ static void ana_anat_step_flops(const ana_trace *t, const ana_anat_ctx *cx, ana_
             ana_bit_get(seen, g))
             continue;
         ana_bit_set(seen, g);
-        const ana_gemm_shape *s = &l->shapes[l->gemm_shape[g]];
+        const ana_gemm_shape *s = &l->shapes[cx->gemm_shape[g]];
         if ((step = ana_steps_at(&a->steps, i, &run, NULL)) >= 0)
             a->step_rows[step].flops += s->count ? s->flops / s->count : 0;
     }

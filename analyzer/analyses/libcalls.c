@@ -105,7 +105,7 @@ static void ana_lc_gemm_findings(ana_libcalls *lc, const ana_trace *t, const ana
     lc->fp32_gpu_ns += r->gpu_ns;
 }
 
-int ana_libcalls_gemm_ids(const ana_libs *l, ana_idmap *x)
+int ana_libcalls_gemm_ids(const ana_libs *l, ana_idmap *x, uint32_t **shape)
 {
     uint64_t lo = UINT64_MAX, hi = 0;
     int unique = 1;
@@ -116,11 +116,16 @@ int ana_libcalls_gemm_ids(const ana_libs *l, ana_idmap *x)
         ana_id_span(g->call, &lo, &hi);
     ana_spill_iter_end(&it);
     ana_idmap_init(x, lo, hi, l->n_gemms);
+    if (shape)
+        *shape = ana_xmalloc((l->n_gemms + 1) * sizeof(**shape));
     ana_spill_iter_begin(&it, &l->gemms, 0);
-    for (size_t i = 0; (g = ana_spill_iter_next(&it)); i++)
+    for (size_t i = 0; (g = ana_spill_iter_next(&it)); i++) {
+        if (shape)
+            (*shape)[i] = g->shape;
         if (g->call)
             unique &= ana_idmap_put(x, g->call, i < ANA_IDMAP_MAX ? i : ANA_IDMAP_MAX) &&
                       i < ANA_IDMAP_MAX;
+    }
     ana_spill_iter_end(&it);
     return unique;
 }
@@ -133,7 +138,8 @@ static int ana_lc_gemm_kernels(const ana_trace *t, ana_libcalls *lc)
 {
     const ana_libs *l = &t->libs;
     ana_idmap ids;
-    int ok = ana_libcalls_gemm_ids(l, &ids);
+    uint32_t *shape_of;
+    int ok = ana_libcalls_gemm_ids(l, &ids, &shape_of);
     uint8_t *timed = ok ? ana_xcalloc(l->n_gemms / 8 + 1, 1) : NULL;
     size_t *first = ok ? ana_xcalloc(l->n_shapes + 1, sizeof(size_t)) : NULL;
     for (size_t i = 0; ok && i < l->n_shapes; i++)
@@ -147,7 +153,7 @@ static int ana_lc_gemm_kernels(const ana_trace *t, ana_libcalls *lc)
             !ana_trace_call_by_corr(t, ana_trace_wide(t, a->corr_w), &c) ||
             (i = ana_idmap_get(&ids, ana_trace_wide(t, c.call_w))) == SIZE_MAX)
             continue;
-        uint32_t shape = l->gemm_shape[i];
+        uint32_t shape = shape_of[i];
         ana_gemm_row *r = &lc->gemms[shape];
         r->gpu_ns += ana_trace_wide(t, a->dur_w);
         r->kernels++;
@@ -163,6 +169,7 @@ static int ana_lc_gemm_kernels(const ana_trace *t, ana_libcalls *lc)
     }
     ana_trace_gpu_end(&it);
     ana_idmap_free(&ids);
+    free(shape_of);
     free(timed);
     free(first);
     return ok;

@@ -77,11 +77,12 @@ void ana_libcalls_free(ana_libcalls *lc);
 ana_call_gpu *ana_libcalls_link(const ana_trace *t, const ana_u64map *want, ana_u64map *map,
                                 size_t *n);
 
-/* Library call id -> index of its GEMM call (as in l->gemm_shape; ids 0 left out; an id
- * of two GEMM records keeps the first): every GEMM call id is in x (free it). Returns 0
- * when two GEMM records share an id (or too many for x's values), 1 when each index is its
- * id's only record. */
-int ana_libcalls_gemm_ids(const ana_libs *l, ana_idmap *x);
+/* Library call id -> index of its GEMM call (in file order; ids 0 left out; an id of two
+ * GEMM records keeps the first): every GEMM call id is in x (free it); and, when shape is
+ * not NULL, each GEMM call's shape by its index into *shape (l->n_gemms; free it).
+ * Returns 0 when two GEMM records share an id (or too many for x's values), 1 when each
+ * index is its id's only record. */
+int ana_libcalls_gemm_ids(const ana_libs *l, ana_idmap *x, uint32_t **shape);
 
 /* The first API call each library call made: fills map (initialized here) with
  * call -> index into t->calls (in time order). A library record has no time of its own;

@@ -92,11 +92,9 @@ typedef struct ana_libs {
     size_t n_shapes, cap_shapes;
     ana_u64map shape_idx; /* hash of the key (+ probe) -> index */
     /* The GEMM calls in file order (ana_libs_gemms_begin): in memory while a trace has at
-     * most ANATOMIST_SPILL_GEMMS of them (4 Mi), else in a temporary file; and each one's
-     * shape by its index (4 bytes, in memory). */
+     * most ANATOMIST_SPILL_GEMMS of them (4 Mi), else in a temporary file. */
     ana_spill gemms;
-    uint32_t *gemm_shape;
-    size_t n_gemms, cap_gemm_shape;
+    size_t n_gemms;
     /* The NCCL collective calls in file order (read with an ana_spill_iter): in memory
      * while a trace has at most ANATOMIST_SPILL_COLLS of them (1 Mi), else in a temporary
      * file. */
@@ -133,7 +131,7 @@ void ana_libs_finish(ana_libs *l);
  *   ana_spill_iter_begin(&it, &l->gemms, 0);   (or &l->colls, &l->ranges)
  *   for (const ana_gemm_call *g; (g = ana_spill_iter_next(&it));) ...
  *   ana_spill_iter_end(&it);
- * it.idx - 1 is the index of the item last read (a GEMM call's, as in l->gemm_shape). */
+ * it.idx - 1 is the index of the item last read. */
 
 /* An interned string ("" for 0 or an index out of range). */
 const char *ana_libs_str(const ana_libs *l, uint32_t idx);

@@ -60,7 +60,6 @@ void ana_libs_free(ana_libs *l)
     ana_u64map_free(&l->shape_idx);
     free(l->shapes);
     ana_spill_free(&l->gemms);
-    free(l->gemm_shape);
     ana_spill_free(&l->colls);
     free(l->comms);
     free(l->group_ends);
@@ -148,8 +147,7 @@ static void ana_libs_on_gemm(ana_libs *l, const ana_rec_gemm *g)
     uint32_t s = ana_libs_shape(l, &key);
     l->shapes[s].count++;
     l->shapes[s].flops += ana_gemm_call_flops(&key);
-    ANA_GROW(l->gemm_shape, l->cap_gemm_shape, l->n_gemms + 1);
-    l->gemm_shape[l->n_gemms++] = s;
+    l->n_gemms++;
     ana_spill_push(&l->gemms, &(ana_gemm_call){ .call = g->call, .shape = s }, 1);
 }
 
