@@ -71,10 +71,19 @@ typedef struct ana_rank {
     uint64_t by_category[ANA_MCAT_COUNT]; /* device bytes at the peak */
     ana_rank_coll *colls;   /* in the trace's order */
     size_t n_colls;
+    /* Set (and step_ns and colls NULL) when the step durations and the collective calls
+     * are read from this report where they are needed (ana_rank_step_ns, the writer). */
+    const struct ana_report *of;
 } ana_rank;
 
-/* The summary of one trace's report (which it does not keep). */
-void ana_rank_from_report(const struct ana_report *r, ana_rank *out);
+/* The summary of one trace's report. With keep 1 it keeps nothing of the report; with
+ * keep 0 it reads the step durations and the collective calls from r where they are
+ * needed instead of copying them (of = r), so r must outlive out. */
+void ana_rank_from_report(const struct ana_report *r, ana_rank *out, int keep);
+/* The duration of step i of k. */
+uint64_t ana_rank_step_ns(const ana_rank *k, size_t i);
+/* One collective call of trace t as a rank's. */
+ana_rank_coll ana_rank_coll_of(const struct ana_trace *t, const ana_coll_call *c);
 /* Medians and means from the step arrays. */
 void ana_rank_derive(ana_rank *k);
 void ana_rank_free(ana_rank *k);

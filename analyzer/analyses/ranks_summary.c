@@ -38,15 +38,16 @@ static void ana_rank_process(const ana_trace *t, ana_rank *k)
 
 /* Each step's collective time: host time of the COLL calls it started, plus the GPU time
  * of its communication kernels (anatomy.h's per-step class time). */
-static void ana_rank_steps(const ana_report *r, ana_rank *k)
+static void ana_rank_steps(const ana_report *r, ana_rank *k, int keep)
 {
     const ana_steps *s = &r->anat.steps;
     const ana_libs *l = &r->t->libs;
     k->n_steps = s->n_steps;
-    k->step_ns = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
+    k->step_ns = keep ? ana_xcalloc(s->n_steps + 1, sizeof(uint64_t)) : NULL;
     k->step_coll_ns = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
     for (size_t i = 0; i < s->n_steps; i++) {
-        k->step_ns[i] = s->steps[i].end_ns - s->steps[i].start_ns;
+        if (keep)
+            k->step_ns[i] = s->steps[i].end_ns - s->steps[i].start_ns;
         k->step_coll_ns[i] = r->anat.step_rows[i].class_ns[ANA_CLASS_COMMUNICATION];
     }
     /* steps are in time order and disjoint: a binary search per call */
@@ -68,20 +69,26 @@ static void ana_rank_steps(const ana_report *r, ana_rank *k)
     ana_spill_iter_end(&it);
 }
 
-static void ana_rank_colls(const ana_report *r, ana_rank *k)
+ana_rank_coll ana_rank_coll_of(const ana_trace *t, const ana_coll_call *c)
+{
+    const ana_nccl_comm *comm = ana_libs_comm_by_handle(&t->libs, c->comm);
+    return (ana_rank_coll){
+        .comm_id = comm ? comm->comm_id : 0, .seq = c->seq, .bytes = c->bytes,
+        .start_ns = ana_trace_rel_ns(t, c->time_ns), .dur_ns = c->dur_ns, .api = c->api,
+    };
+}
+
+static void ana_rank_colls(const ana_report *r, ana_rank *k, int keep)
 {
     const ana_trace *t = r->t;
     const ana_libs *l = &t->libs;
-    k->colls = ana_xcalloc(l->n_colls + 1, sizeof(*k->colls));
+    k->colls = keep ? ana_xcalloc(l->n_colls + 1, sizeof(*k->colls)) : NULL;
     k->n_colls = l->n_colls;
     ana_spill_iter it;
     ana_spill_iter_begin(&it, &l->colls, 0);
     for (const ana_coll_call *c; (c = ana_spill_iter_next(&it));) {
-        const ana_nccl_comm *comm = ana_libs_comm_by_handle(l, c->comm);
-        k->colls[it.idx - 1] = (ana_rank_coll){
-            .comm_id = comm ? comm->comm_id : 0, .seq = c->seq, .bytes = c->bytes,
-            .start_ns = ana_trace_rel_ns(t, c->time_ns), .dur_ns = c->dur_ns, .api = c->api,
-        };
+        if (keep)
+            k->colls[it.idx - 1] = ana_rank_coll_of(t, c);
         k->coll_host_ns += c->dur_ns;
         k->coll_bytes += c->bytes;
     }
@@ -90,7 +97,7 @@ static void ana_rank_colls(const ana_report *r, ana_rank *k)
     k->coll_gpu_ns = r->lc.coll_gpu_ns;
 }
 
-void ana_rank_from_report(const ana_report *r, ana_rank *out)
+void ana_rank_from_report(const ana_report *r, ana_rank *out, int keep)
 {
     const ana_trace *t = r->t;
     const ana_anatomy *a = &r->anat;
@@ -100,7 +107,8 @@ void ana_rank_from_report(const ana_report *r, ana_rank *out)
     for (uint32_t kind = 0; kind < ANA_K_COUNT; kind++)
         out->records += t->counts[kind];
     out->records += t->stats.unknown_records;
-    ana_rank_steps(r, out);
+    out->of = keep ? NULL : r;
+    ana_rank_steps(r, out, keep);
     out->busy_ns = a->busy_ns;
     out->idle_ns = a->idle_ns;
     out->span_ns = a->span_ns;
@@ -111,7 +119,7 @@ void ana_rank_from_report(const ana_report *r, ana_rank *out)
     out->memcpy_ns = r->gpu.memcpy.total_ns;
     out->memset_ns = r->gpu.memset.total_ns;
     out->launches = t->launches;
-    ana_rank_colls(r, out);
+    ana_rank_colls(r, out, keep);
     out->peak_bytes = r->mem.peak_bytes;
     out->peak_at_ns = r->mem.peak_time_ns ? ana_trace_rel_ns(t, r->mem.peak_time_ns) : 0;
     out->live_end_bytes = r->mem.live_end_bytes;
@@ -120,37 +128,38 @@ void ana_rank_from_report(const ana_report *r, ana_rank *out)
     ana_rank_derive(out);
 }
 
-static int ana_rank_u64_cmp(const void *a, const void *b)
+uint64_t ana_rank_step_ns(const ana_rank *k, size_t i)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
+    if (k->step_ns)
+        return k->step_ns[i];
+    const ana_step *s = &k->of->anat.steps.steps[i];
+    return s->end_ns - s->start_ns;
 }
 
-/* Lower middle of v[0..n) (sorted in a copy), as steps.h's median; 0 when empty. */
-static uint64_t ana_rank_median(const uint64_t *v, size_t n)
+/* Lower middle of the values v holds (in any order: it is reordered), as steps.h's
+ * median; 0 when empty. */
+static uint64_t ana_rank_median(uint64_t *v, size_t n)
 {
-    if (!n)
-        return 0;
-    uint64_t *c = ana_xmalloc(n * sizeof(uint64_t)), m;
-    memcpy(c, v, n * sizeof(uint64_t));
-    ana_sort(c, n, sizeof(uint64_t), ana_rank_u64_cmp);
-    m = c[(n - 1) / 2];
-    free(c);
-    return m;
+    return n ? ana_select_u64(v, n, (n - 1) / 2) : 0;
 }
 
 void ana_rank_derive(ana_rank *k)
 {
-    uint64_t sum = 0, *work = ana_xcalloc(k->n_steps + 1, sizeof(uint64_t));
-    for (size_t i = 0; i < k->n_steps; i++) {
-        sum += k->step_ns[i];
-        work[i] = k->step_ns[i] > k->step_coll_ns[i] ? k->step_ns[i] - k->step_coll_ns[i] : 0;
+    /* one array for the three medians, filled again for each */
+    size_t n = k->n_steps;
+    uint64_t sum = 0, *v = ana_xcalloc(n + 1, sizeof(uint64_t));
+    for (size_t i = 0; i < n; i++)
+        sum += v[i] = ana_rank_step_ns(k, i);
+    k->step_mean_ns = n ? (sum + n / 2) / n : 0;
+    k->step_median_ns = ana_rank_median(v, n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t d = ana_rank_step_ns(k, i);
+        v[i] = d > k->step_coll_ns[i] ? d - k->step_coll_ns[i] : 0;
     }
-    k->step_mean_ns = k->n_steps ? (sum + k->n_steps / 2) / k->n_steps : 0;
-    k->step_median_ns = ana_rank_median(k->step_ns, k->n_steps);
-    k->work_median_ns = ana_rank_median(work, k->n_steps);
-    k->coll_median_ns = ana_rank_median(k->step_coll_ns, k->n_steps);
-    free(work);
+    k->work_median_ns = ana_rank_median(v, n);
+    memcpy(v, k->step_coll_ns, n * sizeof(uint64_t));
+    k->coll_median_ns = ana_rank_median(v, n);
+    free(v);
 }
 
 void ana_rank_free(ana_rank *k)

@@ -136,7 +136,7 @@ static int ana_rl_file(const char *cmd, const char *path, ana_rank *k)
     ana_report r;
     if (ana_cli_report_open(path, &ro, &r) != 0)
         return -1;
-    ana_rank_from_report(&r, k);
+    ana_rank_from_report(&r, k, 1);
     ana_cli_report_close(&r);
     return 0;
 }

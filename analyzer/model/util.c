@@ -98,6 +98,33 @@ void ana_sort(void *base, size_t n, size_t elem, int (*cmp)(const void *, const 
         qsort(base, n, elem, cmp);
 }
 
+uint64_t ana_select_u64(uint64_t *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n; /* k lies in [lo, hi) */
+    while (hi - lo > 1) {
+        uint64_t a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
+        uint64_t p = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+        /* [lo, lt) < p, [lt, i) == p, [gt, hi) > p */
+        size_t lt = lo, i = lo, gt = hi;
+        while (i < gt) {
+            uint64_t x = v[i];
+            if (x < p)
+                v[i++] = v[lt], v[lt++] = x;
+            else if (x > p)
+                v[i] = v[--gt], v[gt] = x;
+            else
+                i++;
+        }
+        if (k < lt)
+            hi = lt;
+        else if (k >= gt)
+            lo = gt;
+        else
+            return p;
+    }
+    return v[k];
+}
+
 /* Merges the sorted runs [a, m) and [m, b) of src into dst, the left run first on ties. */
 static void ana_sort_merge(const char *src, char *dst, size_t a, size_t m, size_t b, size_t elem,
                            int (*cmp)(const void *, const void *))

@@ -39,6 +39,9 @@ void ana_grow(void **arr, size_t *cap, size_t need, size_t elem);
 /* qsort for the analyzer's growable arrays, which are NULL while empty: qsort's array must
  * not be NULL even for zero elements (C11 7.22.5), so fewer than two are left alone. */
 void ana_sort(void *base, size_t n, size_t elem, int (*cmp)(const void *, const void *));
+/* The k-th smallest of v[0..n) (k < n), in place (v is reordered) and without memory:
+ * a quickselect with three-way partitions (runs of equal values cost nothing). */
+uint64_t ana_select_u64(uint64_t *v, size_t n, size_t k);
 /* As ana_sort, but equal elements keep their order whatever the input (a merge sort with a
  * copy of the array when the input is far from sorted). */
 void ana_sort_stable(void *base, size_t n, size_t elem, int (*cmp)(const void *, const void *));

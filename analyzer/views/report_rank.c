@@ -59,9 +59,22 @@ static void ana_rank_json_memory(ana_json *j, const ana_rank *k)
     ana_json_obj_end(j);
 }
 
-static void ana_rank_json_colls(ana_json *j, const ana_rank *k)
+static void ana_rank_json_call(ana_json *j, const ana_rank_coll *c)
 {
     char id[24];
+    snprintf(id, sizeof(id), "0x%016llx", (unsigned long long)c->comm_id);
+    ana_json_arr_begin(j);
+    ana_json_str(j, id);
+    ana_json_u64(j, c->seq);
+    ana_json_u64(j, c->api);
+    ana_json_u64(j, c->bytes);
+    ana_json_u64(j, c->start_ns);
+    ana_json_u64(j, c->dur_ns);
+    ana_json_arr_end(j);
+}
+
+static void ana_rank_json_colls(ana_json *j, const ana_rank *k)
+{
     ana_json_key(j, "collectives");
     ana_json_obj_begin(j);
     ana_json_ku64(j, "calls", k->coll_calls);
@@ -78,17 +91,16 @@ static void ana_rank_json_colls(ana_json *j, const ana_rank *k)
     ana_json_arr_begin(j);
     int inline_depth = j->inline_depth;
     j->inline_depth = j->depth; /* a call a line: a job makes millions */
-    for (size_t i = 0; i < k->n_colls; i++) {
-        const ana_rank_coll *c = &k->colls[i];
-        snprintf(id, sizeof(id), "0x%016llx", (unsigned long long)c->comm_id);
-        ana_json_arr_begin(j);
-        ana_json_str(j, id);
-        ana_json_u64(j, c->seq);
-        ana_json_u64(j, c->api);
-        ana_json_u64(j, c->bytes);
-        ana_json_u64(j, c->start_ns);
-        ana_json_u64(j, c->dur_ns);
-        ana_json_arr_end(j);
+    for (size_t i = 0; k->colls && i < k->n_colls; i++)
+        ana_rank_json_call(j, &k->colls[i]);
+    if (!k->colls && k->of) {
+        ana_spill_iter it;
+        ana_spill_iter_begin(&it, &k->of->t->libs.colls, 0);
+        for (const ana_coll_call *c; (c = ana_spill_iter_next(&it));) {
+            ana_rank_coll rc = ana_rank_coll_of(k->of->t, c);
+            ana_rank_json_call(j, &rc);
+        }
+        ana_spill_iter_end(&it);
     }
     j->inline_depth = inline_depth;
     ana_json_arr_end(j);
@@ -113,7 +125,11 @@ void ana_rank_write_json(const ana_rank *k, ana_json *j)
         ana_json_null(j);
     ana_json_ku64(j, "duration_ns", k->duration_ns);
     ana_json_ku64(j, "records", k->records);
-    ana_rank_json_u64s(j, "steps_ns", k->step_ns, k->n_steps);
+    ana_json_key(j, "steps_ns");
+    ana_json_arr_begin(j);
+    for (size_t i = 0; i < k->n_steps; i++)
+        ana_json_u64(j, ana_rank_step_ns(k, i));
+    ana_json_arr_end(j);
     ana_rank_json_u64s(j, "steps_collective_ns", k->step_coll_ns, k->n_steps);
     ana_json_ku64(j, "step_mean_ns", k->step_mean_ns);
     ana_json_ku64(j, "step_median_ns", k->step_median_ns);
@@ -128,7 +144,7 @@ void ana_rank_write_json(const ana_rank *k, ana_json *j)
 void ana_report_rank_json(const ana_report *r, ana_json *j)
 {
     ana_rank k;
-    ana_rank_from_report(r, &k);
+    ana_rank_from_report(r, &k, 0);
     ana_json_key(j, "rank");
     ana_rank_write_json(&k, j);
     ana_rank_free(&k);

@@ -11,6 +11,8 @@
 #include "model/u64map.h"
 #include "model/util.h"
 
+#include "../random.h"
+
 Test(cuda_error, names)
 {
     char buf[32];
@@ -142,6 +144,38 @@ Test(util, sizes)
     cr_expect(ana_parse_uint("420", 100, &v) != 0);
     cr_expect(ana_parse_uint("-1", 100, &v) != 0);
     cr_expect(ana_parse_uint("", 100, &v) != 0);
+}
+
+static int test_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Every rank of arrays with few distinct values (long runs of equals), many, all equal,
+ * sorted and reversed, against a sorted copy. */
+Test(util, select_every_rank)
+{
+    uint64_t seed = 0x5e1ec7, v[257], w[257], sorted[257];
+    for (int round = 0; round < 40; round++) {
+        size_t n = 1 + (size_t)(ana_xorshift64(&seed) % 257);
+        uint64_t mod = round % 4 == 0 ? 1 : round % 4 == 1 ? 3 : round % 4 == 2 ? 50 : UINT64_MAX;
+        for (size_t i = 0; i < n; i++)
+            v[i] = mod == UINT64_MAX ? ana_xorshift64(&seed) : ana_xorshift64(&seed) % mod;
+        if (round % 10 == 8)
+            ana_sort(v, n, sizeof(*v), test_u64_cmp);
+        if (round % 10 == 9)
+            for (size_t i = 0; i < n; i++)
+                v[i] = n - i;
+        memcpy(sorted, v, n * sizeof(*v));
+        qsort(sorted, n, sizeof(*v), test_u64_cmp);
+        for (size_t k = 0; k < n; k++) {
+            memcpy(w, v, n * sizeof(*v));
+            cr_assert_eq(ana_select_u64(w, n, k), sorted[k], "round %d, n %zu, k %zu", round, n, k);
+            qsort(w, n, sizeof(*w), test_u64_cmp); /* only reordered */
+            cr_assert(memcmp(w, sorted, n * sizeof(*w)) == 0, "round %d: values changed", round);
+        }
+    }
 }
 
 Test(util, formatting_and_demangling)
