@@ -110,46 +110,82 @@ uint64_t ana_memcat_at_failure(const ana_memcat *m, const ana_mem_result *mem,
     return ana_memcat_at_event(m, mem, f->idx, out, NULL);
 }
 
-/* Per step: the most bytes live during it — at its start, or after any event inside it
- * (a running total of +size at a_idx and -size at f_idx). */
-void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
-                              ana_memcat *m)
+/* The allocations live at the walk's event that will be released later, by the event
+ * that releases them (a heap, earliest first): the walk's state is what is live. */
+typedef struct ana_mc_pending {
+    uint64_t f_idx, size;
+} ana_mc_pending;
+
+static void ana_mc_pending_push(ana_mc_pending **h, size_t *n, size_t *cap, ana_mc_pending x)
 {
-    size_t n = t->n_mev;
+    ANA_GROW(*h, *cap, *n + 1);
+    size_t i = (*n)++;
+    for (; i > 0 && (*h)[(i - 1) / 2].f_idx > x.f_idx; i = (i - 1) / 2)
+        (*h)[i] = (*h)[(i - 1) / 2];
+    (*h)[i] = x;
+}
+
+static void ana_mc_pending_pop(ana_mc_pending *h, size_t *n)
+{
+    ana_mc_pending x = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1].f_idx < h[c].f_idx)
+            c++;
+        if (h[c].f_idx >= x.f_idx)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n)
+        h[i] = x;
+}
+
+/* Per step: the most bytes live during it — at its start, or after any event inside it.
+ * The events in order, with the allocations (in the order they were made, so by a_idx)
+ * added at their a_idx and taken away at their f_idx. */
+void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
+                       ana_memcat *m)
+{
     m->step_peak = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
     m->step_peak_ns = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
-    if (!s->n_steps || !n)
+    if (!s->n_steps || !t->n_mev)
         return;
-    int64_t *delta = ana_xcalloc(n + 1, sizeof(int64_t));
-    for (size_t a = 0; a < m->n_allocs; a++) {
-        const ana_mem_life *l = &mem->lives[m->allocs[a].life];
-        delta[l->a_idx] += (int64_t)l->size;
-        if (l->f_idx != ANA_MEM_LIVE)
-            delta[l->f_idx] -= (int64_t)l->size;
-    }
-    int64_t live = 0;
+    ana_mc_pending *h = NULL;
+    size_t n_h = 0, cap_h = 0, a = 0;
+    uint64_t live = 0;
     size_t k = 0; /* steps whose start has passed: they begin with what was live then */
     ana_spill_iter it;
     const ana_mev *e;
     ana_spill_iter_begin(&it, &t->mev, 0);
     for (size_t i = 0; (e = ana_spill_iter_next(&it)); i++) {
         for (; k < s->n_steps && s->steps[k].start_ns <= e->time_ns; k++) {
-            m->step_peak[k] = (uint64_t)live;
+            m->step_peak[k] = live;
             m->step_peak_ns[k] = s->steps[k].start_ns;
         }
-        live += delta[i];
+        for (; a < m->n_allocs && mem->lives[m->allocs[a].life].a_idx == i; a++) {
+            const ana_mem_life *l = &mem->lives[m->allocs[a].life];
+            live += l->size;
+            if (l->f_idx != ANA_MEM_LIVE)
+                ana_mc_pending_push(&h, &n_h, &cap_h, (ana_mc_pending){ l->f_idx, l->size });
+        }
+        for (; n_h && h[0].f_idx == i; ana_mc_pending_pop(h, &n_h))
+            live -= h[0].size;
         int32_t st = ana_mc_step_of(s, e->time_ns);
-        if (st >= 0 && (size_t)st < s->n_steps && (uint64_t)live > m->step_peak[st]) {
-            m->step_peak[st] = (uint64_t)live;
+        if (st >= 0 && (size_t)st < s->n_steps && live > m->step_peak[st]) {
+            m->step_peak[st] = live;
             m->step_peak_ns[st] = e->time_ns;
         }
     }
     ana_spill_iter_end(&it);
     for (; k < s->n_steps; k++) {
-        m->step_peak[k] = (uint64_t)live;
+        m->step_peak[k] = live;
         m->step_peak_ns[k] = s->steps[k].start_ns;
     }
-    free(delta);
+    free(h);
 }
 
 /* ------------------------------------------------------------------ per parameter */

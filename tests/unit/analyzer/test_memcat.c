@@ -14,6 +14,7 @@
 
 #include "analyses/memcat.h"
 #include "memcat_tb.h"
+#include "../random.h"
 #include "analyses/memory.h"
 #include "analyses/steps.h"
 
@@ -463,6 +464,61 @@ Test(memcat, failure_after_the_last_complete_step)
     expect_sums(r.m.at_peak, want, "at the peak");
     cr_expect_eq(r.m.step_peak[0], 4300);
     cr_expect_eq(r.m.step_peak[1], 4300);
+    mb_done(&m, &r);
+}
+
+/* ------------------------------------------ step peaks under many releases in any order */
+
+/* Buffers made before and inside 40 steps, each released at a random later moment (inside
+ * a step, between two, or never), so that many wait to be released at once and in an
+ * order unlike the one they were made in: each step's most, computed here as the records
+ * are written (live at its start, then after each record inside it). */
+Test(memcat, step_peaks_with_releases_in_any_order)
+{
+    mb m;
+    mc_run r;
+    mb_init(&m);
+    uint64_t seed = 0x57e9, kf = tb_kernel(&m.b, "_Z4workv");
+    enum { STEPS = 40, MOST = 400 };
+    uint64_t ptr[MOST], size[MOST], live = 0, want[STEPS];
+    size_t n_live = 0, made = 0;
+    for (int i = 0; i < 30; i++, made++) { /* before the first step: some never released */
+        ptr[n_live] = BASE(made), size[n_live] = 1 + ana_xorshift64(&seed) % 5000;
+        mb_alloc(&m, ptr[n_live], size[n_live]);
+        live += size[n_live++];
+    }
+    for (int k = 0; k < STEPS; k++) {
+        tb_push(&m.b, "step");
+        want[k] = live;
+        LAUNCH0(&m, kf);
+        for (int e = 0; e < 12; e++) {
+            if (n_live < MOST && (n_live < 10 || ana_xorshift64(&seed) % 3)) {
+                ptr[n_live] = BASE(made++), size[n_live] = 1 + ana_xorshift64(&seed) % 5000;
+                mb_alloc(&m, ptr[n_live], size[n_live]);
+                live += size[n_live++];
+            } else {
+                size_t j = 10 + ana_xorshift64(&seed) % (n_live - 10); /* the first 10 stay */
+                mb_free(&m, ptr[j]);
+                live -= size[j];
+                ptr[j] = ptr[--n_live], size[j] = size[n_live];
+            }
+            want[k] = live > want[k] ? live : want[k];
+        }
+        tb_pop(&m.b);
+        for (int e = 0; e < 3 && n_live > 10; e++) { /* between steps: counted in none */
+            size_t j = 10 + ana_xorshift64(&seed) % (n_live - 10);
+            mb_free(&m, ptr[j]);
+            live -= size[j];
+            ptr[j] = ptr[--n_live], size[j] = size[n_live];
+        }
+    }
+    mb_analyze(&m, &r);
+    cr_assert_eq(r.s.n_steps, STEPS, "%s", r.s.why);
+    cr_assert(n_live > 10 && made > 200, "the test wrote %zu buffers, %zu live at the end", made,
+              n_live);
+    for (int k = 0; k < STEPS; k++)
+        cr_expect_eq(r.m.step_peak[k], want[k], "step %d: %llu, want %llu", k,
+                     (unsigned long long)r.m.step_peak[k], (unsigned long long)want[k]);
     mb_done(&m, &r);
 }
 
