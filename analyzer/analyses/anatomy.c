@@ -181,7 +181,7 @@ static void ana_anat_step_flops(const ana_trace *t, const ana_anat_ctx *cx, ana_
         ana_bit_set(seen, g);
         const ana_gemm_shape *s = &l->shapes[cx->gemm_shape[g]];
         if ((step = ana_steps_at(&a->steps, i, &run, NULL)) >= 0)
-            a->step_rows[step].flops += s->count ? s->flops / s->count : 0;
+            ana_anat_rows_mut(&a->rows, (size_t)step)->flops += s->count ? s->flops / s->count : 0;
     }
     ana_spill_iter it;
     ana_spill_iter_begin(&it, &l->gemms, 0);
@@ -191,7 +191,7 @@ static void ana_anat_step_flops(const ana_trace *t, const ana_anat_ctx *cx, ana_
         if (!ana_u64map_get(&first, gc->call, &v) ||
             (step = ana_steps_at(&a->steps, v, &run, NULL)) < 0)
             continue;
-        a->step_rows[step].flops += s->count ? s->flops / s->count : 0;
+        ana_anat_rows_mut(&a->rows, (size_t)step)->flops += s->count ? s->flops / s->count : 0;
     }
     ana_spill_iter_end(&it);
     ana_u64map_free(&first);
@@ -229,7 +229,7 @@ static void ana_anat_contractions(const ana_trace *t, const ana_gpu_result *g,
     uint64_t flops = 0, wall = 0;
     if (a->steps.n_steps) {
         for (size_t i = 0; i < a->steps.n_steps; i++) {
-            flops += a->step_rows[i].flops;
+            flops += ana_anat_rows_mut(&a->rows, i)->flops;
             wall += a->steps.steps[i].end_ns - a->steps.steps[i].start_ns;
         }
     } else {
@@ -252,7 +252,7 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
     a->idle_ns = g->idle_ns;
     a->span_ns = g->spans_ns;
     ana_steps_find(t, &a->steps);
-    a->step_rows = ana_xcalloc(a->steps.n_steps + 1, sizeof(*a->step_rows));
+    ana_anat_rows_init(&a->rows, a->steps.n_steps);
     ana_anat_union *unions = ana_xcalloc(a->steps.n_steps + 1, sizeof(*unions));
     a->knames = ana_xcalloc(g->n_knames + 1, sizeof(*a->knames));
     uint64_t *kname_ns = ana_xcalloc((g->n_knames + 1) * ANA_CLASS_COUNT, sizeof(*kname_ns));
@@ -304,7 +304,7 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
         a->phase_ns[phase] += dur;
         a->phase_class[phase].ns[c.cls] += dur;
         a->phase_class[phase].count[c.cls]++;
-        ana_anat_step *s = &a->step_rows[step];
+        ana_anat_step *s = ana_anat_rows_mut(&a->rows, (size_t)step);
         s->class_ns[c.cls] += dur;
         s->phase_ns[phase] += dur;
         if (!s->acts++ || act->start_ns < s->gpu_first_ns)
@@ -315,7 +315,8 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
     }
     ana_trace_gpu_end(&it);
     for (size_t i = 0; i < a->steps.n_steps; i++)
-        a->step_rows[i].busy_ns = ana_anat_union_total(&unions[i]);
+        ana_anat_rows_mut(&a->rows, i)->busy_ns = ana_anat_union_total(&unions[i]);
+    free(unions);
     uint64_t sum = 0;
     for (int c = 0; c < ANA_CLASS_COUNT; c++)
         sum += a->total.ns[c];
@@ -330,19 +331,18 @@ void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_li
                                                    : ana_classify(t->kernels[i].name, ANA_CTX_NONE).cls;
     ana_anat_step_flops(t, &cx, a);
     ana_anat_contractions(t, g, lc, a);
-
     ana_anat_ctx_free(&cx);
     free(cc.v);
     free(cc.done);
     free(kname_of);
     free(kname_ns);
-    free(unions);
+    ana_anat_rows_pack(&a->rows, &a->steps);
 }
 
 void ana_anatomy_free(ana_anatomy *a)
 {
     ana_steps_free(&a->steps);
-    free(a->step_rows);
+    ana_anat_rows_free(&a->rows);
     free(a->knames);
     free(a->kernel_cls);
     memset(a, 0, sizeof(*a));

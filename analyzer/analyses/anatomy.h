@@ -45,6 +45,41 @@ typedef struct ana_anat_kname {
     uint16_t rule;
 } ana_anat_kname;
 
+/* The steps' rows (ana_anatomy.rows). While the anatomy adds to them they are full rows
+ * in blocks of ANA_ROWS_BLOCK (ana_anat_rows_mut); once complete, each block is packed
+ * and freed in turn (ana_anat_rows_pack): every field a LEB128 varint (gpu_first_ns as
+ * its distance from the step's start, zigzag-coded; gpu_last_ns from gpu_first_ns; the
+ * times not written for a step without GPU work), about 50 bytes a step instead of 120,
+ * with the byte offset of every ANA_ROWS_EVERY-th row. Read through a cursor. */
+#define ANA_ROWS_BLOCK 65536
+#define ANA_ROWS_EVERY 64
+typedef struct ana_anat_rows {
+    ana_anat_step **blk; /* while built; NULL once packed */
+    uint8_t *bytes;
+    size_t n_bytes, cap_bytes;
+    uint64_t *at;        /* byte offset of row k * ANA_ROWS_EVERY */
+    size_t n;
+} ana_anat_rows;
+
+void ana_anat_rows_init(ana_anat_rows *r, size_t n);
+static inline ana_anat_step *ana_anat_rows_mut(ana_anat_rows *r, size_t i)
+{
+    return &r->blk[i / ANA_ROWS_BLOCK][i % ANA_ROWS_BLOCK];
+}
+void ana_anat_rows_pack(ana_anat_rows *r, const ana_steps *s);
+void ana_anat_rows_free(ana_anat_rows *r);
+
+/* A reader of packed rows: steps read in order cost one row's decoding each. */
+typedef struct ana_anat_rowcur {
+    const ana_anat_rows *r;
+    const ana_steps *s;
+    size_t next, off; /* the row at byte off is row next */
+    ana_anat_step row;
+} ana_anat_rowcur;
+void ana_anat_rowcur_init(ana_anat_rowcur *c, const ana_anat_rows *r, const ana_steps *s);
+/* Row i (< r->n), valid until the next call. */
+const ana_anat_step *ana_anat_row(ana_anat_rowcur *c, size_t i);
+
 typedef struct ana_anatomy {
     ana_class_time total;
     uint64_t busy_ns, idle_ns, span_ns, overlap_ns; /* overlap: sum of classes - busy */
@@ -57,7 +92,7 @@ typedef struct ana_anatomy {
     double bwd_fwd_ratio; /* backward / forward kernel time; < 0 when either is unknown */
     /* steps */
     ana_steps steps;
-    ana_anat_step *step_rows; /* one per steps.steps */
+    ana_anat_rows rows;       /* one per steps.steps (ana_anat_rowcur reads them) */
     uint64_t outside_ns;      /* activity time not assigned to any step */
     /* contractions */
     uint64_t gemm_flops, gemm_timed_ns; /* FLOPs of GEMM calls with linked kernels, their time */

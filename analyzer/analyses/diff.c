@@ -65,8 +65,10 @@ static double ana_diff_class_ns(const ana_report *r, int c, int per_step)
     uint64_t sum = 0, n = a->steps.n_steps;
     if (!per_step)
         return (double)a->total.ns[c];
+    ana_anat_rowcur rc;
+    ana_anat_rowcur_init(&rc, &a->rows, &a->steps);
     for (size_t i = 0; i < n; i++)
-        sum += a->step_rows[i].class_ns[c];
+        sum += ana_anat_row(&rc, i)->class_ns[c];
     return (double)((sum + n / 2) / n);
 }
 

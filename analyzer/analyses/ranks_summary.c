@@ -45,10 +45,12 @@ static void ana_rank_steps(const ana_report *r, ana_rank *k, int keep)
     k->n_steps = s->n_steps;
     k->step_ns = keep ? ana_xcalloc(s->n_steps + 1, sizeof(uint64_t)) : NULL;
     k->step_coll_ns = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
+    ana_anat_rowcur rc;
+    ana_anat_rowcur_init(&rc, &r->anat.rows, s);
     for (size_t i = 0; i < s->n_steps; i++) {
         if (keep)
             k->step_ns[i] = s->steps[i].end_ns - s->steps[i].start_ns;
-        k->step_coll_ns[i] = r->anat.step_rows[i].class_ns[ANA_CLASS_COMMUNICATION];
+        k->step_coll_ns[i] = ana_anat_row(&rc, i)->class_ns[ANA_CLASS_COMMUNICATION];
     }
     /* steps are in time order and disjoint: a binary search per call */
     ana_spill_iter it;

@@ -446,9 +446,11 @@ static void ana_sq_steps(ana_sq *q)
     const ana_anatomy *a = &q->r->anat;
     ana_sq_begin(q, "INSERT INTO steps VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
                     " ?, ?, ?)");
+    ana_anat_rowcur rc;
+    ana_anat_rowcur_init(&rc, &a->rows, &a->steps);
     for (size_t i = 0; i < a->steps.n_steps && !q->failed; i++) {
         const ana_step *s = &a->steps.steps[i];
-        const ana_anat_step *row = &a->step_rows[i];
+        const ana_anat_step *row = ana_anat_row(&rc, i);
         ana_sq_u(q, i + 1);
         ana_sq_u(q, s->start_ns);
         ana_sq_u(q, s->end_ns);

@@ -129,8 +129,10 @@ static void ana_rtm_text_steps(FILE *o, const ana_report *r)
         fprintf(o, " %9s", abbr[c]);
     fputc('\n', o);
     size_t n = ana_report_limit(r, s->n_steps);
+    ana_anat_rowcur rc;
+    ana_anat_rowcur_init(&rc, &a->rows, s);
     for (size_t i = 0; i < n; i++) {
-        const ana_anat_step *row = &a->step_rows[i];
+        const ana_anat_step *row = ana_anat_row(&rc, i);
         uint64_t dur = s->steps[i].end_ns - s->steps[i].start_ns;
         uint64_t span = row->gpu_last_ns > row->gpu_first_ns ? row->gpu_last_ns - row->gpu_first_ns : 0;
         ana_fmt_ns(dur, tm, sizeof(tm));
@@ -277,9 +279,11 @@ void ana_report_time_json(const ana_report *r, ana_json *j)
     ana_json_ku64(j, "outside_ns", a->outside_ns);
     ana_json_key(j, "list");
     ana_json_arr_begin(j);
+    ana_anat_rowcur rc;
+    ana_anat_rowcur_init(&rc, &a->rows, s);
     for (size_t i = 0; i < s->n_steps; i++) {
         const ana_step *st = &s->steps[i];
-        const ana_anat_step *row = &a->step_rows[i];
+        const ana_anat_step *row = ana_anat_row(&rc, i);
         ana_json_obj_begin(j);
         ana_json_ku64(j, "index", i + 1);
         ana_json_ku64(j, "start_ns", ana_trace_rel_ns(r->t, st->start_ns));

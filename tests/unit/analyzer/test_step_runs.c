@@ -3,7 +3,8 @@
  * spans two steps, whose calls the steps place one step at a time.
  *
  * The runs are checked against an array by call that the test fills itself; the phases
- * against what the ranges the test wrote say (docs/steps.md). */
+ * against what the ranges the test wrote say (docs/steps.md). And the time anatomy's
+ * rows by step, packed (anatomy.h), against a copy of what the test put in them. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,4 +163,55 @@ Test(step_runs, phase_range_across_two_steps)
             cr_expect_eq(ana_steps_step(&s, c), i, "call %zu", c);
     }
     tb_free(&b, &s);
+}
+
+/* ------------------------------------------ the steps' rows, packed (anatomy.h) */
+
+#include "analyses/anatomy.h"
+#include "../random.h"
+
+/* 150,000 rows (three blocks) of values of every varint length, with steps without GPU
+ * work and GPU work that starts before its step: read back in order, then at random, the
+ * same as a copy the test kept. */
+Test(anatomy_rows, packed_rows_read_back_in_any_order)
+{
+    enum { ROWS = 150000 };
+    ana_steps s = { 0 };
+    s.n_steps = ROWS;
+    s.steps = calloc(ROWS, sizeof(*s.steps));
+    ana_anat_step *want = calloc(ROWS, sizeof(*want));
+    cr_assert(s.steps && want);
+    uint64_t seed = 0x12ab;
+    ana_anat_rows r;
+    ana_anat_rows_init(&r, ROWS);
+    for (size_t i = 0; i < ROWS; i++) {
+        s.steps[i].start_ns = 1000000 + i * 1000;
+        ana_anat_step *x = ana_anat_rows_mut(&r, i);
+        x->acts = ana_xorshift64(&seed) % 4 ? ana_random_value(&seed) | 1 : 0;
+        if (x->acts) {
+            x->gpu_first_ns = s.steps[i].start_ns + ana_random_value(&seed); /* wraps below */
+            x->gpu_last_ns = x->gpu_first_ns + (ana_xorshift64(&seed) >> (ana_xorshift64(&seed) % 64));
+        }
+        x->busy_ns = ana_random_value(&seed);
+        x->flops = ana_random_value(&seed);
+        for (int c = 0; c < ANA_CLASS_COUNT; c++)
+            x->class_ns[c] = ana_random_value(&seed);
+        for (int p = 0; p < ANA_PHASE_COUNT; p++)
+            x->phase_ns[p] = ana_random_value(&seed);
+        want[i] = *x;
+    }
+    ana_anat_rows_pack(&r, &s);
+    cr_assert_null(r.blk, "packed: the full rows are gone");
+    cr_assert_lt(r.n_bytes, (size_t)ROWS * sizeof(ana_anat_step), "%zu bytes", r.n_bytes);
+    ana_anat_rowcur c;
+    ana_anat_rowcur_init(&c, &r, &s);
+    for (size_t i = 0; i < ROWS; i++)
+        cr_assert(memcmp(ana_anat_row(&c, i), &want[i], sizeof(*want)) == 0, "row %zu in order", i);
+    for (int q = 0; q < 20000; q++) {
+        size_t i = (size_t)(ana_xorshift64(&seed) % ROWS);
+        cr_assert(memcmp(ana_anat_row(&c, i), &want[i], sizeof(*want)) == 0, "row %zu at random", i);
+    }
+    ana_anat_rows_free(&r);
+    free(s.steps);
+    free(want);
 }
