@@ -29,22 +29,13 @@ static uint64_t ana_rd_max(const ana_ranks *rs, size_t off)
     return v;
 }
 
-static int ana_rd_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Lower middle over the ranks of the member at off. */
 static uint64_t ana_rd_median(const ana_ranks *rs, size_t off)
 {
-    if (!rs->n)
-        return 0;
-    uint64_t *v = ana_xcalloc(rs->n, sizeof(uint64_t)), m;
+    uint64_t *v = ana_xcalloc(rs->n + 1, sizeof(uint64_t)), m;
     for (size_t i = 0; i < rs->n; i++)
         v[i] = *(const uint64_t *)((const char *)&rs->v[i] + off);
-    ana_sort(v, rs->n, sizeof(uint64_t), ana_rd_u64_cmp);
-    m = v[(rs->n - 1) / 2];
+    m = ana_median_u64(v, rs->n);
     free(v);
     return m;
 }

@@ -39,12 +39,6 @@ static int ana_skew_cmp(const void *x, const void *y)
     return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-static int ana_skew_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The common clock: CLOCK_MONOTONIC when every rank names one host, else CLOCK_REALTIME
  * when every rank knows it; each rank's base (the start of its trace) on it in base[]. */
 static const char *ana_skew_clock(const ana_ranks *rs, uint64_t *base)
@@ -87,8 +81,7 @@ static void ana_skew_one(ana_ranks *rs, const ana_skew_ev *e, size_t n, uint64_t
         if (e[i].dur > c->dur_max_ns)
             c->dur_max_ns = e[i].dur;
     }
-    ana_sort(durs, n, sizeof(uint64_t), ana_skew_u64_cmp);
-    c->dur_median_ns = durs[(n - 1) / 2];
+    c->dur_median_ns = ana_median_u64(durs, n);
     rs->by_rank[c->last].last_count++;
     rs->by_rank[c->last].delay_ns += c->delay_ns;
 }

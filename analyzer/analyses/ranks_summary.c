@@ -138,13 +138,6 @@ uint64_t ana_rank_step_ns(const ana_rank *k, size_t i)
     return s->end_ns - s->start_ns;
 }
 
-/* Lower middle of the values v holds (in any order: it is reordered), as steps.h's
- * median; 0 when empty. */
-static uint64_t ana_rank_median(uint64_t *v, size_t n)
-{
-    return n ? ana_select_u64(v, n, (n - 1) / 2) : 0;
-}
-
 void ana_rank_derive(ana_rank *k)
 {
     /* one array for the three medians, filled again for each */
@@ -153,14 +146,14 @@ void ana_rank_derive(ana_rank *k)
     for (size_t i = 0; i < n; i++)
         sum += v[i] = ana_rank_step_ns(k, i);
     k->step_mean_ns = n ? (sum + n / 2) / n : 0;
-    k->step_median_ns = ana_rank_median(v, n);
+    k->step_median_ns = ana_median_u64(v, n);
     for (size_t i = 0; i < n; i++) {
         uint64_t d = ana_rank_step_ns(k, i);
         v[i] = d > k->step_coll_ns[i] ? d - k->step_coll_ns[i] : 0;
     }
-    k->work_median_ns = ana_rank_median(v, n);
+    k->work_median_ns = ana_median_u64(v, n);
     memcpy(v, k->step_coll_ns, n * sizeof(uint64_t));
-    k->coll_median_ns = ana_rank_median(v, n);
+    k->coll_median_ns = ana_median_u64(v, n);
     free(v);
 }
 

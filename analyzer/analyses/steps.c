@@ -289,21 +289,12 @@ static int ana_st_nvtx(ana_st *st, char *why, size_t cap)
     return 1;
 }
 
-static int ana_st_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static uint64_t ana_st_median(const ana_steps *s)
 {
-    if (!s->n_steps)
-        return 0;
-    uint64_t *d = ana_xcalloc(s->n_steps, sizeof(uint64_t));
+    uint64_t *d = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
     for (size_t i = 0; i < s->n_steps; i++)
         d[i] = s->steps[i].end_ns - s->steps[i].start_ns;
-    ana_sort(d, s->n_steps, sizeof(uint64_t), ana_st_u64_cmp);
-    uint64_t m = d[(s->n_steps - 1) / 2];
+    uint64_t m = ana_median_u64(d, s->n_steps);
     free(d);
     return m;
 }

@@ -42,6 +42,12 @@ void ana_sort(void *base, size_t n, size_t elem, int (*cmp)(const void *, const 
 /* The k-th smallest of v[0..n) (k < n), in place (v is reordered) and without memory:
  * a quickselect with three-way partitions (runs of equal values cost nothing). */
 uint64_t ana_select_u64(uint64_t *v, size_t n, size_t k);
+/* The lower middle of v[0..n) (reordered, as ana_select_u64): the analyses' median; 0 when
+ * n is 0. */
+static inline uint64_t ana_median_u64(uint64_t *v, size_t n)
+{
+    return n ? ana_select_u64(v, n, (n - 1) / 2) : 0;
+}
 /* As ana_sort, but equal elements keep their order whatever the input (a merge sort with a
  * copy of the array when the input is far from sorted). */
 void ana_sort_stable(void *base, size_t n, size_t elem, int (*cmp)(const void *, const void *));
