@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/sorter.h"
 #include "model/util.h"
 
 /* ------------------------------------------------------------------ steps */
@@ -110,43 +111,26 @@ uint64_t ana_memcat_at_failure(const ana_memcat *m, const ana_mem_result *mem,
     return ana_memcat_at_event(m, mem, f->idx, out, NULL);
 }
 
-/* The allocations live at the walk's event that will be released later, by the event
- * that releases them (a heap, earliest first): the walk's state is what is live. */
+/* The step-peak walk's heap of allocations (indices into m->allocs) waiting to be
+ * released, the earliest release on top. */
 typedef struct ana_mc_pending {
-    uint64_t f_idx, size;
+    const ana_memcat *m;
+    const ana_mem_result *mem;
 } ana_mc_pending;
 
-static void ana_mc_pending_push(ana_mc_pending **h, size_t *n, size_t *cap, ana_mc_pending x)
+static uint64_t ana_mc_f_idx(const ana_mc_pending *p, size_t a)
 {
-    ANA_GROW(*h, *cap, *n + 1);
-    size_t i = (*n)++;
-    for (; i > 0 && (*h)[(i - 1) / 2].f_idx > x.f_idx; i = (i - 1) / 2)
-        (*h)[i] = (*h)[(i - 1) / 2];
-    (*h)[i] = x;
+    return p->mem->lives[p->m->allocs[a].life].f_idx;
 }
 
-static void ana_mc_pending_pop(ana_mc_pending *h, size_t *n)
+static int ana_mc_released_first(void *arg, size_t a, size_t b)
 {
-    ana_mc_pending x = h[--*n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && h[c + 1].f_idx < h[c].f_idx)
-            c++;
-        if (h[c].f_idx >= x.f_idx)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n)
-        h[i] = x;
+    return ana_mc_f_idx(arg, a) < ana_mc_f_idx(arg, b);
 }
 
 /* Per step: the most bytes live during it — at its start, or after any event inside it.
  * The events in order, with the allocations (in the order they were made, so by a_idx)
- * added at their a_idx and taken away at their f_idx. */
+ * added at their a_idx and taken away at their f_idx: the walk keeps what is live. */
 void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_steps *s,
                        ana_memcat *m)
 {
@@ -154,8 +138,9 @@ void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_
     m->step_peak_ns = ana_xcalloc(s->n_steps + 1, sizeof(uint64_t));
     if (!s->n_steps || !t->n_mev)
         return;
-    ana_mc_pending *h = NULL;
-    size_t n_h = 0, cap_h = 0, a = 0;
+    ana_mc_pending p = { m, mem };
+    ana_run_heap h = { .less = ana_mc_released_first, .arg = &p };
+    size_t cap_h = 0, a = 0;
     uint64_t live = 0;
     size_t k = 0; /* steps whose start has passed: they begin with what was live then */
     ana_spill_iter it;
@@ -169,11 +154,13 @@ void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_
         for (; a < m->n_allocs && mem->lives[m->allocs[a].life].a_idx == i; a++) {
             const ana_mem_life *l = &mem->lives[m->allocs[a].life];
             live += l->size;
-            if (l->f_idx != ANA_MEM_LIVE)
-                ana_mc_pending_push(&h, &n_h, &cap_h, (ana_mc_pending){ l->f_idx, l->size });
+            if (l->f_idx != ANA_MEM_LIVE) {
+                ANA_GROW(h.v, cap_h, h.n + 1);
+                ana_run_heap_add(&h, a);
+            }
         }
-        for (; n_h && h[0].f_idx == i; ana_mc_pending_pop(h, &n_h))
-            live -= h[0].size;
+        for (; h.n && ana_mc_f_idx(&p, h.v[0]) == i; ana_run_heap_next(&h, 1))
+            live -= mem->lives[m->allocs[h.v[0]].life].size;
         int32_t st = ana_mc_step_of(s, e->time_ns);
         if (st >= 0 && (size_t)st < s->n_steps && live > m->step_peak[st]) {
             m->step_peak[st] = live;
@@ -185,7 +172,7 @@ void ana_mc_step_peaks(const ana_trace *t, const ana_mem_result *mem, const ana_
         m->step_peak[k] = live;
         m->step_peak_ns[k] = s->steps[k].start_ns;
     }
-    free(h);
+    free(h.v);
 }
 
 /* ------------------------------------------------------------------ per parameter */

@@ -55,9 +55,10 @@ void ana_sorter_free(ana_sorter *s);
 /* The items not yet in a run become the last run (a sorter with keep). */
 void ana_sorter_flush(ana_sorter *s);
 
-/* The heap of a k-way merge: run numbers, the run with the least head on top. less(arg,
- * a, b) orders two runs by their heads, the lower run first between equal heads (so that
- * the merge is stable). v has room for every run. */
+/* A heap of numbers (indices into the caller's items), the least by less(arg, a, b) on
+ * top: for a k-way merge, run numbers ordered by their heads (the lower run first between
+ * equal heads, so that the merge is stable). v has room for every number the heap will
+ * hold (the caller grows it). */
 typedef struct ana_run_heap {
     size_t *v, n;
     int (*less)(void *arg, size_t a, size_t b);
