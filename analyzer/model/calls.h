@@ -83,10 +83,18 @@ void ana_calls_set_arg(ana_calls *c, uint64_t i, uint32_t arg_w);
 void ana_calls_apply(ana_calls *c);
 void ana_calls_free(ana_calls *c);
 
+/* Call i of packed calls: decoded into the cache first when its block is not there. */
 ana_api_call ana_calls_get_packed(const ana_calls *c, uint64_t i);
 static inline ana_api_call ana_calls_get(const ana_calls *c, uint64_t i)
 {
-    return c->raw ? c->raw[i] : ana_calls_get_packed(c, i);
+    if (c->raw)
+        return c->raw[i];
+    /* a block in the cache (nearly every call: readers go in order), no arg set aside */
+    const ana_calls_cache *k = c->cache;
+    uint64_t b = i / ANA_CALLS_BLOCK;
+    if (k->block[b % ANA_CALLS_CACHE] == b && !c->args.n)
+        return k->v[b % ANA_CALLS_CACHE][i % ANA_CALLS_BLOCK];
+    return ana_calls_get_packed(c, i);
 }
 /* The first index whose time is at or after time_ns (after: strictly after); n when none. */
 uint64_t ana_calls_bound_packed(const ana_calls *c, uint64_t time_ns, int after);
