@@ -63,7 +63,14 @@ ana_trace_intern_bytes(ana_trace *t, ana_u64map *idx, uint32_t *cache, void **ta
                        size_t *cap, const void *v, size_t n, const char *what)
 {
     uint64_t w[2] = { 0, 0 }, k;
-    memcpy(w, v, n < sizeof(w) ? n : sizeof(w));
+    if (n == 12) { /* a lane: its last word read as one, not stored and read back wider */
+        uint32_t last;
+        memcpy(&w[0], v, 8);
+        memcpy(&last, (const char *)v + 8, 4);
+        w[1] = last;
+    } else {
+        memcpy(w, v, n < sizeof(w) ? n : sizeof(w));
+    }
     uint64_t h = (w[0] ^ (w[1] * 0x9E3779B97F4A7C15ull)) * 0xbf58476d1ce4e5b9ull;
     h ^= h >> 31;
     uint32_t *slot = &cache[h % ANA_TRACE_INTERN_CACHE];
@@ -133,7 +140,7 @@ static void ana_ti_dense(ana_trace *t)
             continue; /* no id, or an earlier call has it */
         if (!g->has)
             g->base = (uint32_t)i; /* the group's earliest call: later ones are after it */
-        else if (!g->d && (g->has >= bit || i != g->base + (size_t)__builtin_popcountll(g->has)))
+        else if (!g->d && (g->has >= bit || i != g->base + (size_t)ana_popcount64(g->has)))
             g->d = UINT32_MAX, rows++;
         g->has |= bit;
     }
