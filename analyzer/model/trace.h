@@ -30,6 +30,7 @@
 #include "model/sorter.h"
 #include "model/spill.h"
 #include "model/stacks.h"
+#include "model/util.h"
 #include "model/u64map.h"
 
 typedef struct ana_trace_module {
@@ -430,7 +431,7 @@ static inline size_t ana_trace_call_index(const ana_trace *t, uint64_t corr)
     if (!(g->has >> j & 1))
         return SIZE_MAX;
     if (!g->d)
-        return (size_t)g->base + (size_t)__builtin_popcountll(g->has & ((1ull << j) - 1));
+        return (size_t)g->base + (size_t)ana_popcount64(g->has & ((1ull << j) - 1));
     uint16_t d = t->corr_d[(size_t)(g->d - 1) * ANA_CORR_GROUP + j];
     if (d >= ANA_CORR_FAR)
         return d == ANA_CORR_NONE ? SIZE_MAX : ana_trace_call_index_map(t, corr);

@@ -23,6 +23,20 @@ void *ana_xrealloc(void *p, size_t n);
 char *ana_xstrdup(const char *s);
 char *ana_xstrndup(const char *s, size_t n);
 
+/* The bits set in x: the instruction where the build may use it, else a few shifts and
+ * adds inline (__builtin_popcountll alone is a call into libgcc there). */
+static inline unsigned ana_popcount64(uint64_t x)
+{
+#if defined(__POPCNT__)
+    return (unsigned)__builtin_popcountll(x);
+#else
+    x -= (x >> 1) & 0x5555555555555555ull;
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (unsigned)((x * 0x0101010101010101ull) >> 56);
+#endif
+}
+
 /* Bit i of a byte array (ana_xcalloc(n / 8 + 1, 1) holds n). */
 static inline int ana_bit_get(const uint8_t *b, size_t i)
 {

@@ -178,6 +178,21 @@ Test(util, select_every_rank)
     }
 }
 
+/* The bits of random words, of words with one bit, none and all, counted one by one. */
+Test(util, popcount_counts_every_bit)
+{
+    uint64_t seed = 0xb17c0;
+    for (int i = 0; i < 10000; i++) {
+        uint64_t x = i < 64 ? 1ull << i : i == 64 ? 0 : i == 65 ? ~0ull : ana_xorshift64(&seed);
+        if (i % 3 == 0 && i > 65)
+            x &= ana_xorshift64(&seed); /* sparser */
+        unsigned want = 0;
+        for (int b = 0; b < 64; b++)
+            want += (unsigned)(x >> b & 1);
+        cr_assert_eq(ana_popcount64(x), want, "%llx", (unsigned long long)x);
+    }
+}
+
 Test(util, formatting_and_demangling)
 {
     char buf[32];
