@@ -145,6 +145,7 @@ void ana_calls_seal(ana_calls *c)
     c->cache->buf_n = 0;
     c->cache->cap = 0;
     c->cache->hint = 0;
+    c->cache->hint_at = 0;
 }
 
 void ana_calls_free(ana_calls *c)
@@ -255,12 +256,22 @@ uint64_t ana_calls_bound_packed(const ana_calls *c, uint64_t time_ns, int after)
     size_t n = ana_calls_block_len(c, lo - 1);
     const ana_api_call *v = ana_calls_block(c, lo - 1);
     size_t a = 1, z = n; /* its first call is below */
+#define ANA_BELOW(i) (after ? v[i].time_ns <= time_ns : v[i].time_ns < time_ns)
+    /* mostly where the last search ended, or the call after: the calls before are below,
+     * the answer's own is not */
+    for (size_t k = c->cache->hint_at, tries = 0; tries < 2 && k >= 1 && k <= n; k++, tries++)
+        if (ANA_BELOW(k - 1) && (k == n || !ANA_BELOW(k))) {
+            c->cache->hint_at = k;
+            return first + k;
+        }
     while (a < z) {
         size_t mid = a + (z - a) / 2;
-        if (after ? v[mid].time_ns <= time_ns : v[mid].time_ns < time_ns)
+        if (ANA_BELOW(mid))
             a = mid + 1;
         else
             z = mid;
     }
+#undef ANA_BELOW
+    c->cache->hint_at = a;
     return first + a;
 }

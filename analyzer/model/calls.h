@@ -43,7 +43,8 @@ typedef struct ana_calls_cache {
     uint8_t *buf; /* bytes read from the file: [buf_off, buf_off + buf_n), cap of room */
     uint64_t buf_off;
     size_t buf_n, cap;
-    size_t hint; /* the block the last search by time ended in */
+    size_t hint;    /* the block the last search by time ended in */
+    size_t hint_at; /* and where in it (1 .. its calls) */
 } ana_calls_cache;
 
 typedef struct ana_calls {

@@ -421,6 +421,23 @@ static void calls_read_back(int ordered)
             cr_assert_eq(ana_trace_call_bound(t, at, after), s, "runs %s, time %llu after %d",
                          runs[ri], (unsigned long long)at, after);
         }
+        /* in time order, as most callers ask (the packed calls start from the last
+         * answer): around every call's time, before and after it */
+        size_t below = 0, at_or_below = 0; /* calls below at, at or below at */
+        uint64_t at = 0;
+        for (size_t i = 0; i < N; i++)
+            for (int d = -1; d <= 1; d++) {
+                if (sorted[i].time + (uint64_t)d > at) /* never back */
+                    at = sorted[i].time + (uint64_t)d;
+                while (below < N && sorted[below].time < at)
+                    below++;
+                while (at_or_below < N && sorted[at_or_below].time <= at)
+                    at_or_below++;
+                int after = (int)(next64() & 1);
+                cr_assert_eq(ana_trace_call_bound(t, at, after), after ? at_or_below : below,
+                             "runs %s, in order at %llu after %d", runs[ri],
+                             (unsigned long long)at, after);
+            }
         ana_trace_free(t);
     }
     unsetenv("ANATOMIST_SPILL_CALLS");
