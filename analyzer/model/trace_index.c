@@ -63,14 +63,17 @@ ana_trace_intern_bytes(ana_trace *t, ana_u64map *idx, uint32_t *cache, void **ta
                        size_t *cap, const void *v, size_t n, const char *what)
 {
     uint64_t w[2] = { 0, 0 }, k;
-    if (n == 12) { /* a lane: its last word read as one, not stored and read back wider */
-        uint32_t last;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n > 8 && n <= 16) { /* two whole loads: the first 8 bytes, and the last 8 shifted
+                             * past the overlap (a value stored into the zeroed pair and
+                             * read back wider stalls the load) */
+        uint64_t tail;
         memcpy(&w[0], v, 8);
-        memcpy(&last, (const char *)v + 8, 4);
-        w[1] = last;
-    } else {
+        memcpy(&tail, (const char *)v + n - 8, 8);
+        w[1] = tail >> (8 * (16 - n));
+    } else
+#endif
         memcpy(w, v, n < sizeof(w) ? n : sizeof(w));
-    }
     uint64_t h = (w[0] ^ (w[1] * 0x9E3779B97F4A7C15ull)) * 0xbf58476d1ce4e5b9ull;
     h ^= h >> 31;
     uint32_t *slot = &cache[h % ANA_TRACE_INTERN_CACHE];
