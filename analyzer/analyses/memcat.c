@@ -60,8 +60,8 @@ typedef struct ana_mc_sweep {
     size_t n_frees, next_alloc, next_free;
 } ana_mc_sweep;
 
-static const ana_mem_life *ana_mc_sort_lives;
-static const ana_mc_alloc *ana_mc_sort_allocs;
+static _Thread_local const ana_mem_life *ana_mc_sort_lives;
+static _Thread_local const ana_mc_alloc *ana_mc_sort_allocs;
 
 static int ana_mc_free_cmp(const void *a, const void *b)
 {

@@ -138,14 +138,7 @@ void ana_calls_seal(ana_calls *c)
         return;
     c->off[c->n_blocks] = c->bytes.n;
     ana_spill_seal(&c->bytes);
-    c->cache = ana_xmalloc(sizeof(*c->cache));
-    memset(c->cache->block, 0xff, sizeof(c->cache->block));
-    c->cache->buf = NULL;
-    c->cache->buf_off = 0;
-    c->cache->buf_n = 0;
-    c->cache->cap = 0;
-    c->cache->hint = 0;
-    c->cache->hint_at = 0;
+    c->cache = ana_xcalloc(ANA_MODEL_SLOTS, sizeof(*c->cache));
 }
 
 void ana_calls_free(ana_calls *c)
@@ -156,16 +149,30 @@ void ana_calls_free(ana_calls *c)
     free(c->first_ns);
     free(c->runs);
     ana_u64map_free(&c->args);
-    if (c->cache)
-        free(c->cache->buf);
+    for (size_t i = 0; c->cache && i < ANA_MODEL_SLOTS; i++) {
+        if (c->cache[i])
+            free(c->cache[i]->buf);
+        free(c->cache[i]);
+    }
     free(c->cache);
     ana_calls_init(c);
+}
+
+/* This thread's cache, made empty at its first read. */
+static ana_calls_cache *ana_calls_cache_of(const ana_calls *c)
+{
+    ana_calls_cache *k = c->cache[ana_model_slot];
+    if (k)
+        return k;
+    k = ana_xcalloc(1, sizeof(*k)); /* no bytes read, no hints */
+    memset(k->block, 0xff, sizeof(k->block));
+    return c->cache[ana_model_slot] = k;
 }
 
 /* Block b, decoded into the cache (read from the file when it is not there). */
 static const ana_api_call *ana_calls_block(const ana_calls *c, uint64_t b)
 {
-    ana_calls_cache *k = c->cache;
+    ana_calls_cache *k = ana_calls_cache_of(c);
     size_t slot = (size_t)(b % ANA_CALLS_CACHE);
     if (k->block[slot] == b)
         return k->v[slot];
@@ -236,7 +243,8 @@ uint64_t ana_calls_bound_packed(const ana_calls *c, uint64_t time_ns, int after)
      * last search ended in, as callers ask about times in order */
     if (!c->n_blocks)
         return 0;
-    size_t lo = 0, hi = c->n_blocks, h = c->cache->hint;
+    ana_calls_cache *k = ana_calls_cache_of(c);
+    size_t lo = 0, hi = c->n_blocks, h = k->hint;
 #define ANA_BELOW(b) (after ? c->first_ns[b] <= time_ns : c->first_ns[b] < time_ns)
     if (h < c->n_blocks && ANA_BELOW(h) && (h + 1 == c->n_blocks || !ANA_BELOW(h + 1)))
         lo = hi = h + 1;
@@ -250,7 +258,7 @@ uint64_t ana_calls_bound_packed(const ana_calls *c, uint64_t time_ns, int after)
 #undef ANA_BELOW
     if (!lo)
         return 0;
-    c->cache->hint = lo - 1;
+    k->hint = lo - 1;
     /* every block before lo begins below: the answer is in block lo - 1, or lo's start */
     uint64_t first = (uint64_t)(lo - 1) * ANA_CALLS_BLOCK;
     size_t n = ana_calls_block_len(c, lo - 1);
@@ -259,10 +267,10 @@ uint64_t ana_calls_bound_packed(const ana_calls *c, uint64_t time_ns, int after)
 #define ANA_BELOW(i) (after ? v[i].time_ns <= time_ns : v[i].time_ns < time_ns)
     /* mostly where the last search ended, or the call after: the calls before are below,
      * the answer's own is not */
-    for (size_t k = c->cache->hint_at, tries = 0; tries < 2 && k >= 1 && k <= n; k++, tries++)
-        if (ANA_BELOW(k - 1) && (k == n || !ANA_BELOW(k))) {
-            c->cache->hint_at = k;
-            return first + k;
+    for (size_t j = k->hint_at, tries = 0; tries < 2 && j >= 1 && j <= n; j++, tries++)
+        if (ANA_BELOW(j - 1) && (j == n || !ANA_BELOW(j))) {
+            k->hint_at = j;
+            return first + j;
         }
     while (a < z) {
         size_t mid = a + (z - a) / 2;
@@ -272,6 +280,6 @@ uint64_t ana_calls_bound_packed(const ana_calls *c, uint64_t time_ns, int after)
             z = mid;
     }
 #undef ANA_BELOW
-    c->cache->hint_at = a;
+    k->hint_at = a;
     return first + a;
 }

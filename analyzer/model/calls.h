@@ -11,8 +11,9 @@
  * by value (ana_calls_get): it stays valid however many calls are read after it. Reading in order, or near the calls read last (the calls of
  * the GPU activities, in their order), decodes each block once.
  *
- * Single-threaded: the cache is shared by every reader of the trace (the analyses run on
- * one thread). Part of model/: calls model/spill.h, model/sorter.h, model/u64map.h,
+ * Each thread reads through a cache of its own (its ana_model_slot's, made at its first
+ * read), so analyses on several threads may read one sealed ana_calls at once; packing,
+ * ana_calls_set_arg and ana_calls_apply stay single-threaded. Part of model/: calls model/spill.h, model/sorter.h, model/u64map.h,
  * model/util.h and format/varint.h only. */
 #ifndef ANA_CALLS_H
 #define ANA_CALLS_H
@@ -22,6 +23,7 @@
 
 #include "model/spill.h"
 #include "model/u64map.h"
+#include "model/util.h"
 
 /* An API call that makes the GPU work (LAUNCH, MEMCPY, MEMSET records): 24 bytes. */
 typedef struct ana_api_call {
@@ -57,7 +59,7 @@ typedef struct ana_calls {
     size_t n_blocks, cap_blocks;
     ana_api_call prev;    /* while packing: the call before, in its block */
     uint32_t prev_nz_call; /* while packing: the last nonzero call_w of the block */
-    ana_calls_cache *cache;
+    ana_calls_cache **cache; /* packed, once sealed: ANA_MODEL_SLOTS, each NULL until read */
     uint64_t *runs;       /* packed in sorted runs (ana_calls_pack_run): where each begins */
     size_t n_runs, cap_runs;
     ana_u64map args;      /* packed: call index -> arg_w set (ana_calls_set_arg) */
@@ -91,9 +93,9 @@ static inline ana_api_call ana_calls_get(const ana_calls *c, uint64_t i)
     if (c->raw)
         return c->raw[i];
     /* a block in the cache (nearly every call: readers go in order), no arg set aside */
-    const ana_calls_cache *k = c->cache;
+    const ana_calls_cache *k = c->cache[ana_model_slot];
     uint64_t b = i / ANA_CALLS_BLOCK;
-    if (k->block[b % ANA_CALLS_CACHE] == b && !c->args.n)
+    if (k && k->block[b % ANA_CALLS_CACHE] == b && !c->args.n)
         return k->v[b % ANA_CALLS_CACHE][i % ANA_CALLS_BLOCK];
     return ana_calls_get_packed(c, i);
 }

@@ -9,7 +9,7 @@
 
 #include "model/util.h"
 
-const void *ana_sorter_ctx;
+_Thread_local const void *ana_sorter_ctx;
 
 void ana_sorter_init(ana_sorter *s, size_t item, size_t run, int stable, ana_sorter_cmp cmp,
                      const void *ctx, const char *what)

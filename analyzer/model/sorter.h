@@ -6,7 +6,8 @@
  * one run in memory, as a plain sort would.
  *
  * The comparator reads the sorter's ctx through ana_sorter_ctx (the model's comparators
- * need the trace's interned tables). Single-threaded: one sorter sorts at a time. */
+ * need the trace's interned tables), which is the thread's own: sorters on different
+ * threads do not meet; on one thread, one sorts at a time. */
 #ifndef ANA_SORTER_H
 #define ANA_SORTER_H
 
@@ -39,7 +40,7 @@ typedef struct ana_sorter {
 
 /* The context of the sort under way, for its comparator: a sorter's ctx while it sorts or
  * merges; a caller of ana_sort with such a comparator sets it itself. */
-extern const void *ana_sorter_ctx;
+extern _Thread_local const void *ana_sorter_ctx;
 
 void ana_sorter_init(ana_sorter *s, size_t item, size_t run, int stable, ana_sorter_cmp cmp,
                      const void *ctx, const char *what);

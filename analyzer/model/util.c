@@ -276,6 +276,8 @@ size_t ana_utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
+_Thread_local unsigned ana_model_slot; /* util.h */
+
 static int ana_text_on; /* util.h: ana_text_names */
 
 void ana_text_names(int on) { ana_text_on = on; }

@@ -23,6 +23,13 @@ void *ana_xrealloc(void *p, size_t n);
 char *ana_xstrdup(const char *s);
 char *ana_xstrndup(const char *s, size_t n);
 
+/* The analyses of one report run on up to ANA_MODEL_SLOTS threads (analyses/report.c); each
+ * thread has a slot, 0 on every thread until one is given, for the model's caches that
+ * reading changes (the packed calls' decoded blocks, calls.h). Two threads never share a
+ * slot. */
+#define ANA_MODEL_SLOTS 4
+extern _Thread_local unsigned ana_model_slot;
+
 /* The bits set in x: the instruction where the build may use it, else a few shifts and
  * adds inline (__builtin_popcountll alone is a call into libgcc there). */
 static inline unsigned ana_popcount64(uint64_t x)

@@ -6,6 +6,7 @@
  * memory events and NVTX ranges in their orders however many runs they were spilled in. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -445,6 +446,60 @@ static void calls_read_back(int ordered)
 
 Test(spill, calls_read_back_whatever_the_runs) { calls_read_back(0); }
 Test(spill, calls_read_back_runs_in_order) { calls_read_back(1); }
+
+/* Packed calls read by threads at once, each in its own model slot (as a report's analyses
+ * are): each reads every call, in order from its own start and at random, against what one
+ * thread read alone; a cache shared between them (more blocks than it holds) would hand one
+ * thread a block another is decoding in its place. */
+typedef struct slot_reader {
+    const ana_trace *t;
+    const ana_api_call *want;
+    unsigned slot;
+    size_t wrong;
+} slot_reader;
+
+static void *read_in_slot(void *arg)
+{
+    slot_reader *r = arg;
+    ana_model_slot = r->slot;
+    uint64_t rng2 = 77 + r->slot;
+    size_t n = r->t->n_calls;
+    for (size_t k = 0; k < 6 * n; k++) {
+        size_t i = k % 2 ? (size_t)(ana_xorshift64(&rng2) % n) : (k / 2 + r->slot * n / 3) % n;
+        ana_api_call c = ana_trace_call(r->t, i);
+        r->wrong += memcmp(&c, &r->want[i], sizeof(c)) != 0;
+    }
+    return NULL;
+}
+
+Test(spill, packed_calls_read_by_threads_at_once)
+{
+    enum { N = 3 * ANA_CALLS_BLOCK * ANA_CALLS_CACHE, THREADS = 3 }; /* 3 caches' worth */
+    setenv("ANATOMIST_SPILL_CALLS", "700", 1);
+    ana_trace *t = ana_trace_new("calls", ANA_LOAD_ALL);
+    for (size_t i = 0; i < N; i++) {
+        ana_record r = { .kind = ANA_K_LAUNCH, .tid = 1 + i % 3, .time_ns = 1000 + i * 7 - i % 5 };
+        r.u.launch = (ana_rec_launch){ .kernel = 1 + next64() % 9, .corr = 10 + i, .stack = 1 };
+        ana_trace_add(t, &r);
+    }
+    ana_trace_finish(t);
+    unsetenv("ANATOMIST_SPILL_CALLS");
+    cr_assert(t->calls.raw == NULL && t->n_calls == N);
+    static ana_api_call want[N];
+    for (size_t i = 0; i < N; i++)
+        want[i] = ana_trace_call(t, i);
+    pthread_t th[THREADS];
+    slot_reader r[THREADS];
+    for (unsigned k = 0; k < THREADS; k++) {
+        r[k] = (slot_reader){ t, want, k + 1, 0 };
+        cr_assert_eq(pthread_create(&th[k], NULL, read_in_slot, &r[k]), 0);
+    }
+    for (unsigned k = 0; k < THREADS; k++) {
+        pthread_join(th[k], NULL);
+        cr_assert_eq(r[k].wrong, 0, "thread %u read %zu calls wrong", k, r[k].wrong);
+    }
+    ana_trace_free(t);
+}
 
 /* Memory events at random times (many equal) come back in time order, equal times in file
  * order, however many runs they were spilled in (ANATOMIST_SPILL_MEMORY); a reader by
