@@ -243,15 +243,18 @@ static void ana_anat_contractions(const ana_trace *t, const ana_gpu_result *g,
         a->mfu = (double)flops / (double)wall / 1e3 / a->peak_tflops;
 }
 
-void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_libcalls *lc,
-                       ana_anatomy *out)
+void ana_anatomy_steps(const ana_trace *t, ana_anatomy *out)
 {
-    ana_anatomy *a = out;
-    memset(a, 0, sizeof(*a));
+    memset(out, 0, sizeof(*out));
+    ana_steps_find(t, &out->steps);
+}
+
+void ana_anatomy_classify(const ana_trace *t, const ana_gpu_result *g, const ana_libcalls *lc,
+                          ana_anatomy *a)
+{
     a->busy_ns = g->busy_ns;
     a->idle_ns = g->idle_ns;
     a->span_ns = g->spans_ns;
-    ana_steps_find(t, &a->steps);
     ana_anat_rows_init(&a->rows, a->steps.n_steps);
     ana_anat_union *unions = ana_xcalloc(a->steps.n_steps + 1, sizeof(*unions));
     a->knames = ana_xcalloc(g->n_knames + 1, sizeof(*a->knames));

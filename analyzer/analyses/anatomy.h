@@ -103,8 +103,12 @@ typedef struct ana_anatomy {
     uint64_t mfu_wall_ns;               /* the wall time used: steps' total, else GPU span */
 } ana_anatomy;
 
-void ana_anatomy_build(const ana_trace *t, const ana_gpu_result *g, const ana_libcalls *lc,
-                       ana_anatomy *out);
+/* The anatomy in two calls: the steps, which need the trace alone (so that the memory
+ * anatomy, which needs them too, need not wait for the rest); then the rest, into the
+ * ana_anatomy that ana_anatomy_steps filled. */
+void ana_anatomy_steps(const ana_trace *t, ana_anatomy *out);
+void ana_anatomy_classify(const ana_trace *t, const ana_gpu_result *g, const ana_libcalls *lc,
+                          ana_anatomy *a);
 void ana_anatomy_free(ana_anatomy *a);
 
 #endif

@@ -4,7 +4,9 @@
  * ana_report_build runs the memory replay, the GPU analysis (gpu.h), the library-call and
  * NVTX analyses (libcalls.h, nvtx.h), the time and memory anatomies, the OOM post-mortem
  * and the advice, and orders kernels; the writers (views/report_write.h) only format.
- * The report borrows the trace, which must outlive it. Not thread-safe. */
+ * The analyses run on up to ana_report_set_jobs threads at once, each as soon as the
+ * analyses whose results it reads are done; the report is the same whatever the number.
+ * The report borrows the trace, which must outlive it; one report is built at a time. */
 #ifndef ANA_REPORT_H
 #define ANA_REPORT_H
 
@@ -47,6 +49,9 @@ typedef struct ana_report {
     size_t *kernel_order; /* indices into t->kernels, most launched first */
 } ana_report;
 
+/* Threads for the analyses of each report built from now on (1: this thread alone; 0, the
+ * default: one per online CPU; at most ANA_MODEL_SLOTS). */
+void ana_report_set_jobs(int n);
 void ana_report_build(ana_report *r, const ana_trace *t, const ana_report_opts *opt);
 void ana_report_free(ana_report *r);
 /* Names the analyses and the views share. */

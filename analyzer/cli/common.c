@@ -58,6 +58,7 @@ int ana_cli_jobs(const char *cmd, const char *arg)
         return ana_cli_usage_error(cmd, "%s: --jobs wants a number of threads from 1 to %d, "
                                         "not '%s'", cmd, ANA_CLI_JOBS_MAX, arg);
     ana_import_set_jobs((int)v);
+    ana_report_set_jobs((int)v);
     return 0;
 }
 

@@ -3,7 +3,8 @@
  * (cli/progress.c, when standard error is a terminal) sets a function; each stage says
  * when it begins, and the work the stages were part of says when it is over (what NULL).
  * With no function set, nothing is said and nothing is done. Part of model/: any layer
- * may call it. Not thread-safe: stages are said by the command's own thread. */
+ * may call it. Not thread-safe: stages are said one at a time (a report's analyses, which
+ * run on several threads, say theirs under the report's lock). */
 #ifndef ANA_STAGE_H
 #define ANA_STAGE_H
 

@@ -2,9 +2,9 @@
 records (bench/gen_trace, which says how many it wrote) redraws "reading NAME: N M records,
 P%, R M records/s" with N growing up to at most the trace's records and P up to 100, then
 wipes it; then names each stage of the work after the reading as it begins ("NAME: putting
-the records in order, T s in", then the report's eight analyses "(i of 8)" in order, T never
-going back) and wipes that too; on a pipe nothing at all is written to stderr, and standard
-output is the same bytes either way."""
+the records in order, T s in", then the report's nine analyses "(i of 9)", each once, none
+before those whose results it reads, T never going back) and wipes that too; on a pipe
+nothing at all is written to stderr, and standard output is the same bytes either way."""
 import os
 import pty
 import re
@@ -21,11 +21,16 @@ LINE = re.compile(rb"\ranatomist: reading big\.anat: ([0-9.]+) M records, ([0-9]
 STAGE = re.compile(rb"\ranatomist: big\.anat: ([a-zA-Z' ]+?)(?: \(([0-9]) of ([0-9])\))?, "
                    rb"([0-9.]+) s in *")
 WIPE = re.compile(rb"\r +\r")
-# What the report's stages are, in order (docs/overhead.md; analyses/report.c says them).
-STAGES = [b"putting the records in order", b"replaying the memory events",
-          b"timing the GPU's work", b"timing the library calls", b"pairing the NVTX ranges",
-          b"classifying the GPU time", b"classifying the device memory",
-          b"explaining failed allocations", b"advising"]
+# What the report's stages are (docs/overhead.md; analyses/report.c says them): the
+# analyses in the order one thread runs them (-j 1), and what each must come after.
+ANALYSES = [b"replaying the memory events", b"timing the GPU's work", b"timing the library calls",
+            b"pairing the NVTX ranges", b"finding the steps", b"classifying the GPU time",
+            b"classifying the device memory", b"explaining failed allocations", b"advising"]
+AFTER = {b"classifying the GPU time": [b"timing the GPU's work", b"timing the library calls",
+                                       b"finding the steps"],
+         b"classifying the device memory": [b"replaying the memory events", b"finding the steps"],
+         b"explaining failed allocations": [b"classifying the device memory"],
+         b"advising": [b"explaining failed allocations"]}
 
 
 def on_terminal(argv):
@@ -65,7 +70,11 @@ class Progress(unittest.TestCase):
         cls.tmp.cleanup()
 
     def test_a_terminal_sees_the_line_grow_and_then_wiped(self):
-        rc, out, tty = on_terminal([ANATOMIST, "report", self.trace])
+        for jobs in ([], ["-j", "1"], ["-j", "3"]):
+            self.check_terminal(jobs)
+
+    def check_terminal(self, jobs):
+        rc, out, tty = on_terminal([ANATOMIST, "report", *jobs, self.trace])
         self.assertEqual(rc, 0, tty)
         lines = LINE.findall(tty)
         self.assertGreaterEqual(len(lines), 1, tty[:500])
@@ -77,11 +86,19 @@ class Progress(unittest.TestCase):
         self.assertEqual(shares, sorted(shares))
         # Every rate is records over a positive time: finite and above zero.
         self.assertTrue(all(float(r) > 0 for _, _, r, _ in lines))
-        # After the reading, each stage once, in order, at times that never go back.
+        # After the reading, the ordering, then each analysis once, never before those it
+        # reads (on one thread, in that one order), at times that never go back.
         stages = STAGE.findall(tty)
-        self.assertEqual([name for name, _, _, _ in stages], STAGES, tty[-2000:])
+        names = [name for name, _, _, _ in stages]
+        self.assertEqual(names[0], b"putting the records in order", tty[-2000:])
+        self.assertEqual(sorted(names[1:]), sorted(ANALYSES), tty[-2000:])
+        for name, before in AFTER.items():
+            for b in before:
+                self.assertLess(names.index(b), names.index(name), (jobs, names))
+        if jobs == ["-j", "1"]:
+            self.assertEqual(names[1:], ANALYSES)
         self.assertEqual([(i, n) for _, i, n, _ in stages],
-                         [(b"", b"")] + [(str(k).encode(), b"8") for k in range(1, 9)])
+                         [(b"", b"")] + [(str(k).encode(), b"9") for k in range(1, 10)])
         times = [float(t) for _, _, _, t in stages]
         self.assertEqual(times, sorted(times))
         self.assertGreaterEqual(times[0], 0.5)
@@ -92,7 +109,8 @@ class Progress(unittest.TestCase):
         self.assertRegex(tty, rb"\r +\r$")
         # Nothing else: every byte on the terminal is a progress line, a stage or a wipe.
         self.assertEqual(WIPE.sub(b"", STAGE.sub(b"", LINE.sub(b"", tty))), b"")
-        pipe = subprocess.run([ANATOMIST, "report", self.trace], capture_output=True, timeout=300)
+        pipe = subprocess.run([ANATOMIST, "report", *jobs, self.trace], capture_output=True,
+                              timeout=300)
         self.assertEqual(pipe.stdout, out)
 
     def test_a_pipe_gets_no_progress(self):

@@ -4,7 +4,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from anacli import CliTest, anatomist, main  # noqa: E402
+from anacli import GEN_TRACE, CliTest, anatomist, main, run  # noqa: E402
 
 GiB = 1 << 30
 FRAME_KEYS = {"function", "file", "line", "module", "offset", "address", "language"}
@@ -190,6 +190,30 @@ class ReportChurn(CliTest):
         for bad in ("0", "257", "x", "-1"):
             p = self.fails(2, "report", "--jobs", bad, path)
             self.assertIn("--jobs wants a number of threads from 1 to 256", p.stderr)
+
+    def test_analyses_on_threads_read_spilled_state_alike(self):
+        """The analyses run on up to 4 threads at once, each reading the trace's calls,
+        GPU activities, uses and ranges through caches of its own: with everything spilled
+        to temporary files (past 3 items of each), every number of threads gives the same
+        report as one thread with everything in memory."""
+        spill = {k: "3" for k in ("ANATOMIST_SPILL_CALLS", "ANATOMIST_SPILL_GPU",
+                                  "ANATOMIST_SPILL_USES", "ANATOMIST_SPILL_NVTX",
+                                  "ANATOMIST_SPILL_MEMORY", "ANATOMIST_SPILL_RANGES",
+                                  "ANATOMIST_SPILL_GEMMS", "ANATOMIST_SPILL_COLLS")}
+        traces = [self.gen(kind)[0] for kind in ("gpu", "libs", "oom")]
+        scale = os.path.join(os.path.dirname(GEN_TRACE), "..", "bench", "gen_trace")
+        if os.path.exists(scale):  # steps, launches by library calls, NVTX, GPU activity
+            traces.append(self.path("scale.anat"))
+            p = run([scale, "--records", "200000", "--out", traces[-1]])
+            self.assertEqual(p.returncode, 0, p.stderr)
+        for trace in traces:
+            for cmd in (["report", "--json"], ["report", "--top", "0"]):
+                want = anatomist(*cmd, "-j", "1", trace)
+                self.assertEqual(want.returncode, 0, want.stderr)
+                for n in (1, 2, 4):
+                    got = anatomist(*cmd, "-j", str(n), trace, env={**os.environ, **spill})
+                    self.assertEqual((got.returncode, got.stdout), (0, want.stdout),
+                                     f"{cmd} -j {n} {trace}")
 
 
 class ReportEmpty(CliTest):
