@@ -143,18 +143,21 @@ STORM_THREADS, STORM_ITERS = 8, 2000
 
 def storm_keep():
     """keep= for the storm's traces: the workers' tagged calls, without the buffer each
-    copies through at the end (255 bytes: no tagged allocation is that small)."""
-    copy_ptrs = set()
+    copies through at the end (255 bytes: no tagged allocation is that small). By thread:
+    the trace holds each thread's records in order, but the threads' runs of records in
+    the order the writer took them, so one thread's free of an address can come after
+    another's allocation and free of the same address that came later in time."""
+    copy_ptrs = set()  # (thread, address)
 
     def keep(r):
         k = api_key(r)
         if k is None or r["kind"] == "MEMCPY":
             return None
         if k[0] == "A" and k[1] == 255:
-            copy_ptrs.add(k[2])
+            copy_ptrs.add((r["tid"], k[2]))
             return None
-        if k[0] == "F" and k[1] in copy_ptrs:
-            copy_ptrs.discard(k[1])
+        if k[0] == "F" and (r["tid"], k[1]) in copy_ptrs:
+            copy_ptrs.discard((r["tid"], k[1]))
             return None
         return k
     return keep
