@@ -73,7 +73,6 @@ typedef struct ana_report_run {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     unsigned started, done; /* bits by task */
-    int said;               /* stages said */
 } ana_report_run;
 
 static void ana_report_task(ana_report *r, int task)
@@ -111,7 +110,8 @@ static void ana_report_work(ana_report_run *run)
             continue;
         }
         run->started |= 1u << task;
-        ana_stage(run->r->t->path, ana_report_tasks[task].what, ++run->said, ANA_RT_COUNT);
+        ana_stage(run->r->t->path, ana_report_tasks[task].what, (int)ana_popcount64(run->started),
+                  ANA_RT_COUNT);
         pthread_mutex_unlock(&run->mu);
         ana_report_task(run->r, task);
         pthread_mutex_lock(&run->mu);

@@ -485,9 +485,11 @@ Test(spill, packed_calls_read_by_threads_at_once)
     ana_trace_finish(t);
     unsetenv("ANATOMIST_SPILL_CALLS");
     cr_assert(t->calls.raw == NULL && t->n_calls == N);
-    static ana_api_call want[N];
-    for (size_t i = 0; i < N; i++)
+    static ana_api_call want[N]; /* one thread's reading, its times the ones added */
+    for (size_t i = 0; i < N; i++) {
         want[i] = ana_trace_call(t, i);
+        cr_assert_eq(want[i].time_ns, 1000 + i * 7 - i % 5, "call %zu", i);
+    }
     pthread_t th[THREADS];
     slot_reader r[THREADS];
     for (unsigned k = 0; k < THREADS; k++) {
